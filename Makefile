@@ -1,0 +1,59 @@
+# Two commands on a fresh machine: `make run` (the whole system) and `make test` (the suite).
+# Both install what is missing and start the local services; both are safe to run twice.
+
+SHELL := /bin/bash
+PYTHON_BIN ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help venv services services-stop services-status migrate lint test test-only run bench clean
+
+help:
+	@echo "make run              install, start services, migrate, demo data, run every process"
+	@echo "make test             install, start services, lint, run the whole test suite"
+	@echo "make services         start PostgreSQL, Redis and Kafka on loopback (.local/)"
+	@echo "make services-stop    stop them"
+	@echo "make services-status  tell whether they run"
+	@echo "make lint             ruff + mypy"
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON_BIN) >/dev/null || { echo "$(PYTHON_BIN) is required"; exit 1; }
+	@test -x $(PY) || $(PYTHON_BIN) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+services: $(STAMP)
+	bash scripts/services.sh start
+
+services-stop:
+	bash scripts/services.sh stop
+
+services-status:
+	bash scripts/services.sh status
+
+migrate: services
+	$(PY) manage.py migrate --noinput
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy .
+
+test: services lint test-only
+
+test-only: $(STAMP)
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+run: migrate
+	$(PY) manage.py collectstatic --noinput -v 0
+	$(PY) manage.py bootstrap_demo
+	@echo "Starting every process (Ctrl-C stops them all); web on http://127.0.0.1:$${PORT:-8000}/"
+	PORT=$${PORT:-8000} $(VENV)/bin/honcho start -f Procfile
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

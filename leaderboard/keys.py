@@ -1,0 +1,51 @@
+"""Every Redis key of the product is built here, and nowhere else.
+
+``{s<season>}`` is a Redis Cluster hash tag: every key of one season lands in one slot, so a
+script may touch the season board, its daily board and its weekly board in one call.
+The prefix (``lb`` by default) comes from settings at call time so tests can isolate keys.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.conf import settings
+
+
+def _season_tag(season_id: int) -> str:
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:{{s{int(season_id)}}}"
+
+
+def season_board(*, season_id: int) -> str:
+    """``lb:{s12}``: the season's sorted set, member = player id, score = encoded."""
+    return _season_tag(season_id)
+
+
+def daily_board(*, season_id: int, day: date) -> str:
+    """``lb:{s12}:d:2026-10-12``: the board of one UTC day."""
+    return f"{_season_tag(season_id)}:d:{day.isoformat()}"
+
+
+def weekly_board(*, season_id: int, iso_year: int, iso_week: int) -> str:
+    """``lb:{s12}:w:2026-W41``: the board of one ISO week, built from the daily boards."""
+    return f"{_season_tag(season_id)}:w:{iso_year:04d}-W{iso_week:02d}"
+
+
+def rebuild_board(*, season_id: int, suffix: str = "") -> str:
+    """``lb:{s12}:rebuild``: the temporary key a rebuild fills before RENAMEing it over."""
+    return f"{_season_tag(season_id)}:rebuild{suffix}"
+
+
+def top_snapshot(*, season_id: int) -> str:
+    """``lb:{s12}:top``: the pre-encoded top list refreshed every second by a task."""
+    return f"{_season_tag(season_id)}:top"
+
+
+def season_pattern(*, season_id: int) -> str:
+    """SCAN pattern for every key of a season (close-out, tests)."""
+    return f"{_season_tag(season_id)}*"
+
+
+def prefix_pattern() -> str:
+    """SCAN pattern for every key under the configured prefix (tests clean up with it)."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:*"

@@ -1,0 +1,74 @@
+"""Dependency checks behind /healthz: each makes a real round trip, with a short timeout."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection
+
+from leaderboard.redis import get_board_redis
+
+
+@dataclass(frozen=True, slots=True)
+class DependencyState:
+    name: str
+    ok: bool
+    latency_ms: float
+    error: str = ""
+
+
+def _check_postgres() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+
+
+def _check_redis() -> None:
+    get_board_redis().ping()
+
+
+def _check_kafka() -> None:
+    # A real metadata request; imported lazily so web processes that never touch Kafka pay
+    # nothing at start-up.
+    from kafka import KafkaAdminClient
+
+    client = KafkaAdminClient(
+        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
+        client_id="leaderboard-healthz",
+        request_timeout_ms=2000,
+        api_version_auto_timeout_ms=2000,
+    )
+    try:
+        client.list_topics()
+    finally:
+        client.close()
+
+
+CHECKS: dict[str, Callable[[], None]] = {
+    "postgres": _check_postgres,
+    "redis": _check_redis,
+    "kafka": _check_kafka,
+}
+
+
+def dependencies_check() -> list[DependencyState]:
+    states = []
+    for name, check in CHECKS.items():
+        started = time.perf_counter()
+        try:
+            check()
+        except Exception as exc:
+            states.append(
+                DependencyState(
+                    name,
+                    False,
+                    (time.perf_counter() - started) * 1000,
+                    f"{type(exc).__name__}: {exc}",
+                )
+            )
+        else:
+            states.append(DependencyState(name, True, (time.perf_counter() - started) * 1000))
+    return states

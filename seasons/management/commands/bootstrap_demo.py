@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import secrets
+from argparse import ArgumentParser
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from seasons.models import Season
+from seasons.services import season_create
+
+DEMO_SEASON_ID = 1
+
+
+class Command(BaseCommand):
+    help = "Create the demo season and a staff user for `make run` (idempotent)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--username", default="admin")
+        parser.add_argument(
+            "--password-file",
+            default=str(Path(settings.BASE_DIR) / ".local" / "demo-admin-password"),
+            help="where the generated password is kept between runs",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if not Season.objects.filter(id=DEMO_SEASON_ID).exists():
+            now = datetime.now(tz=UTC).replace(microsecond=0)
+            season_create(
+                season_id=DEMO_SEASON_ID,
+                name="Demo season",
+                starts_at=now - timedelta(days=1),
+                ends_at=now + timedelta(days=89),
+            )
+            self.stdout.write(f"created demo season {DEMO_SEASON_ID}")
+
+        password_file = Path(options["password_file"])
+        if password_file.exists():
+            password = password_file.read_text().strip()
+        else:
+            password = secrets.token_urlsafe(12)
+            password_file.parent.mkdir(parents=True, exist_ok=True)
+            password_file.write_text(password + "\n")
+            password_file.chmod(0o600)
+
+        user_model = get_user_model()
+        user, _ = user_model.objects.get_or_create(username=options["username"])
+        user.is_staff = True
+        user.is_superuser = True
+        user.set_password(password)
+        user.save()
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"staff user: {options['username']} / {password}  (admin at /admin/; "
+                f"password kept in {password_file})"
+            )
+        )

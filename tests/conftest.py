@@ -1,0 +1,75 @@
+"""Fixtures shared by the whole suite. Every test talks to the real services.
+
+Isolation: each test gets its own Redis key prefix (``settings.LEADERBOARD_KEY_PREFIX``), and
+the session deletes its own prefixes at the end; Kafka tests create their own topics and delete
+them afterwards. Several checkouts can run the suite against the same services at once (set
+``DJANGO_TEST_DATABASE_NAME`` to give each its own test database).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+import redis
+from django.conf import settings as django_settings
+
+from leaderboard.redis import get_board_redis
+
+_SESSION_TAG = uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_board_keys(settings) -> None:
+    settings.LEADERBOARD_KEY_PREFIX = f"test-{_SESSION_TAG}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_session_keys() -> Iterator[None]:
+    yield
+    client = redis.Redis.from_url(django_settings.REDIS_URL)
+    batch = []
+    for key in client.scan_iter(match=f"test-{_SESSION_TAG}-*", count=1000):
+        batch.append(key)
+        if len(batch) >= 500:
+            client.unlink(*batch)
+            batch.clear()
+    if batch:
+        client.unlink(*batch)
+
+
+@pytest.fixture
+def board_redis() -> redis.Redis:
+    """The boards' Redis client, as the application gets it."""
+    return get_board_redis()
+
+
+@pytest.fixture
+def kafka_bootstrap() -> list[str]:
+    return list(django_settings.KAFKA_BOOTSTRAP_SERVERS)
+
+
+@pytest.fixture
+def kafka_topic_factory(kafka_bootstrap) -> Iterator[Callable[..., str]]:
+    """Create fresh, uniquely named topics; they are deleted when the test ends."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, client_id="tests-admin")
+    created: list[str] = []
+
+    def make(prefix: str = "test", partitions: int = 1) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        created.append(name)
+        return name
+
+    yield make
+    if created:
+        try:
+            admin.delete_topics(created)
+        finally:
+            admin.close()
+    else:
+        admin.close()

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from seasons.models import Season
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command("create_season", *args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_create_season_as_in_the_contract() -> None:
+    output = run(
+        "--id", "12", "--name", "Season 12",
+        "--starts-at", "2026-10-01T00:00:00Z", "--ends-at", "2026-12-31T00:00:00Z",
+    )  # fmt: skip
+    season = Season.objects.get(id=12)
+    assert season.name == "Season 12"
+    assert season.rule == "best"
+    assert season.status == "scheduled"
+    assert season.starts_at == datetime(2026, 10, 1, tzinfo=UTC)
+    # 91 days at one second: 7,862,400 ticks need 23 bits; points take the other 30.
+    assert (season.codec.points_bits, season.codec.time_bits) == (30, 23)
+    assert "created season 12" in output
+
+
+@pytest.mark.django_db
+def test_cumulative_rule_and_resolution() -> None:
+    run(
+        "--id", "13", "--name", "S13", "--rule", "cumulative", "--time-resolution", "60",
+        "--starts-at", "2026-10-01T00:00:00+02:00", "--ends-at", "2026-12-31T00:00:00Z",
+    )  # fmt: skip
+    season = Season.objects.get(id=13)
+    assert season.rule == "cumulative"
+    assert season.time_resolution_seconds == 60
+    assert season.starts_at == datetime(2026, 9, 30, 22, tzinfo=UTC)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--starts-at", "2026-10-01T00:00:00Z", "--ends-at", "2026-09-01T00:00:00Z"], "after"),
+        (["--starts-at", "2026-10-01T00:00:00", "--ends-at", "2026-12-01T00:00:00Z"], "offset"),
+        (["--starts-at", "yesterday", "--ends-at", "2026-12-01T00:00:00Z"], "RFC 3339"),
+    ],
+)
+def test_bad_input_is_a_clear_error(args: list[str], message: str) -> None:
+    with pytest.raises(CommandError, match=message):
+        run("--id", "14", "--name", "S14", *args)
+    assert not Season.objects.filter(id=14).exists()
+
+
+@pytest.mark.django_db
+def test_duplicate_id_is_refused() -> None:
+    dates = ["--starts-at", "2026-10-01T00:00:00Z", "--ends-at", "2026-12-31T00:00:00Z"]
+    run("--id", "15", "--name", "first", *dates)
+    with pytest.raises(CommandError, match="already exists"):
+        run("--id", "15", "--name", "second", *dates)
+    assert Season.objects.get(id=15).name == "first"
