@@ -31,9 +31,24 @@ def weekly_board(*, season_id: int, iso_year: int, iso_week: int) -> str:
     return f"{_season_tag(season_id)}:w:{iso_year:04d}-W{iso_week:02d}"
 
 
-def rebuild_board(*, season_id: int, suffix: str = "") -> str:
+def rebuild_temp(*, board_key: str) -> str:
     """``lb:{s12}:rebuild``: the temporary key a rebuild fills before RENAMEing it over."""
-    return f"{_season_tag(season_id)}:rebuild{suffix}"
+    return f"{board_key}:rebuild"
+
+
+def rebuild_marker(*, board_key: str) -> str:
+    """Present while ``board_key`` is being rebuilt: "pending", or the PostgreSQL snapshot."""
+    return f"{board_key}:rebuild:marker"
+
+
+def rebuild_pending(*, board_key: str) -> str:
+    """List of results applied while the marker is "pending" (snapshot not yet taken)."""
+    return f"{board_key}:rebuild:pending"
+
+
+def rebuild_delta(*, board_key: str) -> str:
+    """Board-shaped ZSET of results applied during a rebuild but absent from its snapshot."""
+    return f"{board_key}:rebuild:delta"
 
 
 def top_snapshot(*, season_id: int) -> str:

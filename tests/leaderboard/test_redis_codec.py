@@ -53,4 +53,4 @@ def test_keys_share_the_season_hash_tag(settings) -> None:
     assert keys.season_board(season_id=12) == "lb:{s12}"
     assert keys.daily_board(season_id=12, day=date(2026, 10, 2)) == "lb:{s12}:d:2026-10-02"
     assert keys.weekly_board(season_id=12, iso_year=2026, iso_week=3) == "lb:{s12}:w:2026-W03"
-    assert keys.rebuild_board(season_id=12) == "lb:{s12}:rebuild"
+    assert keys.rebuild_temp(board_key=keys.season_board(season_id=12)) == "lb:{s12}:rebuild"
