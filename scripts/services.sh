@@ -1,0 +1,704 @@
+#!/usr/bin/env bash
+# Project-local PostgreSQL, Redis and Apache Kafka (KRaft) on loopback.
+#
+#   scripts/services.sh start    install what is missing, start, wait until each answers
+#   scripts/services.sh stop     stop what this LOCAL_DIR started
+#   scripts/services.sh status   one line per service; exit 0 if all answer, 3 otherwise
+#
+# Everything (data, logs, pid files, Kafka jars) lives under
+#   LOCAL_DIR="${LB_LOCAL_DIR:-<repo root>/.local}"
+# with one exception: when the `postgres` OS user cannot reach LOCAL_DIR (the
+# checkout sits under a root-only 0700 directory such as /root), the cluster
+# lives in /var/tmp/lb-<hash of LOCAL_DIR>/postgres and $LOCAL_DIR/postgres is a
+# symlink to it.
+#
+# Environment:
+#   LB_LOCAL_DIR              state folder (default <repo>/.local)
+#   LB_PG_PORT                PostgreSQL port         (default 5432)
+#   LB_REDIS_PORT             Redis port              (default 6379)
+#   LB_KAFKA_PORT             Kafka client port       (default 9092)
+#   LB_KAFKA_CONTROLLER_PORT  Kafka controller port   (default 9093)
+#   LB_START_TIMEOUT          seconds to wait for each service (default 120)
+#
+# Several checkouts / git worktrees may share one set of services: when a port
+# already answers as the expected service, `start` reuses it instead of failing.
+set -Eeuo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+LOCAL_DIR="${LB_LOCAL_DIR:-$ROOT/.local}"
+PG_PORT="${LB_PG_PORT:-5432}"
+REDIS_PORT="${LB_REDIS_PORT:-6379}"
+KAFKA_PORT="${LB_KAFKA_PORT:-9092}"
+KAFKA_CONTROLLER_PORT="${LB_KAFKA_CONTROLLER_PORT:-9093}"
+START_TIMEOUT="${LB_START_TIMEOUT:-120}"
+
+HOST=127.0.0.1
+DB_NAME=leaderboard
+DB_USER=leaderboard
+DB_PASSWORD=leaderboard
+
+KAFKA_POM="$ROOT/infra/kafka/pom.xml"
+KAFKA_LOG4J="$ROOT/infra/kafka/log4j2.yaml"
+KAFKA_TEMPLATE="$ROOT/infra/kafka/server.properties.template"
+
+# ----------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------
+log()  { printf '[services] %s\n' "$*" >&2; }
+die()  { printf '[services] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# Make LOCAL_DIR absolute (the path ends up in configs and pid files).
+case "$LOCAL_DIR" in /*) ;; *) LOCAL_DIR="$PWD/$LOCAL_DIR" ;; esac
+
+PG_LINK="$LOCAL_DIR/postgres"          # real dir or symlink to /var/tmp/lb-<hash>/postgres
+REDIS_DIR="$LOCAL_DIR/redis"
+REDIS_CONF="$REDIS_DIR/redis.conf"
+REDIS_PID="$REDIS_DIR/redis.pid"
+REDIS_LOG="$REDIS_DIR/redis.log"
+KAFKA_DIR="$LOCAL_DIR/kafka"
+KAFKA_LIBS="$KAFKA_DIR/libs"
+KAFKA_DATA="$KAFKA_DIR/data"
+KAFKA_LOGS="$KAFKA_DIR/logs"
+KAFKA_PROPS="$KAFKA_DIR/server.properties"
+KAFKA_PID="$KAFKA_DIR/kafka.pid"
+KAFKA_OUT="$KAFKA_LOGS/kafka.out"
+
+IS_ROOT=0; [ "$(id -u)" -eq 0 ] && IS_ROOT=1
+PG_OS_USER=postgres; [ "$IS_ROOT" -eq 1 ] || PG_OS_USER="$(id -un)"
+
+# Run a command as the PostgreSQL OS user (postgres refuses to run as root).
+as_pg() {
+    if [ "$IS_ROOT" -eq 1 ]; then
+        if command -v runuser >/dev/null 2>&1; then
+            runuser -u "$PG_OS_USER" -- "$@"
+        else
+            su -s /bin/sh "$PG_OS_USER" -c "$(printf '%q ' "$@")"
+        fi
+    else
+        "$@"
+    fi
+}
+
+# True when something accepts TCP connections on 127.0.0.1:$1.
+port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# Describe who listens on a port (best effort, for error messages).
+port_owner() {
+    if command -v ss >/dev/null 2>&1; then
+        ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*users:((\(.*\)))/\1/p' | head -n1
+    fi
+}
+
+pid_alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
+
+# pid from a pid file if the process is alive and its command line matches $2.
+live_pid() {
+    local file="$1" pattern="$2" pid
+    [ -f "$file" ] || return 1
+    pid="$(head -n1 "$file" 2>/dev/null | tr -dc '0-9')"
+    pid_alive "$pid" || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$pattern" || return 1
+    printf '%s\n' "$pid"
+}
+
+# Poll "$@" until it succeeds or $timeout seconds pass.
+wait_until() {
+    local timeout="$1"; shift
+    local deadline=$((SECONDS + timeout))
+    while :; do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        [ "$SECONDS" -lt "$deadline" ] || return 1
+        sleep 0.5
+    done
+}
+
+show_log_tail() {
+    local f="$1"
+    [ -f "$f" ] || return 0
+    printf '[services] ---- last lines of %s ----\n' "$f" >&2
+    tail -n 25 "$f" >&2 || true
+    printf '[services] ----\n' >&2
+}
+
+hash_of() { printf '%s' "$1" | sha256sum | cut -c1-12; }
+
+# ----------------------------------------------------------------------------
+# installation (only what is missing)
+# ----------------------------------------------------------------------------
+pg_bin_dir() {
+    if [ -n "${LB_PG_BIN:-}" ]; then printf '%s\n' "$LB_PG_BIN"; return 0; fi
+    local d
+    d="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1 || true)"
+    if [ -n "$d" ] && [ -x "$d/initdb" ]; then printf '%s\n' "$d"; fi
+    return 0
+}
+
+ensure_installed() {
+    local pkgs=()
+    [ -n "$(pg_bin_dir)" ] && command -v psql >/dev/null 2>&1 || pkgs+=(postgresql)
+    command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || pkgs+=(redis-server)
+    command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
+    command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
+    [ "${#pkgs[@]}" -eq 0 ] && return 0
+
+    [ "$IS_ROOT" -eq 1 ] || die "missing packages: ${pkgs[*]} (run as root or: sudo apt-get install -y ${pkgs[*]})"
+    command -v apt-get >/dev/null 2>&1 || die "missing packages: ${pkgs[*]} and apt-get is not available"
+
+    log "installing ${pkgs[*]} via apt-get (system services are NOT started)..."
+    # Forbid maintainer scripts from starting the system postgres/redis services
+    # (invoke-rc.d and deb-systemd-invoke honour policy-rc.d exit code 101).
+    local policy=/usr/sbin/policy-rc.d created_policy=0
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod 755 "$policy"; created_policy=1
+    fi
+    local rc=0 aptlog="/tmp/lb-services-apt.$$.log"
+    {
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${pkgs[@]}"
+    } >"$aptlog" 2>&1 || rc=$?
+    [ "$created_policy" -eq 1 ] && rm -f "$policy"
+    if [ "$rc" -ne 0 ]; then
+        show_log_tail "$aptlog"; die "apt-get install ${pkgs[*]} failed (full log: $aptlog)"
+    fi
+    rm -f "$aptlog"
+
+    # Belt and braces: if the packages' system services run anyway, stop them
+    # and keep them from coming back at boot (they would collide on our ports).
+    local c
+    if [[ " ${pkgs[*]} " == *" postgresql "* ]] && command -v pg_lsclusters >/dev/null 2>&1; then
+        while read -r ver name _port status _; do
+            [ -n "$name" ] || continue
+            [ -f "/etc/postgresql/$ver/$name/start.conf" ] && echo manual >"/etc/postgresql/$ver/$name/start.conf"
+            if [ "$status" = online ]; then
+                log "stopping Debian's system cluster $ver/$name started by the package install"
+                pg_ctlcluster "$ver" "$name" stop || true
+            fi
+        done < <(pg_lsclusters -h 2>/dev/null)
+    fi
+    if [[ " ${pkgs[*]} " == *" redis-server "* ]]; then
+        c="$(pgrep -x redis-server 2>/dev/null || true)"
+        if [ -n "$c" ]; then
+            log "stopping Debian's system redis-server started by the package install"
+            service redis-server stop >/dev/null 2>&1 || true
+        fi
+        command -v systemctl >/dev/null 2>&1 && systemctl disable redis-server >/dev/null 2>&1 || true
+    fi
+    command -v java >/dev/null 2>&1 || die "java still missing after install"
+    command -v mvn >/dev/null 2>&1 || die "mvn still missing after install"
+    [ -n "$(pg_bin_dir)" ] || die "PostgreSQL binaries still missing after install"
+    command -v redis-server >/dev/null 2>&1 || die "redis-server still missing after install"
+}
+
+# ----------------------------------------------------------------------------
+# PostgreSQL
+# ----------------------------------------------------------------------------
+PG_HOME=""      # resolved (real) cluster folder: data/, run/ (socket), postgres.log
+PG_DATA=""
+PG_SOCK=""
+PG_LOG=""
+
+pg_resolve_paths() {
+    if [ -e "$PG_LINK" ] || [ -L "$PG_LINK" ]; then
+        PG_HOME="$(readlink -f "$PG_LINK")"
+    else
+        PG_HOME="$PG_LINK"
+    fi
+    PG_DATA="$PG_HOME/data"
+    PG_SOCK="$PG_HOME/run"
+    PG_LOG="$PG_HOME/postgres.log"
+}
+
+# Decide where the cluster lives (first start only) and make it usable by the
+# postgres OS user.
+pg_prepare_home() {
+    mkdir -p "$LOCAL_DIR"
+    if [ -L "$PG_LINK" ]; then
+        mkdir -p "$(readlink "$PG_LINK")"
+    elif [ ! -e "$PG_LINK" ]; then
+        mkdir -p "$PG_LINK"
+        if [ "$IS_ROOT" -eq 1 ]; then
+            chown "$PG_OS_USER": "$PG_LINK"; chmod 700 "$PG_LINK"
+            if ! as_pg test -w "$PG_LINK" -a -x "$PG_LINK"; then
+                # e.g. checkout under /root (0700): postgres cannot traverse to it.
+                local alt
+                alt="/var/tmp/lb-$(hash_of "$LOCAL_DIR")/postgres"
+                log "postgres user cannot reach $LOCAL_DIR; keeping the cluster in $alt (symlinked from $PG_LINK)"
+                rmdir "$PG_LINK"
+                mkdir -p "$alt"; chmod 755 "$(dirname "$alt")"
+                ln -s "$alt" "$PG_LINK"
+                printf '%s\n' "$LOCAL_DIR" >"$(dirname "$alt")/owner-local-dir"
+            fi
+        fi
+    fi
+    pg_resolve_paths
+    mkdir -p "$PG_DATA" "$PG_SOCK"
+    if [ "$IS_ROOT" -eq 1 ]; then
+        chown "$PG_OS_USER": "$PG_HOME" "$PG_DATA" "$PG_SOCK"
+        chmod 700 "$PG_HOME" "$PG_DATA"; chmod 755 "$PG_SOCK"
+        touch "$PG_LOG"; chown "$PG_OS_USER": "$PG_LOG"
+        as_pg test -w "$PG_DATA" || die "postgres OS user cannot write $PG_DATA"
+    fi
+}
+
+pg_pid() {
+    pg_resolve_paths
+    local pid
+    [ -f "$PG_DATA/postmaster.pid" ] || return 1
+    pid="$(head -n1 "$PG_DATA/postmaster.pid" | tr -dc '0-9')"
+    pid_alive "$pid" || return 1
+    printf '%s\n' "$pid"
+}
+
+# A real query as the application user over TCP.
+pg_answers() {
+    PGPASSWORD="$DB_PASSWORD" PGCONNECT_TIMEOUT=3 psql -X -q -t -A -w \
+        -h "$HOST" -p "$PG_PORT" -U "$DB_USER" -d "$DB_NAME" -c 'select 1' 2>/dev/null | grep -qx 1
+}
+
+# Superuser psql over our unix socket (peer auth as the postgres OS user).
+pg_super() {
+    as_pg "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCK" -p "$PG_PORT" -U "$PG_OS_USER" -d postgres "$@"
+}
+
+pg_write_conf() {
+    # Rewritten on every start so port changes via LB_PG_PORT take effect.
+    cat >"$PG_DATA/leaderboard.conf" <<EOF
+# Written by scripts/services.sh on every start; do not edit.
+listen_addresses = '$HOST'
+port = $PG_PORT
+unix_socket_directories = '$PG_SOCK'
+max_connections = 200
+shared_buffers = 256MB
+# Durability settings (fsync, synchronous_commit, full_page_writes) stay at defaults.
+log_min_duration_statement = -1
+log_line_prefix = '%m [%p] %q%u@%d '
+EOF
+    [ "$IS_ROOT" -eq 1 ] && chown "$PG_OS_USER": "$PG_DATA/leaderboard.conf"
+    return 0
+}
+
+# If Debian's system cluster holds our port, stop it (it is not ours).
+pg_stop_system_cluster_on_port() {
+    command -v pg_lsclusters >/dev/null 2>&1 || return 1
+    local ver name port status datadir stopped=1
+    while read -r ver name port status _owner datadir _; do
+        [ "$port" = "$PG_PORT" ] && [ "$status" = online ] || continue
+        [ "$(readlink -f "$datadir")" = "$(readlink -f "$PG_DATA")" ] && continue
+        log "Debian system cluster $ver/$name (data $datadir) is running on port $PG_PORT; stopping it (pg_ctlcluster $ver $name stop)"
+        pg_ctlcluster "$ver" "$name" stop && stopped=0
+    done < <(pg_lsclusters -h 2>/dev/null)
+    return "$stopped"
+}
+
+start_postgres() {
+    PGBIN="$(pg_bin_dir)"; [ -n "$PGBIN" ] || die "PostgreSQL binaries not found"
+    pg_resolve_paths
+    local pid
+    if pid="$(pg_pid)"; then
+        if wait_until 30 pg_answers; then
+            log "PostgreSQL already running (pid $pid, port $PG_PORT)"; return 0
+        fi
+        die "PostgreSQL pid $pid is running but does not answer on $HOST:$PG_PORT as $DB_USER; see $PG_LOG"
+    fi
+    if port_open "$PG_PORT"; then
+        if pg_answers; then
+            log "PostgreSQL: already answering on port $PG_PORT, reusing (not started from $LOCAL_DIR)"
+            return 0
+        fi
+        pg_stop_system_cluster_on_port || true
+        if port_open "$PG_PORT"; then
+            die "port $PG_PORT is in use by another process ($(port_owner "$PG_PORT")) that is not a usable leaderboard PostgreSQL; stop it or set LB_PG_PORT"
+        fi
+    fi
+
+    pg_prepare_home
+    if [ ! -f "$PG_DATA/PG_VERSION" ]; then
+        log "initialising PostgreSQL cluster in $PG_DATA"
+        as_pg "$PGBIN/initdb" -D "$PG_DATA" -U "$PG_OS_USER" -E UTF8 --locale=C.UTF-8 \
+            --auth-local=peer --auth-host=scram-sha-256 >"$PG_HOME/initdb.log" 2>&1 \
+            || { show_log_tail "$PG_HOME/initdb.log"; die "initdb failed"; }
+        printf "\n# project settings (scripts/services.sh)\ninclude_if_exists = 'leaderboard.conf'\n" >>"$PG_DATA/postgresql.conf"
+    fi
+    pg_write_conf
+
+    log "starting PostgreSQL on $HOST:$PG_PORT"
+    as_pg "$PGBIN/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$START_TIMEOUT" start >/dev/null \
+        || { show_log_tail "$PG_LOG"; die "PostgreSQL failed to start; see $PG_LOG"; }
+
+    # Role and database (idempotent). CREATEDB: the test runner creates test_leaderboard.
+    pg_super >/dev/null <<SQL || { show_log_tail "$PG_LOG"; die "could not create role/database; see $PG_LOG"; }
+DO \$\$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$DB_USER') THEN
+    CREATE ROLE $DB_USER LOGIN CREATEDB PASSWORD '$DB_PASSWORD';
+  ELSE
+    ALTER ROLE $DB_USER LOGIN CREATEDB PASSWORD '$DB_PASSWORD';
+  END IF;
+END
+\$\$;
+SELECT 'CREATE DATABASE $DB_NAME OWNER $DB_USER'
+ WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '$DB_NAME')\gexec
+SQL
+    if ! wait_until "$START_TIMEOUT" pg_answers; then
+        show_log_tail "$PG_LOG"
+        die "PostgreSQL started but 'select 1' as $DB_USER@$HOST:$PG_PORT fails; see $PG_LOG"
+    fi
+    log "PostgreSQL ready (pid $(pg_pid || echo '?'))"
+}
+
+stop_postgres() {
+    PGBIN="$(pg_bin_dir)"
+    local pid
+    if ! pid="$(pg_pid)"; then log "PostgreSQL not running"; return 0; fi
+    log "stopping PostgreSQL (pid $pid)"
+    as_pg "$PGBIN/pg_ctl" -D "$PG_DATA" -m fast -w -t 60 stop >/dev/null \
+        || die "pg_ctl stop failed; see $PG_LOG"
+}
+
+# ----------------------------------------------------------------------------
+# Redis
+# ----------------------------------------------------------------------------
+redis_answers() {
+    [ "$(redis-cli -h "$HOST" -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]
+}
+
+redis_pid() { live_pid "$REDIS_PID" redis-server; }
+
+write_redis_conf() {
+    mkdir -p "$REDIS_DIR"
+    cat >"$REDIS_CONF" <<EOF
+# Written by scripts/services.sh on every start; do not edit.
+bind $HOST
+port $REDIS_PORT
+protected-mode yes
+daemonize yes
+pidfile "$REDIS_PID"
+logfile "$REDIS_LOG"
+dir "$REDIS_DIR"
+# Redis is rebuildable from PostgreSQL, but keep persistence in dev anyway.
+appendonly yes
+appendfsync everysec
+save 3600 1 300 100 60 10000
+EOF
+}
+
+start_redis() {
+    local pid
+    if pid="$(redis_pid)"; then
+        if wait_until 15 redis_answers; then
+            log "Redis already running (pid $pid, port $REDIS_PORT)"; return 0
+        fi
+        die "Redis pid $pid is running but does not answer PING on $HOST:$REDIS_PORT; see $REDIS_LOG"
+    fi
+    rm -f "$REDIS_PID"
+    if port_open "$REDIS_PORT"; then
+        if redis_answers; then
+            local cfg
+            cfg="$(redis-cli -h "$HOST" -p "$REDIS_PORT" info server 2>/dev/null | tr -d '\r' | sed -n 's/^config_file://p')"
+            if [ "$cfg" = /etc/redis/redis.conf ] && [ "$IS_ROOT" -eq 1 ]; then
+                log "Debian's system redis-server is running on port $REDIS_PORT; stopping it (service redis-server stop)"
+                service redis-server stop >/dev/null 2>&1 || redis-cli -h "$HOST" -p "$REDIS_PORT" shutdown >/dev/null 2>&1 || true
+                wait_until 15 bash -c "! (exec 3<>/dev/tcp/$HOST/$REDIS_PORT)" || true
+            else
+                log "Redis: already answering on port $REDIS_PORT, reusing (not started from $LOCAL_DIR)"
+                return 0
+            fi
+        fi
+        if port_open "$REDIS_PORT"; then
+            die "port $REDIS_PORT is in use by another process ($(port_owner "$REDIS_PORT")) that does not answer Redis PING; stop it or set LB_REDIS_PORT"
+        fi
+    fi
+    write_redis_conf
+    log "starting Redis on $HOST:$REDIS_PORT"
+    redis-server "$REDIS_CONF" >>"$REDIS_LOG" 2>&1 </dev/null \
+        || { show_log_tail "$REDIS_LOG"; die "redis-server failed to start; see $REDIS_LOG"; }
+    if ! wait_until "$START_TIMEOUT" redis_answers; then
+        show_log_tail "$REDIS_LOG"; die "Redis did not answer PING on $HOST:$REDIS_PORT within ${START_TIMEOUT}s; see $REDIS_LOG"
+    fi
+    wait_until 10 redis_pid || true
+    log "Redis ready (pid $(redis_pid || echo '?'))"
+}
+
+stop_redis() {
+    local pid
+    if ! pid="$(redis_pid)"; then rm -f "$REDIS_PID"; log "Redis not running"; return 0; fi
+    log "stopping Redis (pid $pid)"
+    # SIGTERM = graceful SHUTDOWN (flushes the AOF). Only ever our own pid:
+    # the port may belong to another checkout's Redis.
+    kill -TERM "$pid" 2>/dev/null || true
+    if ! wait_until 30 bash -c "! kill -0 $pid"; then
+        log "Redis did not exit in 30s, killing"; kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$REDIS_PID"
+}
+
+# ----------------------------------------------------------------------------
+# Kafka
+# ----------------------------------------------------------------------------
+kafka_pid() { live_pid "$KAFKA_PID" kafka.Kafka; }
+
+VENV_PY="$ROOT/.venv/bin/python"
+# A real metadata request with kafka-python. Exit 99 = this venv cannot do the
+# check at all (missing/old/broken kafka-python): switch to the java client
+# instead of timing out.
+KAFKA_PY_CHECK='
+import sys
+try:
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaConfigurationError
+except Exception:
+    sys.exit(99)
+want = dict(bootstrap_servers=sys.argv[1], client_id="lb-services-check",
+            request_timeout_ms=5000, bootstrap_timeout_ms=3000,
+            api_version_auto_timeout_ms=3000)
+# Only pass options this kafka-python version knows (3.0.12 has
+# bootstrap_timeout_ms; 2.x had api_version_auto_timeout_ms).
+known = getattr(KafkaAdminClient, "DEFAULT_CONFIG", want)
+try:
+    a = KafkaAdminClient(**{k: v for k, v in want.items() if k in known})
+except (KafkaConfigurationError, TypeError):
+    sys.exit(99)
+try:
+    a.list_topics()
+finally:
+    a.close()
+'
+kafka_checker=""   # "python" or "java", decided once
+kafka_pick_checker() {
+    [ -n "$kafka_checker" ] && return 0
+    if [ -x "$VENV_PY" ] && "$VENV_PY" -c 'import kafka' >/dev/null 2>&1; then
+        kafka_checker=python
+    else
+        kafka_checker=java
+    fi
+}
+
+# A real metadata request against the broker.
+kafka_answers() {
+    kafka_pick_checker
+    if [ "$kafka_checker" = python ]; then
+        local rc=0
+        timeout 20 "$VENV_PY" -c "$KAFKA_PY_CHECK" "$HOST:$KAFKA_PORT" >/dev/null 2>&1 || rc=$?
+        [ "$rc" -ne 99 ] && return "$rc"
+        log "the .venv's kafka-python cannot run the readiness check; using the java client"
+        kafka_checker=java
+    fi
+    if [ "$kafka_checker" = java ]; then
+        [ -d "$KAFKA_LIBS" ] || return 1
+        # TopicCommand --list = a Metadata request via the AdminClient.
+        timeout 30 java -Xshare:auto -XX:TieredStopAtLevel=1 -Xmx128m \
+            -Dlog4j2.configurationFile="$KAFKA_LOG4J" -Dkafka.logs.dir="$KAFKA_LOGS/check" \
+            -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.TopicCommand \
+            --bootstrap-server "$HOST:$KAFKA_PORT" --list >/dev/null 2>&1
+    fi
+}
+
+kafka_fetch_libs() {
+    local want have=""
+    want="$(sha256sum "$KAFKA_POM" | cut -d' ' -f1)"
+    [ -f "$KAFKA_LIBS/.stamp" ] && have="$(cat "$KAFKA_LIBS/.stamp")"
+    if [ "$want" = "$have" ] && ls "$KAFKA_LIBS"/kafka_2.13-*.jar >/dev/null 2>&1; then
+        return 0
+    fi
+    log "fetching Kafka jars from Maven Central into $KAFKA_LIBS (first run: ~1 min)..."
+    rm -rf "$KAFKA_LIBS"; mkdir -p "$KAFKA_LIBS" "$KAFKA_LOGS"
+    local t0=$SECONDS
+    if ! mvn -B -q -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies \
+            -DoutputDirectory="$KAFKA_LIBS" >"$KAFKA_LOGS/maven.log" 2>&1; then
+        show_log_tail "$KAFKA_LOGS/maven.log"
+        rm -rf "$KAFKA_LIBS"
+        die "maven could not fetch the Kafka jars; see $KAFKA_LOGS/maven.log"
+    fi
+    printf '%s\n' "$want" >"$KAFKA_LIBS/.stamp"
+    log "Kafka jars ready ($(ls "$KAFKA_LIBS" | wc -l) jars, $((SECONDS - t0))s)"
+}
+
+kafka_write_props() {
+    [ -f "$KAFKA_TEMPLATE" ] || die "missing $KAFKA_TEMPLATE"
+    mkdir -p "$KAFKA_DATA"
+    local esc_data
+    esc_data="$(printf '%s' "$KAFKA_DATA" | sed 's/[\\&|]/\\&/g')"
+    sed -e "s|@KAFKA_PORT@|$KAFKA_PORT|g" \
+        -e "s|@KAFKA_CONTROLLER_PORT@|$KAFKA_CONTROLLER_PORT|g" \
+        -e "s|@KAFKA_DATA_DIR@|$esc_data|g" \
+        "$KAFKA_TEMPLATE" >"$KAFKA_PROPS"
+}
+
+kafka_java() {
+    java -Xshare:auto -Djava.awt.headless=true \
+        -Dlog4j2.configurationFile="$KAFKA_LOG4J" -Dkafka.logs.dir="$KAFKA_LOGS" \
+        -cp "$KAFKA_LIBS/*" "$@"
+}
+
+kafka_format() {
+    [ -f "$KAFKA_DATA/meta.properties" ] && return 0
+    local cid
+    if [ -s "$KAFKA_DIR/cluster.id" ]; then
+        cid="$(cat "$KAFKA_DIR/cluster.id")"
+    else
+        cid="$(kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1 | tr -d '[:space:]')"
+        [ -n "$cid" ] || die "kafka StorageTool random-uuid failed"
+        printf '%s\n' "$cid" >"$KAFKA_DIR/cluster.id"
+    fi
+    log "formatting Kafka storage in $KAFKA_DATA (cluster id $cid)"
+    # --standalone: single-node dynamic KRaft quorum (needs
+    # controller.quorum.bootstrap.servers, not controller.quorum.voters).
+    kafka_java kafka.tools.StorageTool format --standalone -t "$cid" -c "$KAFKA_PROPS" \
+        >"$KAFKA_LOGS/format.log" 2>&1 \
+        || { show_log_tail "$KAFKA_LOGS/format.log"; die "kafka storage format failed; see $KAFKA_LOGS/format.log"; }
+    printf '%s %s\n' "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT" >"$KAFKA_DIR/formatted-ports"
+}
+
+start_kafka() {
+    local pid
+    mkdir -p "$KAFKA_LOGS"
+    if pid="$(kafka_pid)"; then
+        # Never refetch jars under a running broker (the pom may have changed).
+        if wait_until "$START_TIMEOUT" kafka_answers; then
+            log "Kafka already running (pid $pid, port $KAFKA_PORT)"; return 0
+        fi
+        die "Kafka pid $pid is running but does not answer on $HOST:$KAFKA_PORT; see $KAFKA_LOGS/server.log"
+    fi
+    rm -f "$KAFKA_PID"
+    if port_open "$KAFKA_PORT"; then
+        kafka_fetch_libs   # the java checker needs the jars when there is no venv
+        if kafka_answers; then
+            log "Kafka: already answering on port $KAFKA_PORT, reusing (not started from $LOCAL_DIR)"
+            return 0
+        fi
+        die "port $KAFKA_PORT is in use by another process ($(port_owner "$KAFKA_PORT")) that does not answer as Kafka; stop it or set LB_KAFKA_PORT"
+    fi
+    if port_open "$KAFKA_CONTROLLER_PORT"; then
+        die "Kafka controller port $KAFKA_CONTROLLER_PORT is in use ($(port_owner "$KAFKA_CONTROLLER_PORT")); stop it or set LB_KAFKA_CONTROLLER_PORT"
+    fi
+
+    kafka_fetch_libs
+    kafka_write_props
+    if [ -f "$KAFKA_DIR/formatted-ports" ] && [ "$(cat "$KAFKA_DIR/formatted-ports")" != "$KAFKA_PORT $KAFKA_CONTROLLER_PORT" ]; then
+        log "WARNING: Kafka storage was formatted for ports $(cat "$KAFKA_DIR/formatted-ports"); if it fails to start, delete $KAFKA_DATA"
+    fi
+    kafka_format
+
+    log "starting Kafka 4.3.1 (KRaft) on $HOST:$KAFKA_PORT"
+    # setsid + nohup + closed fds: the broker must not keep the caller's
+    # terminal/pipes open, nor die with its process group.
+    (
+        cd "$KAFKA_DIR"
+        exec setsid nohup java -Xms512m -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+            -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
+            -Dlog4j2.configurationFile="$KAFKA_LOG4J" -Dkafka.logs.dir="$KAFKA_LOGS" \
+            -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_PROPS" \
+            </dev/null >>"$KAFKA_OUT" 2>&1
+    ) &
+    pid=$!
+    printf '%s\n' "$pid" >"$KAFKA_PID"
+
+    local deadline=$((SECONDS + START_TIMEOUT))
+    while ! kafka_answers; do
+        if ! pid_alive "$pid"; then
+            rm -f "$KAFKA_PID"
+            show_log_tail "$KAFKA_LOGS/server.log"; show_log_tail "$KAFKA_OUT"
+            die "Kafka exited during startup; see $KAFKA_LOGS/server.log and $KAFKA_OUT"
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            show_log_tail "$KAFKA_LOGS/server.log"
+            die "Kafka did not answer a metadata request on $HOST:$KAFKA_PORT within ${START_TIMEOUT}s (pid $pid still running); see $KAFKA_LOGS/server.log"
+        fi
+        sleep 0.5
+    done
+    # $pid is the subshell that exec'd setsid+nohup+java; setsid does not fork
+    # when the caller is not a process-group leader, so it is normally the JVM.
+    # Double-check and fall back to looking the JVM up by its config path.
+    if ! kafka_pid >/dev/null; then
+        pid="$(pgrep -n -f -- "kafka.Kafka $KAFKA_PROPS" || true)"
+        [ -n "$pid" ] && printf '%s\n' "$pid" >"$KAFKA_PID"
+    fi
+    log "Kafka ready (pid $(kafka_pid || echo '?'), checked with the $kafka_checker client)"
+}
+
+stop_kafka() {
+    local pid
+    if ! pid="$(kafka_pid)"; then rm -f "$KAFKA_PID"; log "Kafka not running"; return 0; fi
+    log "stopping Kafka (pid $pid; up to 30s for a controlled shutdown)"
+    kill -TERM "$pid" 2>/dev/null || true
+    if ! wait_until 30 bash -c "! kill -0 $pid"; then
+        log "Kafka did not exit within 30s, sending SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+        wait_until 10 bash -c "! kill -0 $pid" || true
+    fi
+    rm -f "$KAFKA_PID"
+}
+
+# ----------------------------------------------------------------------------
+# commands
+# ----------------------------------------------------------------------------
+print_summary() {
+    cat <<EOF
+
+Local services (state in $LOCAL_DIR):
+  DATABASE_URL=postgres://$DB_USER:$DB_PASSWORD@$HOST:$PG_PORT/$DB_NAME
+  REDIS_URL=redis://$HOST:$REDIS_PORT/0
+  KAFKA_BOOTSTRAP_SERVERS=$HOST:$KAFKA_PORT
+Logs: ${PG_LOG:-$PG_LINK/postgres.log}, $REDIS_LOG, $KAFKA_LOGS/server.log
+Stop with: $0 stop
+EOF
+}
+
+cmd_start() {
+    mkdir -p "$LOCAL_DIR"
+    ensure_installed
+    start_postgres
+    start_redis
+    start_kafka
+    print_summary
+    log "all services up (${SECONDS}s)"
+}
+
+cmd_stop() {
+    # Reverse order; keep going if one fails.
+    local rc=0
+    stop_kafka || rc=1
+    stop_redis || rc=1
+    if command -v pg_ctl >/dev/null 2>&1 || [ -n "$(pg_bin_dir)" ]; then stop_postgres || rc=1; fi
+    return "$rc"
+}
+
+status_line() {
+    # name, pid-or-empty, port, answers(0/1)
+    local name="$1" pid="$2" port="$3" ans="$4" state
+    if [ -n "$pid" ]; then
+        state="running"
+    elif [ "$ans" -eq 0 ]; then
+        state="running (external)"   # answering, but not started from this LOCAL_DIR
+    else
+        state="stopped"
+    fi
+    printf '%-9s %-19s pid=%-8s port=%-6s %s\n' "$name" "$state" "${pid:--}" "$port" \
+        "$([ "$ans" -eq 0 ] && echo answering || echo 'not answering')"
+}
+
+cmd_status() {
+    local ok=0 pid ans
+    pid="$(pg_pid || true)"
+    if pg_answers; then ans=0; else ans=1; ok=3; fi
+    status_line postgres "$pid" "$PG_PORT" "$ans"
+
+    pid="$(redis_pid || true)"
+    if command -v redis-cli >/dev/null 2>&1 && redis_answers; then ans=0; else ans=1; ok=3; fi
+    status_line redis "$pid" "$REDIS_PORT" "$ans"
+
+    pid="$(kafka_pid || true)"
+    if port_open "$KAFKA_PORT" && kafka_answers; then ans=0; else ans=1; ok=3; fi
+    status_line kafka "$pid" "$KAFKA_PORT" "$ans"
+    return "$ok"
+}
+
+usage() { echo "usage: $0 start|stop|status" >&2; exit 2; }
+
+case "${1:-}" in
+    start)  cmd_start ;;
+    stop)   cmd_stop ;;
+    status) cmd_status ;;
+    *)      usage ;;
+esac
