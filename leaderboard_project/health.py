@@ -39,7 +39,7 @@ def _check_kafka() -> None:
         bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
         client_id="leaderboard-healthz",
         request_timeout_ms=2000,
-        api_version_auto_timeout_ms=2000,
+        bootstrap_timeout_ms=2000,
     )
     try:
         client.list_topics()

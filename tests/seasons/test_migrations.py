@@ -10,6 +10,7 @@ from ingestion.models import MatchResult
 from tests.factories import MatchResultFactory
 
 
+@pytest.mark.django_db
 def test_models_and_migrations_agree() -> None:
     out = StringIO()
     call_command("makemigrations", "--check", "--dry-run", stdout=out)
