@@ -464,7 +464,7 @@ try:
 finally:
     a.close()
 '
-kafka_checker=""   # "python" or "java", decided once
+kafka_checker="${LB_KAFKA_CHECKER:-}"   # "python" or "java"; decided once unless forced
 kafka_pick_checker() {
     [ -n "$kafka_checker" ] && return 0
     if [ -x "$VENV_PY" ] && "$VENV_PY" -c 'import kafka' >/dev/null 2>&1; then
@@ -486,11 +486,14 @@ kafka_answers() {
     fi
     if [ "$kafka_checker" = java ]; then
         [ -d "$KAFKA_LIBS" ] || return 1
-        # TopicCommand --list = a Metadata request via the AdminClient.
+        local cfg="$KAFKA_DIR/check-client.properties"
+        # Short timeouts: an AdminClient otherwise waits 60s for a down broker.
+        [ -f "$cfg" ] || printf 'request.timeout.ms=3000\ndefault.api.timeout.ms=5000\n' >"$cfg"
+        # TopicCommand --list = a Metadata request via the AdminClient. No log4j
+        # config: log4j2's default (errors to the console) is discarded here.
         timeout 30 java -Xshare:auto -XX:TieredStopAtLevel=1 -Xmx128m \
-            -Dlog4j2.configurationFile="$KAFKA_LOG4J" -Dkafka.logs.dir="$KAFKA_LOGS/check" \
             -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.TopicCommand \
-            --bootstrap-server "$HOST:$KAFKA_PORT" --list >/dev/null 2>&1
+            --bootstrap-server "$HOST:$KAFKA_PORT" --command-config "$cfg" --list >/dev/null 2>&1
     fi
 }
 
@@ -695,6 +698,8 @@ cmd_status() {
 }
 
 usage() { echo "usage: $0 start|stop|status" >&2; exit 2; }
+
+pg_resolve_paths
 
 case "${1:-}" in
     start)  cmd_start ;;
