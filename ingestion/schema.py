@@ -1,0 +1,220 @@
+"""The match-result message contract: bytes (or an already-parsed dict) -> a typed, frozen value.
+
+One UTF-8 JSON object per player result (see DESIGN.md, "Contracts > Kafka")::
+
+    {"matchId": "<uuid>", "playerId": 42, "seasonId": 12, "points": 1518,
+     "achievedAt": "2026-10-12T10:15:00Z"}
+
+Everything here is pure: no database, no network. ``message_decode`` and ``message_validate``
+check what the message alone can tell; ``message_check_season`` checks it against the season it
+names (window, status, the season codec's point range) once the caller has loaded that season.
+The Kafka consumer and the HTTP door share all three, so both reject exactly the same input with
+the same reasons. Unknown extra fields are ignored so producers can add fields before consumers
+know them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from seasons.models import Season
+
+# PostgreSQL BIGINT bounds the stored ids and points.
+_BIGINT_MAX = (1 << 63) - 1
+# No season codec can hold more points than this (53 bits minus at least one time bit); the
+# exact per-season bound is checked in message_check_season.
+_POINTS_CEILING = (1 << 52) - 1
+# RFC 3339 date-time: seconds are mandatory, and so is the offset ("Z" or +hh:mm).
+_RFC3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$"
+)
+# Statuses in which a season no longer accepts results (close-out is snapshotting it).
+SEASON_STATUSES_REJECTING = frozenset({"closing", "closed"})
+
+REQUIRED_FIELDS = ("matchId", "playerId", "seasonId", "points", "achievedAt")
+
+
+class MessageRejected(ValueError):
+    """The message cannot be applied. ``reason`` is for humans; ``code`` is a stable tag."""
+
+    def __init__(self, code: str, reason: str, *, field: str | None = None) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+        self.field = field
+
+
+# Stable codes, carried in the dead-letter header ``dlq.code`` and in HTTP 400 bodies.
+NOT_UTF8 = "not_utf8"
+NOT_JSON = "not_json"
+NOT_OBJECT = "not_object"
+MISSING_FIELD = "missing_field"
+WRONG_TYPE = "wrong_type"
+INVALID_VALUE = "invalid_value"
+UNKNOWN_SEASON = "unknown_season"
+OUTSIDE_SEASON = "outside_season"
+SEASON_CLOSED = "season_closed"
+POINTS_TOO_LARGE = "points_too_large"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchResultMessage:
+    match_id: uuid.UUID
+    player_id: int
+    season_id: int
+    points: int
+    achieved_at: datetime  # timezone-aware, normalised to UTC
+
+    def to_contract(self) -> dict[str, Any]:
+        """The contract's JSON object (camelCase), e.g. to publish it."""
+        return {
+            "matchId": str(self.match_id),
+            "playerId": self.player_id,
+            "seasonId": self.season_id,
+            "points": self.points,
+            "achievedAt": self.achieved_at.isoformat().replace("+00:00", "Z"),
+        }
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.to_contract(), separators=(",", ":")).encode()
+
+
+def _reject_constant(name: str) -> Any:
+    # json.loads accepts NaN and Infinity by default; they are not JSON.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def message_decode(raw: bytes | None) -> MatchResultMessage:
+    """Decode and validate one message value; raise ``MessageRejected`` with the reason."""
+    if raw is None:
+        raise MessageRejected(NOT_JSON, "empty message (no value)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MessageRejected(NOT_UTF8, f"value is not UTF-8: {exc}") from exc
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise MessageRejected(NOT_JSON, f"value is not JSON: {exc}") from exc
+    return message_validate(data)
+
+
+def _int_field(data: dict[str, Any], name: str) -> int:
+    value = data[name]
+    # bool is an int subclass; true must not become 1. Floats (even 3.0) are a producer bug.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MessageRejected(
+            WRONG_TYPE,
+            f"{name} must be an integer, got {type(value).__name__} {value!r}",
+            field=name,
+        )
+    return value
+
+
+def _str_field(data: dict[str, Any], name: str) -> str:
+    value = data[name]
+    if not isinstance(value, str):
+        raise MessageRejected(
+            WRONG_TYPE, f"{name} must be a string, got {type(value).__name__}", field=name
+        )
+    return value
+
+
+def parse_rfc3339(value: str, *, field: str = "achievedAt") -> datetime:
+    """An RFC 3339 date-time with an offset, as an aware UTC datetime."""
+    if not _RFC3339.match(value):
+        raise MessageRejected(
+            INVALID_VALUE,
+            f"{field} must be an RFC 3339 date-time with an offset "
+            f"(e.g. 2026-10-12T10:15:00Z), got {value!r}",
+            field=field,
+        )
+    try:
+        moment = datetime.fromisoformat(value.upper())
+    except ValueError as exc:
+        raise MessageRejected(
+            INVALID_VALUE, f"{field} {value!r} is not a valid date-time: {exc}", field=field
+        ) from exc
+    return moment.astimezone(UTC)
+
+
+def message_validate(data: object) -> MatchResultMessage:
+    """Validate an already-parsed JSON value (e.g. one element of an HTTP request body)."""
+    if not isinstance(data, dict):
+        raise MessageRejected(NOT_OBJECT, f"value must be a JSON object, got {type(data).__name__}")
+    missing = [name for name in REQUIRED_FIELDS if name not in data]
+    if missing:
+        raise MessageRejected(
+            MISSING_FIELD, f"missing field(s): {', '.join(missing)}", field=missing[0]
+        )
+
+    raw_match_id = _str_field(data, "matchId")
+    try:
+        match_id = uuid.UUID(raw_match_id)
+    except ValueError as exc:
+        raise MessageRejected(
+            INVALID_VALUE, f"matchId must be a UUID, got {raw_match_id!r}", field="matchId"
+        ) from exc
+
+    player_id = _int_field(data, "playerId")
+    if not 1 <= player_id <= _BIGINT_MAX:
+        raise MessageRejected(
+            INVALID_VALUE, f"playerId must be a positive integer, got {player_id}", field="playerId"
+        )
+    season_id = _int_field(data, "seasonId")
+    if not 1 <= season_id <= _BIGINT_MAX:
+        raise MessageRejected(
+            INVALID_VALUE, f"seasonId must be a positive integer, got {season_id}", field="seasonId"
+        )
+    points = _int_field(data, "points")
+    if points < 0:
+        raise MessageRejected(INVALID_VALUE, f"points must be >= 0, got {points}", field="points")
+    if points > _POINTS_CEILING:
+        raise MessageRejected(
+            POINTS_TOO_LARGE, f"points {points} exceed any season's maximum", field="points"
+        )
+    achieved_at = parse_rfc3339(_str_field(data, "achievedAt"))
+    return MatchResultMessage(
+        match_id=match_id,
+        player_id=player_id,
+        season_id=season_id,
+        points=points,
+        achieved_at=achieved_at,
+    )
+
+
+def message_check_season(message: MatchResultMessage, season: Season | None) -> None:
+    """Reject a message its season cannot take: unknown, closing/closed, out of window/range.
+
+    ``season`` is the season named by ``message.season_id`` (None when it does not exist).
+    """
+    if season is None:
+        raise MessageRejected(
+            UNKNOWN_SEASON, f"season {message.season_id} does not exist", field="seasonId"
+        )
+    if season.status in SEASON_STATUSES_REJECTING:
+        raise MessageRejected(
+            SEASON_CLOSED,
+            f"season {season.id} is {season.status} and accepts no more results",
+            field="seasonId",
+        )
+    if not season.starts_at <= message.achieved_at <= season.ends_at:
+        raise MessageRejected(
+            OUTSIDE_SEASON,
+            f"achievedAt {message.achieved_at.isoformat()} is outside season {season.id} "
+            f"({season.starts_at.isoformat()} .. {season.ends_at.isoformat()})",
+            field="achievedAt",
+        )
+    max_points = season.codec.max_points
+    if message.points > max_points:
+        raise MessageRejected(
+            POINTS_TOO_LARGE,
+            f"points {message.points} exceed season {season.id}'s maximum {max_points}",
+            field="points",
+        )

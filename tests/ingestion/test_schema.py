@@ -1,0 +1,169 @@
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from ingestion import schema
+from ingestion.schema import MatchResultMessage, MessageRejected
+from seasons.models import Season
+
+MATCH = "6f1c2a5e-9a55-4a8b-8d6e-0d1f6a2b3c4d"
+
+
+def _good(**overrides: object) -> dict[str, object]:
+    data: dict[str, object] = {
+        "matchId": MATCH,
+        "playerId": 42,
+        "seasonId": 12,
+        "points": 1518,
+        "achievedAt": "2026-10-12T10:15:00Z",
+    }
+    data.update(overrides)
+    return data
+
+
+def test_decodes_the_contract_example() -> None:
+    message = schema.message_decode(json.dumps(_good()).encode())
+    assert message == MatchResultMessage(
+        match_id=uuid.UUID(MATCH),
+        player_id=42,
+        season_id=12,
+        points=1518,
+        achieved_at=datetime(2026, 10, 12, 10, 15, tzinfo=UTC),
+    )
+
+
+def test_offsets_are_normalised_to_utc_and_extra_fields_ignored() -> None:
+    message = schema.message_validate(_good(achievedAt="2026-10-12T12:15:00.5+02:00", extra=1))
+    assert message.achieved_at == datetime(2026, 10, 12, 10, 15, 0, 500000, tzinfo=UTC)
+    assert message.achieved_at.tzinfo is UTC
+
+
+def test_round_trips_through_its_contract_bytes() -> None:
+    message = schema.message_validate(_good())
+    assert schema.message_decode(message.to_bytes()) == message
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"\xff\xfe", schema.NOT_UTF8),
+        (b"not json", schema.NOT_JSON),
+        (b'{"points": NaN}', schema.NOT_JSON),
+        (b"", schema.NOT_JSON),
+        (b"[1, 2]", schema.NOT_OBJECT),
+        (b'"text"', schema.NOT_OBJECT),
+    ],
+)
+def test_rejects_values_that_are_not_a_json_object(raw: bytes, code: str) -> None:
+    with pytest.raises(MessageRejected) as caught:
+        schema.message_decode(raw)
+    assert caught.value.code == code
+    assert caught.value.reason
+
+
+def test_rejects_a_missing_value() -> None:
+    with pytest.raises(MessageRejected) as caught:
+        schema.message_decode(None)
+    assert caught.value.code == schema.NOT_JSON
+
+
+@pytest.mark.parametrize("field", schema.REQUIRED_FIELDS)
+def test_names_each_missing_field(field: str) -> None:
+    data = _good()
+    del data[field]
+    with pytest.raises(MessageRejected) as caught:
+        schema.message_validate(data)
+    assert caught.value.code == schema.MISSING_FIELD
+    assert caught.value.field == field
+    assert field in caught.value.reason
+
+
+@pytest.mark.parametrize(
+    ("overrides", "code", "field"),
+    [
+        ({"matchId": 12}, schema.WRONG_TYPE, "matchId"),
+        ({"matchId": "not-a-uuid"}, schema.INVALID_VALUE, "matchId"),
+        ({"playerId": "42"}, schema.WRONG_TYPE, "playerId"),
+        ({"playerId": True}, schema.WRONG_TYPE, "playerId"),
+        ({"playerId": 42.0}, schema.WRONG_TYPE, "playerId"),
+        ({"playerId": 0}, schema.INVALID_VALUE, "playerId"),
+        ({"playerId": -3}, schema.INVALID_VALUE, "playerId"),
+        ({"playerId": 1 << 63}, schema.INVALID_VALUE, "playerId"),
+        ({"seasonId": None}, schema.WRONG_TYPE, "seasonId"),
+        ({"seasonId": 0}, schema.INVALID_VALUE, "seasonId"),
+        ({"points": -1}, schema.INVALID_VALUE, "points"),
+        ({"points": 1.5}, schema.WRONG_TYPE, "points"),
+        ({"points": 1 << 60}, schema.POINTS_TOO_LARGE, "points"),
+        ({"achievedAt": 1760000000}, schema.WRONG_TYPE, "achievedAt"),
+        ({"achievedAt": "2026-10-12T10:15:00"}, schema.INVALID_VALUE, "achievedAt"),
+        ({"achievedAt": "2026-10-12"}, schema.INVALID_VALUE, "achievedAt"),
+        ({"achievedAt": "2026-10-12T10:15Z"}, schema.INVALID_VALUE, "achievedAt"),
+        ({"achievedAt": "2026-13-12T10:15:00Z"}, schema.INVALID_VALUE, "achievedAt"),
+        ({"achievedAt": "yesterday"}, schema.INVALID_VALUE, "achievedAt"),
+    ],
+)
+def test_rejects_mistyped_and_out_of_range_fields(
+    overrides: dict[str, object], code: str, field: str
+) -> None:
+    with pytest.raises(MessageRejected) as caught:
+        schema.message_validate(_good(**overrides))
+    assert (caught.value.code, caught.value.field) == (code, field)
+
+
+def _season(**overrides: object) -> Season:
+    # Unsaved: message_check_season needs no database.
+    fields: dict[str, object] = {
+        "id": 12,
+        "name": "S12",
+        "starts_at": datetime(2026, 10, 1, tzinfo=UTC),
+        "ends_at": datetime(2026, 12, 31, tzinfo=UTC),
+        "status": "active",
+        "rule": "best",
+        "time_resolution_seconds": 1,
+        "time_bits": 23,
+    }
+    fields.update(overrides)
+    return Season(**fields)
+
+
+def test_a_message_inside_an_open_season_passes() -> None:
+    schema.message_check_season(schema.message_validate(_good()), _season())
+    schema.message_check_season(schema.message_validate(_good()), _season(status="scheduled"))
+
+
+def test_the_season_window_is_inclusive() -> None:
+    season = _season()
+    for moment in (season.starts_at, season.ends_at):
+        message = schema.message_validate(_good(achievedAt=moment.isoformat()))
+        schema.message_check_season(message, season)
+
+
+@pytest.mark.parametrize(
+    ("season_kwargs", "overrides", "code"),
+    [
+        (None, {}, schema.UNKNOWN_SEASON),
+        ({"status": "closing"}, {}, schema.SEASON_CLOSED),
+        ({"status": "closed"}, {}, schema.SEASON_CLOSED),
+        ({}, {"achievedAt": "2026-09-30T23:59:59Z"}, schema.OUTSIDE_SEASON),
+        ({}, {"achievedAt": "2026-12-31T00:00:01Z"}, schema.OUTSIDE_SEASON),
+        ({}, {"points": 1 << 30}, schema.POINTS_TOO_LARGE),
+    ],
+)
+def test_season_checks(
+    season_kwargs: dict[str, object] | None, overrides: dict[str, object], code: str
+) -> None:
+    season = None if season_kwargs is None else _season(**season_kwargs)
+    message = schema.message_validate(_good(**overrides))
+    with pytest.raises(MessageRejected) as caught:
+        schema.message_check_season(message, season)
+    assert caught.value.code == code
+
+
+def test_the_codec_maximum_itself_is_accepted() -> None:
+    season = _season()
+    message = schema.message_validate(_good(points=season.codec.max_points))
+    schema.message_check_season(message, season)
