@@ -1,0 +1,217 @@
+"""Reads over match results: each player's board score, computed from PostgreSQL.
+
+The aggregation here is the definition a rebuild and a reconcile hold Redis to, so it follows
+the score semantics of the live apply exactly:
+
+- ``best``: the highest points, at the EARLIEST time they were reached;
+- ``cumulative``: the sum of points, at the LATEST result's time;
+- over counted results only: not voided, and the player not banned from the season;
+- a daily board (``day``) counts only results achieved on that UTC day; ticks still run from
+  the season's start.
+
+The encoded score is computed in SQL, with the codec's own arithmetic (floored ticks from
+exact numeric epoch seconds), so 10M rows cross into Python as ready-made ZADD arguments.
+
+The SQL is assembled from constant fragments only (S608 is silenced per line for that reason);
+every value is a bound parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from django.db import connection
+
+from leaderboard.codec import CodecError
+from seasons.models import ScoringRule, Season
+
+# Server-side cursor batch: large enough to amortise round trips, small enough to stream.
+DEFAULT_CHUNK_ROWS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class BoardScore:
+    player_id: int
+    points: int
+    # The time that places the player among equal points: earliest best (best), latest (cumulative).
+    achieved_at: datetime
+    score: int
+
+
+def _counted_results_sql(*, day: date | None) -> str:
+    day_filter = "AND r.achieved_at >= %(day_start)s AND r.achieved_at < %(day_end)s" if day else ""
+    return f"""
+        FROM ingestion_matchresult r
+        WHERE r.season_id = %(season_id)s
+          AND r.voided_at IS NULL
+          {day_filter}
+          AND NOT EXISTS (
+              SELECT 1 FROM leaderboard_playerban b
+              WHERE b.season_id = r.season_id AND b.player_id = r.player_id
+          )
+    """  # noqa: S608
+
+
+def _per_player_sql(*, season: Season, day: date | None, player_filter: str = "") -> str:
+    """One row per player: player_id, points, achieved_at (the time that counts)."""
+    counted = _counted_results_sql(day=day) + player_filter
+    if season.rule == ScoringRule.BEST:
+        # Reads match_result_rebuild_idx (season, player_id, -points, achieved_at) in order.
+        return f"""
+            SELECT DISTINCT ON (r.player_id) r.player_id, r.points, r.achieved_at
+            {counted}
+            ORDER BY r.player_id, r.points DESC, r.achieved_at
+        """
+    return f"""
+        SELECT r.player_id, SUM(r.points) AS points, MAX(r.achieved_at) AS achieved_at
+        {counted}
+        GROUP BY r.player_id
+    """
+
+
+def _scored_sql(*, season: Season, day: date | None, player_filter: str = "") -> str:
+    """player_id, points, achieved_at, score (NULL when cumulative points overflow the codec)."""
+    inner = _per_player_sql(season=season, day=day, player_filter=player_filter)
+    # Same as ScoreCodec.ticks: whole ticks of exact (numeric) elapsed seconds, floored.
+    ticks = (
+        "FLOOR((EXTRACT(EPOCH FROM p.achieved_at) - EXTRACT(EPOCH FROM %(starts_at)s::timestamptz))"
+        " / %(resolution)s)::bigint"
+    )
+    return f"""
+        SELECT p.player_id, p.points, p.achieved_at,
+               CASE WHEN p.points > %(max_points)s THEN NULL
+                    ELSE p.points::bigint * %(scale)s + (%(max_ticks)s - {ticks})
+               END AS score
+        FROM ({inner}) p
+    """  # noqa: S608
+
+
+def _params(*, season: Season, day: date | None) -> dict[str, Any]:
+    codec = season.codec
+    params: dict[str, Any] = {
+        "season_id": season.id,
+        "starts_at": season.starts_at,
+        "resolution": codec.resolution_seconds,
+        "max_points": codec.max_points,
+        "max_ticks": codec.max_ticks,
+        "scale": 1 << codec.time_bits,
+    }
+    if day is not None:
+        start = datetime.combine(day, time(0), tzinfo=UTC)
+        params["day_start"] = start
+        params["day_end"] = start + timedelta(days=1)
+    return params
+
+
+def _overflow(season: Season, player_id: object) -> CodecError:
+    return CodecError(
+        f"season {season.id}: cumulative points of player {player_id!s} exceed the codec "
+        f"maximum {season.codec.max_points}"
+    )
+
+
+def _board_score(season: Season, row: tuple[Any, ...]) -> BoardScore:
+    player_id, points, achieved_at, score = row
+    if score is None:
+        raise _overflow(season, player_id)
+    return BoardScore(int(player_id), int(points), achieved_at, int(score))
+
+
+def board_scores_chunks(
+    *, season: Season, day: date | None = None, chunk_rows: int = DEFAULT_CHUNK_ROWS
+) -> Iterator[list[BoardScore]]:
+    """Every counted player's board score, in chunks, through a server-side cursor.
+
+    Runs in the caller's transaction when there is one (a rebuild reads in its snapshot).
+    """
+    sql = _scored_sql(season=season, day=day)
+    params = _params(season=season, day=day)
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(chunk_rows):
+            yield [_board_score(season, row) for row in rows]
+
+
+def board_scores_zadd_chunks(
+    *, season: Season, day: date | None = None, chunk_bytes: int = 1 << 20
+) -> Iterator[list[bytes]]:
+    """The board as flat ZADD arguments ``[score, member, score, member, ...]`` in chunks.
+
+    The bulk path of a rebuild: COPY streams the rows as text, and splitting the text gives
+    the Redis arguments with no per-row Python work. Runs in the caller's transaction.
+    """
+    inner = _scored_sql(season=season, day=day)
+    sql = f"COPY (SELECT COALESCE(score::text, 'OVERFLOW'), player_id FROM ({inner}) s) TO STDOUT"  # noqa: S608
+    params = _params(season=season, day=day)
+    raw = connection.cursor()
+    try:
+        pg_cursor = raw.cursor  # the psycopg cursor: Django's wrapper has no copy()
+        buffer = b""
+        with pg_cursor.copy(sql, params) as copy:
+            for block in copy:
+                buffer += bytes(block)
+                if len(buffer) < chunk_bytes:
+                    continue
+                cut = buffer.rfind(b"\n") + 1
+                yield _flat_args(season, buffer[:cut])
+                buffer = buffer[cut:]
+        if buffer:
+            yield _flat_args(season, buffer)
+    finally:
+        raw.close()
+
+
+def _flat_args(season: Season, text: bytes) -> list[bytes]:
+    args = text.split()
+    if b"OVERFLOW" in args:
+        raise _overflow(season, args[args.index(b"OVERFLOW") + 1].decode())
+    return args
+
+
+def board_scores_top(*, season: Season, limit: int, day: date | None = None) -> list[BoardScore]:
+    """The first ``limit`` players in rank order: score descending, then player id (stable)."""
+    sql = f"""
+        SELECT * FROM ({_scored_sql(season=season, day=day)}) s
+        ORDER BY s.score DESC NULLS FIRST, s.player_id
+        LIMIT %(limit)s
+    """  # noqa: S608
+    params = _params(season=season, day=day) | {"limit": int(limit)}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [_board_score(season, row) for row in cursor.fetchall()]
+
+
+def board_scores_for_players(
+    *, season: Season, player_ids: Sequence[int], day: date | None = None
+) -> dict[int, BoardScore]:
+    """Board scores of the given players (those with no counted result are absent)."""
+    if not player_ids:
+        return {}
+    sql = _scored_sql(season=season, day=day, player_filter="AND r.player_id = ANY(%(players)s)")
+    params = _params(season=season, day=day) | {"players": [int(p) for p in player_ids]}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {score.player_id: score for score in (_board_score(season, r) for r in cursor)}
+
+
+def board_member_count(*, season: Season, day: date | None = None) -> int:
+    """How many players the board has (players with at least one counted result)."""
+    sql = f"SELECT COUNT(DISTINCT r.player_id) {_counted_results_sql(day=day)}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, _params(season=season, day=day))
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+def board_players_sample(*, season: Season, size: int, day: date | None = None) -> list[int]:
+    """Up to ``size`` random players that have a counted result (reconcile's sample)."""
+    sql = f"""
+        SELECT p.player_id FROM (SELECT DISTINCT r.player_id {_counted_results_sql(day=day)}) p
+        ORDER BY random() LIMIT %(size)s
+    """  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, _params(season=season, day=day) | {"size": int(size)})
+        return [int(row[0]) for row in cursor.fetchall()]

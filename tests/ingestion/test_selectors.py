@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from ingestion.models import MatchResult
+from ingestion.selectors import (
+    board_member_count,
+    board_players_sample,
+    board_scores_chunks,
+    board_scores_for_players,
+    board_scores_top,
+    board_scores_zadd_chunks,
+)
+from leaderboard.codec import CodecError
+from leaderboard.models import PlayerBan
+from seasons.models import ScoringRule
+from tests.helpers import expected_board, make_result, make_season
+
+pytestmark = pytest.mark.django_db
+
+
+def _random_results(season, *, players=40, results=300, seed=7):
+    rng = random.Random(seed)
+    made = []
+    for _ in range(results):
+        made.append(
+            make_result(
+                season=season,
+                player_id=rng.randint(1, players),
+                # Few distinct values so equal points at different times are common.
+                points=rng.choice([0, 10, 20, 30, 50]),
+                achieved_at=season.starts_at
+                + timedelta(
+                    days=rng.randint(0, 4),
+                    seconds=rng.randint(0, 86399),
+                    microseconds=rng.randint(0, 999_999),
+                ),
+            )
+        )
+    return made
+
+
+@pytest.mark.parametrize("rule", [ScoringRule.BEST, ScoringRule.CUMULATIVE])
+@pytest.mark.parametrize("resolution", [1, 60])
+def test_aggregation_matches_the_rule_semantics(rule, resolution):
+    season = make_season(rule=rule, time_resolution_seconds=resolution)
+    made = _random_results(season)
+    voided = made[:30]
+    MatchResult.objects.filter(pk__in=[r.pk for r in voided]).update(voided_at=timezone.now())
+    for r in voided:
+        r.voided_at = timezone.now()
+    PlayerBan.objects.create(season=season, player_id=3, reason="cheating")
+    other = make_season(rule=rule)
+    make_result(season=other, player_id=1, points=999)
+
+    expected = expected_board(season, made, banned=[3])
+    streamed = {
+        s.player_id: s.score
+        for chunk in board_scores_chunks(season=season, chunk_rows=7)
+        for s in chunk
+    }
+    assert streamed == expected
+    flat = [a for chunk in board_scores_zadd_chunks(season=season, chunk_bytes=64) for a in chunk]
+    assert {int(m): int(s) for s, m in zip(flat[::2], flat[1::2], strict=True)} == expected
+    assert board_member_count(season=season) == len(expected)
+
+    day = (season.starts_at + timedelta(days=2)).date()
+    expected_day = expected_board(season, made, banned=[3], day=day)
+    assert expected_day
+    assert {
+        s.player_id: s.score for c in board_scores_chunks(season=season, day=day) for s in c
+    } == expected_day
+    assert board_member_count(season=season, day=day) == len(expected_day)
+
+    top = board_scores_top(season=season, limit=5)
+    assert [s.score for s in top] == sorted(expected.values(), reverse=True)[:5]
+    some = [*list(expected)[:4], 3, 10_000]
+    assert {
+        p: s.score for p, s in board_scores_for_players(season=season, player_ids=some).items()
+    } == {p: expected[p] for p in some if p in expected}
+    sample = board_players_sample(season=season, size=10)
+    assert len(sample) == 10
+    assert set(sample) <= set(expected)
+
+
+def test_best_takes_the_earliest_time_of_the_max_and_cumulative_the_latest():
+    best = make_season(rule=ScoringRule.BEST)
+    cum = make_season(rule=ScoringRule.CUMULATIVE)
+    for season in (best, cum):
+        for hours, points in [(5, 50), (2, 50), (9, 10)]:
+            make_result(
+                season=season,
+                player_id=1,
+                points=points,
+                achieved_at=season.starts_at + timedelta(hours=hours),
+            )
+    (b,) = board_scores_top(season=best, limit=10)
+    assert (b.points, b.achieved_at) == (50, best.starts_at + timedelta(hours=2))
+    assert b.score == best.codec.encode(points=50, elapsed_ticks=2 * 3600)
+    (c,) = board_scores_top(season=cum, limit=10)
+    assert (c.points, c.achieved_at) == (110, cum.starts_at + timedelta(hours=9))
+    assert c.score == cum.codec.encode(points=110, elapsed_ticks=9 * 3600)
+
+
+def test_cumulative_overflow_is_an_error_not_a_wrong_score():
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    max_points = season.codec.max_points
+    make_result(season=season, player_id=1, points=max_points)
+    make_result(season=season, player_id=1, points=1)
+    with pytest.raises(CodecError, match="player 1"):
+        list(board_scores_zadd_chunks(season=season))
+    with pytest.raises(CodecError, match="player 1"):
+        list(board_scores_chunks(season=season))
