@@ -27,6 +27,9 @@ class MatchResult(models.Model):
     # not yet applied to Redis" (a crash in between) from "a duplicate of an applied result".
     kafka_partition = models.IntegerField(null=True, blank=True)
     kafka_offset = models.BigIntegerField(null=True, blank=True)
+    # The PostgreSQL transaction that inserted the row (pg_current_xact_id()): a rebuild compares
+    # it with its snapshot to tell results it already counted from ones applied during it.
+    ingest_xid = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -64,3 +64,21 @@ def season_pattern(*, season_id: int) -> str:
 def prefix_pattern() -> str:
     """SCAN pattern for every key under the configured prefix (tests clean up with it)."""
     return f"{settings.LEADERBOARD_KEY_PREFIX}:*"
+
+
+def ingest_applied_offsets(*, topic: str) -> str:
+    """Hash partition -> highest Kafka offset of ``topic`` whose results are on the boards.
+
+    Ingestion's bounded dedup state: one small field per partition (docs/ingestion.md).
+    """
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:ingest:applied:{topic}"
+
+
+def ingest_consumer_stats(*, consumer_id: str) -> str:
+    """Hash of one consumer process's counters, rewritten every stats interval."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:ingest:stats:{consumer_id}"
+
+
+def ingest_consumers() -> str:
+    """ZSET consumer id -> unix time of its last stats write (who is alive, for /metrics)."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:ingest:consumers"
