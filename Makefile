@@ -52,6 +52,7 @@ test-only: $(STAMP)
 run: migrate
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py bootstrap_demo
+	$(PY) manage.py setup_periodic_tasks
 	@echo "Starting every process (Ctrl-C stops them all); web on http://127.0.0.1:$${PORT:-8000}/"
 	PORT=$${PORT:-8000} $(VENV)/bin/honcho start -f Procfile
 

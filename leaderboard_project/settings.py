@@ -213,3 +213,11 @@ LOGGING = {
         "django.db.backends": {"level": "INFO"},
     },
 }
+
+# --- Seasons: close-out -------------------------------------------------------------------------
+
+# How many final entries a close-out copies into PostgreSQL (and the standings API serves).
+FINAL_STANDINGS_SIZE = _env_int("FINAL_STANDINGS_SIZE", 1000)
+# Seconds between a season's switch to "closing" and its final standings: the consumer's
+# in-flight batches (which read the season as active before the switch) commit meanwhile.
+SEASON_CLOSE_GRACE_SECONDS = _env_int("SEASON_CLOSE_GRACE_SECONDS", 30)

@@ -1,0 +1,40 @@
+"""Every periodic task of the product, in one place.
+
+``python manage.py setup_periodic_tasks`` writes these into django-celery-beat's tables (the
+DatabaseScheduler reads them), so staff see and change schedules in the admin. To add a
+periodic task, append one ``PeriodicTaskSpec`` below; nothing else needs to know.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PeriodicTaskSpec:
+    name: str  # unique; the row in django_celery_beat's PeriodicTask
+    task: str  # dotted name of the Celery task
+    every_seconds: int
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    # A run older than this is dropped rather than run late (beat's "expires", in seconds).
+    expires_seconds: int | None = None
+
+
+PERIODIC_TASKS: tuple[PeriodicTaskSpec, ...] = (
+    PeriodicTaskSpec(
+        name="seasons: sync statuses from dates",
+        task="seasons.tasks.season_statuses_sync_task",
+        every_seconds=10,
+        description="scheduled -> active at starts_at, active -> closing at ends_at",
+        expires_seconds=10,
+    ),
+    PeriodicTaskSpec(
+        name="seasons: close out ended seasons",
+        task="seasons.tasks.seasons_close_due_task",
+        every_seconds=60,
+        description="queues season_close for every season past its end and grace period",
+        expires_seconds=60,
+    ),
+)

@@ -1,0 +1,69 @@
+"""Periodic and on-demand season work (scheduled in leaderboard_project/schedules.py).
+
+Every task is idempotent and takes ids: a retry or a duplicate delivery changes nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.db import DatabaseError
+from django.utils import timezone
+from redis.exceptions import RedisError
+
+from .models import Season, SeasonStatus
+from .services import season_close, season_statuses_sync
+
+logger = logging.getLogger(__name__)
+
+# Transient failures of PostgreSQL or Redis are retried with backoff; anything else is a bug
+# and surfaces in the worker's log at once.
+_TRANSIENT = (DatabaseError, RedisError, ConnectionError)
+
+
+@shared_task(
+    autoretry_for=_TRANSIENT,
+    retry_backoff=True,
+    max_retries=3,
+    soft_time_limit=20,
+    time_limit=30,
+)
+def season_statuses_sync_task() -> dict[str, list[int]]:
+    result = season_statuses_sync()
+    return {"activated": list(result.activated), "closing": list(result.closing)}
+
+
+@shared_task(
+    autoretry_for=_TRANSIENT,
+    retry_backoff=True,
+    max_retries=3,
+    soft_time_limit=20,
+    time_limit=30,
+)
+def seasons_close_due_task() -> list[int]:
+    """Queue a close-out for every season whose end and drain grace have passed."""
+    season_statuses_sync()
+    drained_before = timezone.now() - timedelta(seconds=settings.SEASON_CLOSE_GRACE_SECONDS)
+    due = list(
+        Season.objects.filter(status=SeasonStatus.CLOSING, closing_since__lte=drained_before)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    for season_id in due:
+        season_close_task.delay(season_id=season_id)
+    return due
+
+
+@shared_task(
+    autoretry_for=_TRANSIENT,
+    retry_backoff=True,
+    max_retries=5,
+    # The standings query reads every result of the season once: minutes at tens of millions.
+    soft_time_limit=600,
+    time_limit=660,
+)
+def season_close_task(*, season_id: int) -> str:
+    return season_close(season_id=season_id).describe()
