@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from django.db import connection
+from ingestion.selectors import board_scores_top
 
-from .models import FinalStanding, ScoringRule, Season, SeasonStatus
+from .models import FinalStanding, Season, SeasonStatus
 
 
 def season_list_active(*, include_closing: bool = False) -> list[Season]:
@@ -30,61 +30,20 @@ class StandingRow:
     reached_at: datetime
 
 
-# One row per counted player, ranked as the board ranks: points first, then the earlier tick
-# (what the score codec's low bits encode); an exact tie falls to the lower player id so ranks
-# are distinct and reproducible (Redis would order such a tie by member bytes).
-_BEST_SQL = """
-WITH per_player AS (
-    SELECT DISTINCT ON (r.player_id) r.player_id, r.points, r.achieved_at
-    FROM ingestion_matchresult r
-    WHERE r.season_id = %(season_id)s AND r.voided_at IS NULL
-    ORDER BY r.player_id, r.points DESC, r.achieved_at ASC
-), scored AS (
-    SELECT player_id, points,
-           floor(extract(epoch FROM achieved_at - %(starts_at)s) / %(resolution)s)::bigint AS ticks
-    FROM per_player
-)
-SELECT player_id, points, ticks FROM scored
-ORDER BY points DESC, ticks ASC, player_id ASC
-LIMIT %(limit)s
-"""
-
-_CUMULATIVE_SQL = """
-WITH per_player AS (
-    SELECT r.player_id, sum(r.points)::bigint AS points,
-           max(floor(extract(epoch FROM r.achieved_at - %(starts_at)s) / %(resolution)s))::bigint
-               AS ticks
-    FROM ingestion_matchresult r
-    WHERE r.season_id = %(season_id)s AND r.voided_at IS NULL
-    GROUP BY r.player_id
-)
-SELECT player_id, points, ticks FROM per_player
-ORDER BY points DESC, ticks ASC, player_id ASC
-LIMIT %(limit)s
-"""
-
-
 def season_standings_compute(*, season: Season, limit: int) -> list[StandingRow]:
-    """The season's top ``limit`` computed from PostgreSQL (the source of truth), never Redis."""
-    sql = _CUMULATIVE_SQL if season.rule == ScoringRule.CUMULATIVE else _BEST_SQL
-    params: dict[str, int | datetime] = {
-        "season_id": season.id,
-        "starts_at": season.starts_at,
-        "resolution": season.time_resolution_seconds,
-        "limit": limit,
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    step = timedelta(seconds=season.time_resolution_seconds)
+    """The season's top ``limit`` from PostgreSQL (the aggregation a rebuild loads), never from
+    Redis, which may have lost writes. Ranks follow the board: encoded score, then the lower
+    player id for an exact tie, so ranks are distinct and reproducible."""
+    codec = season.codec
     return [
         StandingRow(
             rank=index,
-            player_id=int(player_id),
-            points=int(points),
-            reached_at=season.starts_at + step * int(ticks),
+            player_id=score.player_id,
+            points=score.points,
+            # What the board shows: the start of the tick the score is credited to.
+            reached_at=season.starts_at + codec.decode(score.score).elapsed,
         )
-        for index, (player_id, points, ticks) in enumerate(rows, start=1)
+        for index, score in enumerate(board_scores_top(season=season, limit=limit), start=1)
     ]
 
 
