@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 from celery import shared_task
 from django.conf import settings
@@ -22,27 +23,23 @@ logger = logging.getLogger(__name__)
 # Transient failures of PostgreSQL or Redis are retried with backoff; anything else is a bug
 # and surfaces in the worker's log at once.
 _TRANSIENT = (DatabaseError, RedisError, ConnectionError)
+# Bookkeeping tasks that run every few seconds: a stuck run is cut short, the next one follows.
+_QUICK_TASK: dict[str, Any] = {
+    "autoretry_for": _TRANSIENT,
+    "retry_backoff": True,
+    "max_retries": 3,
+    "soft_time_limit": 20,
+    "time_limit": 30,
+}
 
 
-@shared_task(
-    autoretry_for=_TRANSIENT,
-    retry_backoff=True,
-    max_retries=3,
-    soft_time_limit=20,
-    time_limit=30,
-)
+@shared_task(**_QUICK_TASK)
 def season_statuses_sync_task() -> dict[str, list[int]]:
     result = season_statuses_sync()
     return {"activated": list(result.activated), "closing": list(result.closing)}
 
 
-@shared_task(
-    autoretry_for=_TRANSIENT,
-    retry_backoff=True,
-    max_retries=3,
-    soft_time_limit=20,
-    time_limit=30,
-)
+@shared_task(**_QUICK_TASK)
 def seasons_close_due_task() -> list[int]:
     """Queue a close-out for every season whose end and drain grace have passed."""
     season_statuses_sync()
