@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from rest_framework.test import APIClient
+
+from seasons.models import SeasonStatus
+from seasons.services import season_close
+from tests.factories import MatchResultFactory, SeasonFactory
+
+START = datetime(2026, 10, 1, tzinfo=UTC)
+END = START + timedelta(days=30)
+
+
+@pytest.fixture
+def api() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def season():
+    season = SeasonFactory.create(starts_at=START, ends_at=END, status=SeasonStatus.ACTIVE)
+    for player, points, seconds in [(7, 300, 90.5), (8, 500, 30.0), (9, 300, 60.0)]:
+        MatchResultFactory.create(
+            season=season,
+            player_id=player,
+            points=points,
+            achieved_at=START + timedelta(seconds=seconds),
+        )
+    return season
+
+
+@pytest.mark.django_db
+def test_standings_are_404_with_a_reason_until_closed(api: APIClient, season) -> None:
+    response = api.get(f"/api/seasons/{season.id}/standings")
+    assert response.status_code == 404
+    assert response.json() == {
+        "detail": f"season {season.id} is active; final standings exist once it is closed"
+    }
+    season_close(season_id=season.id, now=END, grace_seconds=60)  # closing, draining
+    response = api.get(f"/api/seasons/{season.id}/standings")
+    assert response.status_code == 404
+    assert "is closing" in response.json()["detail"]
+    response = api.get("/api/seasons/999999/standings")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "season 999999 does not exist"}
+
+
+@pytest.mark.django_db
+def test_standings_of_a_closed_season(api: APIClient, season) -> None:
+    season_close(season_id=season.id, now=END, grace_seconds=0)
+    response = api.get(f"/api/seasons/{season.id}/standings")
+    assert response.status_code == 200
+    assert response.json() == {
+        "seasonId": season.id,
+        "entries": [
+            {"rank": 1, "playerId": 8, "points": 500, "reachedAt": "2026-10-01T00:00:30Z"},
+            {"rank": 2, "playerId": 9, "points": 300, "reachedAt": "2026-10-01T00:01:00Z"},
+            {"rank": 3, "playerId": 7, "points": 300, "reachedAt": "2026-10-01T00:01:30Z"},
+        ],
+    }
+    response = api.get(f"/api/seasons/{season.id}/standings?limit=2")
+    assert [e["playerId"] for e in response.json()["entries"]] == [8, 9]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("limit", ["0", "-3", "abc", "1001", "2.5"])
+def test_bad_limit_is_400(api: APIClient, season, limit: str) -> None:
+    season_close(season_id=season.id, now=END, grace_seconds=0)
+    response = api.get(f"/api/seasons/{season.id}/standings", {"limit": limit})
+    assert response.status_code == 400
+    assert "limit" in response.json()
