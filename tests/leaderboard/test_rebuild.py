@@ -1,0 +1,277 @@
+from __future__ import annotations
+
+import random
+import threading
+from datetime import timedelta
+
+import psycopg
+import pytest
+from django.db import connection
+
+from ingestion.models import MatchResult
+from leaderboard import keys
+from leaderboard.services import (
+    PHASE_ACTIVATED,
+    PHASE_LOADED,
+    PHASE_MERGED,
+    PHASE_PENDING,
+    RebuildInProgressError,
+    board_rebuild,
+)
+from seasons.models import ScoringRule
+from tests.helpers import expected_board, make_season
+from tests.leaderboard import live
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+RULES = [ScoringRule.BEST, ScoringRule.CUMULATIVE]
+
+
+def _at(season, rng):
+    return season.starts_at + timedelta(
+        days=rng.randint(0, 2),
+        seconds=rng.randint(0, 86399),
+        microseconds=rng.randint(0, 10**6 - 1),
+    )
+
+
+def _ingest_many(board_redis, season, n, *, players=25, seed=1):
+    rng = random.Random(seed)
+    return [
+        live.ingest(
+            board_redis,
+            season,
+            player_id=rng.randint(1, players),
+            points=rng.choice([0, 5, 10, 25]),
+            at=_at(season, rng),
+        )
+        for _ in range(n)
+    ]
+
+
+def _in_other_thread(fn):
+    """Run ORM work on another connection (the caller may be inside the rebuild's snapshot)."""
+    errors = []
+
+    def run():
+        try:
+            fn()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if errors:
+        raise errors[0]
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_rebuild_equals_the_board_live_ingestion_built(board_redis, rule):
+    season = make_season(rule=rule)
+    results = _ingest_many(board_redis, season, 150)
+    season_key = keys.season_board(season_id=season.id)
+    day = season.starts_at.date() + timedelta(days=1)
+    day_key = keys.daily_board(season_id=season.id, day=day)
+    live_season, live_day = live.board(board_redis, season_key), live.board(board_redis, day_key)
+    assert live_season == expected_board(season, results)
+    assert live_day == expected_board(season, results, day=day)
+
+    board_redis.delete(season_key)
+    board_redis.zadd(day_key, {"999": 1})  # drift the daily board
+    assert board_rebuild(season_id=season.id).members == len(live_season)
+    board_rebuild(season_id=season.id, day=day)
+
+    assert live.board(board_redis, season_key) == live_season
+    assert live.board(board_redis, day_key) == live_day
+    leftovers = list(board_redis.scan_iter(match=f"{season_key}*rebuild*"))
+    assert leftovers == []
+
+
+def test_a_daily_board_keeps_its_expiry_and_a_recreated_one_gets_the_default(board_redis, settings):
+    season = make_season()
+    r = live.ingest(board_redis, season, player_id=1, points=5, at=season.starts_at)
+    day_key = keys.daily_board(season_id=season.id, day=r.achieved_at.date())
+    board_redis.expire(day_key, 5000)
+    board_rebuild(season_id=season.id, day=r.achieved_at.date())
+    assert 4900 < board_redis.ttl(day_key) <= 5000
+    board_redis.delete(day_key)
+    settings.LEADERBOARD_DAILY_BOARD_TTL_SECONDS = 777
+    board_rebuild(season_id=season.id, day=r.achieved_at.date())
+    assert 700 < board_redis.ttl(day_key) <= 777
+    assert board_redis.ttl(keys.season_board(season_id=season.id)) == -1
+
+
+def test_a_board_with_no_counted_results_is_removed(board_redis):
+    season = make_season()
+    r = live.ingest(board_redis, season, player_id=1, points=5, at=season.starts_at)
+    MatchResult.objects.filter(pk=r.pk).delete()
+    assert board_rebuild(season_id=season.id).members == 0
+    assert not board_redis.exists(keys.season_board(season_id=season.id))
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize(
+    "phase", [PHASE_PENDING, PHASE_ACTIVATED, "loading", PHASE_LOADED, PHASE_MERGED]
+)
+def test_results_ingested_during_a_rebuild_survive_it(board_redis, rule, phase):
+    season = make_season(rule=rule)
+    results = _ingest_many(board_redis, season, 60, players=10)
+    rng = random.Random(5)
+    during: list[MatchResult] = []
+
+    def ingest_some():
+        # An existing player (cumulative: must add exactly once) and a new one.
+        for player in (1, 2, 50 + len(during)):
+            during.append(
+                live.ingest(
+                    board_redis,
+                    season,
+                    player_id=player,
+                    points=rng.choice([5, 30]),
+                    at=_at(season, rng),
+                )
+            )
+
+    fired: list[str] = []
+
+    def on_phase(name):
+        if name == phase and not fired:
+            fired.append(name)
+            _in_other_thread(ingest_some)
+
+    def progress(_members):
+        on_phase("loading")
+
+    board_rebuild(season_id=season.id, on_phase=on_phase, progress=progress)
+    assert fired == [phase]
+    # Results applied after the rebuild land on the new board as usual.
+    ingest_some()
+    everything = results + during
+    assert live.board(board_redis, keys.season_board(season_id=season.id)) == expected_board(
+        season, everything
+    )
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_a_result_committed_after_the_snapshot_began_is_kept_once(board_redis, rule, settings):
+    """Its transaction was running when the snapshot was taken: invisible to the aggregation,
+    though its xid is below the snapshot's xmax; the apply must route it to the delta."""
+    season = make_season(rule=rule)
+    results = _ingest_many(board_redis, season, 30, players=5)
+    db = settings.DATABASES["default"]
+    conn = psycopg.connect(
+        host=db["HOST"],
+        port=db["PORT"],
+        user=db["USER"],
+        password=db["PASSWORD"],
+        dbname=connection.settings_dict["NAME"],
+    )
+    state = {}
+
+    def on_phase(name):
+        if name == PHASE_PENDING:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "INSERT INTO ingestion_matchresult (match_id, player_id, season_id, points, "
+                    "achieved_at, ingested_at, void_reason) VALUES (gen_random_uuid(), 1, %s, 40, "
+                    "%s, now(), '') RETURNING id, pg_current_xact_id()::text::bigint",
+                    [season.id, season.starts_at + timedelta(days=3)],
+                )
+                row = cur.fetchone()
+                assert row is not None
+                state["id"], state["xid"] = row
+            # A later transaction commits first, so the snapshot's xmax is past the open one.
+            _in_other_thread(
+                lambda: results.append(
+                    live.ingest(board_redis, season, player_id=2, points=7, at=season.starts_at)
+                )
+            )
+        if name == PHASE_ACTIVATED:
+            snap = board_redis.get(
+                keys.rebuild_marker(board_key=keys.season_board(season_id=season.id))
+            )
+            xip = snap.decode().split(":")[2]
+            assert str(state["xid"]) in xip.split(",")
+            conn.commit()
+
+            def apply_late():
+                late = MatchResult.objects.get(pk=state["id"])
+                live.apply(board_redis, season, late, state["xid"])
+                results.append(late)
+
+            # This callback runs inside the rebuild's snapshot, which cannot see the row.
+            _in_other_thread(apply_late)
+
+    try:
+        board_rebuild(season_id=season.id, on_phase=on_phase)
+    finally:
+        conn.close()
+    assert live.board(board_redis, keys.season_board(season_id=season.id)) == expected_board(
+        season, results
+    )
+
+
+def test_readers_never_see_an_empty_or_partial_board(board_redis):
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    with connection.cursor() as cur:
+        cur.execute(
+            "INSERT INTO ingestion_matchresult (match_id, player_id, season_id, points,"
+            " achieved_at, ingested_at, void_reason)"
+            " SELECT gen_random_uuid(), g, %s, g %% 1000, %s, now(), ''"
+            " FROM generate_series(1, 30000) g",
+            [season.id, season.starts_at + timedelta(hours=1)],
+        )
+    key = keys.season_board(season_id=season.id)
+    board_rebuild(season_id=season.id)
+    assert board_redis.zcard(key) == 30000
+    sizes = []
+    stop = threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            sizes.append(board_redis.zcard(key))
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        board_rebuild(season_id=season.id, zadd_batch=100)
+    finally:
+        stop.set()
+        t.join()
+    assert len(sizes) > 10
+    assert set(sizes) == {30000}
+
+
+def test_a_second_rebuild_of_the_same_board_is_refused(board_redis):
+    season = make_season()
+    live.ingest(board_redis, season, player_id=1, points=5, at=season.starts_at)
+
+    def on_phase(name):
+        if name == PHASE_LOADED:
+            with pytest.raises(RebuildInProgressError):
+                board_rebuild(season_id=season.id)
+
+    board_rebuild(season_id=season.id, on_phase=on_phase)
+    board_rebuild(season_id=season.id)
+    assert live.board(board_redis, keys.season_board(season_id=season.id)) == {
+        1: season.codec.encode(points=5, elapsed_ticks=0)
+    }
+
+
+def test_a_failed_rebuild_leaves_the_live_board_and_no_marker(board_redis):
+    season = make_season()
+    live.ingest(board_redis, season, player_id=1, points=5, at=season.starts_at)
+    key = keys.season_board(season_id=season.id)
+    before = live.board(board_redis, key)
+
+    def on_phase(name):
+        if name == PHASE_LOADED:
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        board_rebuild(season_id=season.id, on_phase=on_phase)
+    assert live.board(board_redis, key) == before
+    assert list(board_redis.scan_iter(match=f"{key}*rebuild*")) == []
