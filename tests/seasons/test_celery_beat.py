@@ -1,0 +1,134 @@
+"""A real Celery worker and beat (DatabaseScheduler) close a season out on schedule."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connection
+from django.utils import timezone
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+from leaderboard import keys
+from seasons.models import FinalStanding, RewardGrant, Season, SeasonStatus
+from seasons.services import reward_tier_create
+from tests.factories import MatchResultFactory, SeasonFactory
+from tests.helpers import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+CELERY = str(Path(sys.executable).with_name("celery"))
+# A broker database of its own, and a queue name of its own per run: leftovers of another
+# run are never consumed here, and nothing here is flushed.
+BROKER_URL = "redis://127.0.0.1:6379/14"
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    return (
+        f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}"
+    )
+
+
+@pytest.fixture
+def celery_processes(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Start worker and beat (after the test set its data up), stop them at the end."""
+    env = os.environ | {
+        "DATABASE_URL": _database_url(),
+        "DATABASE_CONN_MAX_AGE": "0",
+        "CELERY_BROKER_URL": BROKER_URL,
+        "CELERY_TASK_DEFAULT_QUEUE": f"test-{uuid.uuid4().hex[:12]}",
+        "LEADERBOARD_KEY_PREFIX": settings.LEADERBOARD_KEY_PREFIX,
+        "SEASON_CLOSE_GRACE_SECONDS": "1",
+        "DJANGO_TEST_DATABASE_NAME": "",
+    }
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start() -> None:
+        for name, args in (
+            ("worker", ["worker", "-l", "info", "--concurrency", "1", "--without-heartbeat"]),
+            ("beat", ["beat", "-l", "info", "-s", str(tmp_path / "beat-schedule")]),
+        ):
+            log = (tmp_path / f"{name}.log").open("wb")
+            started.append(
+                subprocess.Popen(
+                    [CELERY, "-A", "leaderboard_project", *args],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own process group: the pool children go too
+                )
+            )
+
+    yield start  # type: ignore[misc]
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in started:
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+    for log in sorted(tmp_path.glob("*.log")):
+        sys.stdout.write(f"--- {log.name}\n{log.read_text(errors='replace')[-4000:]}\n")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_beat_and_worker_close_an_ended_season(celery_processes, board_redis) -> None:
+    now = timezone.now()
+    season = SeasonFactory.create(
+        starts_at=now - timedelta(days=1), ends_at=now + timedelta(seconds=2)
+    )
+    Season.objects.filter(id=season.id).update(status=SeasonStatus.ACTIVE)
+    for player, points in [(1, 10), (2, 30), (3, 20)]:
+        MatchResultFactory.create(
+            season=season, player_id=player, points=points, achieved_at=now - timedelta(hours=1)
+        )
+    reward_tier_create(season_id=season.id, rank_from=1, rank_to=2, reward_name="gems")
+    board = keys.season_board(season_id=season.id)
+    board_redis.zadd(board, {"1": 1.0, "2": 2.0})
+
+    # Every registered task, ticking every second for the test.
+    call_command("setup_periodic_tasks", verbosity=0)
+    every_second, _ = IntervalSchedule.objects.get_or_create(
+        every=1, period=IntervalSchedule.SECONDS
+    )
+    PeriodicTask.objects.update(interval=every_second, expire_seconds=None)
+
+    celery_processes()
+
+    # Beat's status sync flips it to closing at its end, then the close-out sweep queues the
+    # close-out, which the worker runs once the drain grace is over.
+    wait_until(
+        lambda: Season.objects.get(id=season.id).closing_since is not None, timeout=60, every=0.2
+    )
+    closing_since = Season.objects.get(id=season.id).closing_since
+    assert closing_since is not None
+    assert closing_since >= season.ends_at
+    wait_until(
+        lambda: Season.objects.get(id=season.id).status == SeasonStatus.CLOSED,
+        timeout=60,
+        every=0.2,
+    )
+    assert [
+        (s.rank, s.player_id, s.points) for s in FinalStanding.objects.filter(season=season)
+    ] == [(1, 2, 30), (2, 3, 20), (3, 1, 10)]
+    assert sorted(RewardGrant.objects.filter(season=season).values_list("player_id", "rank")) == [
+        (2, 1),
+        (3, 2),
+    ]
+    closed = Season.objects.get(id=season.id)
+    assert closed.closed_at is not None
+    assert closed.closed_at >= closing_since + timedelta(seconds=1)  # the drain grace
+    assert board_redis.exists(board) == 0
