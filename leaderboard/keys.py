@@ -82,3 +82,26 @@ def ingest_consumer_stats(*, consumer_id: str) -> str:
 def ingest_consumers() -> str:
     """ZSET consumer id -> unix time of its last stats write (who is alive, for /metrics)."""
     return f"{settings.LEADERBOARD_KEY_PREFIX}:ingest:consumers"
+
+
+def weekly_build_temp(*, board_key: str, token: str) -> str:
+    """Private key one weekly-board build fills before RENAMEing it over ``board_key``.
+
+    ``token`` is unique per build, so two concurrent builds never merge into one temp key.
+    """
+    return f"{board_key}:build:{token}"
+
+
+def weekly_build_source(*, board_key: str, token: str) -> str:
+    """A frozen COPY of one daily board that a weekly build iterates without it moving."""
+    return f"{board_key}:build:{token}:src"
+
+
+def throttle_window(*, scope: str, ident: str, window: int) -> str:
+    """Request counter of one client in one fixed throttle window (lives in the cache Redis)."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:throttle:{scope}:{ident}:{window}"
+
+
+def weekly_build_lock(*, board_key: str) -> str:
+    """Held while one process builds a weekly board on demand, so requests don't pile builds."""
+    return f"{board_key}:build-lock"

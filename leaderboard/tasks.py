@@ -1,12 +1,25 @@
-"""Celery tasks of the boards' maintenance. They take ids and call one service each."""
+"""Celery tasks of the boards' maintenance. They take ids and call one service each.
+
+Periodic ones (scheduled in leaderboard_project/schedules.py):
+
+- ``leaderboard.tasks.refresh_top_snapshots``: every second.
+- ``leaderboard.tasks.build_weekly_boards``: every few minutes (the current week's board lags
+  by at most that interval).
+"""
 
 from __future__ import annotations
 
 from datetime import date
 
 from celery import shared_task
+from django.utils import timezone
 
-from leaderboard.services import RebuildInProgressError, board_rebuild
+from leaderboard.services import (
+    RebuildInProgressError,
+    board_rebuild,
+    top_snapshots_refresh,
+    weekly_boards_build,
+)
 
 
 # A rebuild already running for the board is retried later rather than run twice at once.
@@ -25,3 +38,15 @@ def board_rebuild_task(season_id: int, day: str | None = None, reason: str = "ta
         season_id=season_id, day=date.fromisoformat(day) if day else None, reason=reason
     )
     return result.members
+
+
+# A one-second task must never queue up behind itself: a late run is worthless once the next
+# one is due, so it expires instead of piling up.
+@shared_task(name="leaderboard.tasks.refresh_top_snapshots", ignore_result=True, expires=2)
+def refresh_top_snapshots() -> dict[int, int]:
+    return top_snapshots_refresh()
+
+
+@shared_task(name="leaderboard.tasks.build_weekly_boards", ignore_result=True)
+def build_weekly_boards() -> dict[str, int]:
+    return weekly_boards_build(now=timezone.now())

@@ -37,4 +37,18 @@ PERIODIC_TASKS: tuple[PeriodicTaskSpec, ...] = (
         description="queues season_close for every season past its end and grace period",
         expires_seconds=60,
     ),
+    PeriodicTaskSpec(
+        name="leaderboard: refresh top-list snapshots",
+        task="leaderboard.tasks.refresh_top_snapshots",
+        every_seconds=1,
+        description="each live season's top 1000, encoded once, for every API process to serve",
+        expires_seconds=2,
+    ),
+    PeriodicTaskSpec(
+        name="leaderboard: build weekly boards",
+        task="leaderboard.tasks.build_weekly_boards",
+        every_seconds=300,
+        description="the current ISO week's board (last week's too on Mondays) from daily boards",
+        expires_seconds=300,
+    ),
 )

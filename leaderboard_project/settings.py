@@ -187,6 +187,38 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
+# --- Read API ----------------------------------------------------------------------------------
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from exc
+
+
+# Anonymous clients' request rate per IP ("6000/min"; "off" disables the throttle).
+API_ANON_THROTTLE_RATE = _env("API_ANON_THROTTLE_RATE", "6000/min")
+# How long each process trusts its memo of a season (the hot endpoints make no SQL query).
+LEADERBOARD_SEASON_CACHE_SECONDS = _env_float("LEADERBOARD_SEASON_CACHE_SECONDS", 5.0)
+# Each process re-reads a season's top-list snapshot from Redis at most this often.
+LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS = _env_float(
+    "LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS", 1.0
+)
+# A snapshot older than this is ignored and the top list is read from the live board.
+LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS = _env_float(
+    "LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS", 3.0
+)
+# Expiry of the stored snapshot: a season that stops being refreshed drops it.
+LEADERBOARD_TOP_SNAPSHOT_TTL_SECONDS = _env_int("LEADERBOARD_TOP_SNAPSHOT_TTL_SECONDS", 60)
+# Expiry of a weekly board built from the daily boards.
+LEADERBOARD_WEEKLY_BOARD_TTL_SECONDS = _env_int(
+    "LEADERBOARD_WEEKLY_BOARD_TTL_SECONDS", 14 * 24 * 3600
+)
+
 # --- i18n, static --------------------------------------------------------------------------------
 
 LANGUAGE_CODE = "en-us"

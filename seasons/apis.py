@@ -9,7 +9,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .selectors import SeasonNotFinal, season_final_standings_list
+from leaderboard.apis import PublicApi
+
+from .selectors import SeasonNotFinal, season_final_standings_list, season_list
 
 
 class FinalEntrySerializer(serializers.Serializer):
@@ -56,3 +58,23 @@ class SeasonStandingsApi(APIView):
             return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
         output = self.OutputSerializer({"season_id": season_id, "entries": standings})
         return Response(output.data)
+
+
+class SeasonListApi(PublicApi):
+    """GET /api/seasons: every season, the most recent start first."""
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        name = serializers.CharField()
+        status = serializers.CharField()
+        startsAt = serializers.DateTimeField(source="starts_at")
+        endsAt = serializers.DateTimeField(source="ends_at")
+        rule = serializers.CharField()
+
+    @extend_schema(
+        operation_id="seasons_list",
+        summary="Every season, the most recent start first",
+        responses={200: OutputSerializer(many=True)},
+    )
+    def get(self, request: Request) -> Response:
+        return Response(self.OutputSerializer(season_list(), many=True).data)

@@ -25,6 +25,15 @@ def _isolated_board_keys(settings) -> None:
     settings.LEADERBOARD_KEY_PREFIX = f"test-{_SESSION_TAG}-{uuid.uuid4().hex[:8]}"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_season_memo() -> None:
+    # The read path memoizes seasons per process; a season of one test must not leak into the
+    # next one that reuses its id.
+    from seasons.selectors import season_cache_clear
+
+    season_cache_clear()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _drop_session_keys() -> Iterator[None]:
     yield

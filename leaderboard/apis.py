@@ -1,0 +1,296 @@
+"""The public read API: one view per operation, over leaderboard.selectors.
+
+Every error is JSON: ``{"detail": "..."}``, plus ``"errors": {field: [messages]}`` for a
+malformed parameter (400). An unknown season is 404.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from django.http import HttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView, exception_handler
+
+from seasons.selectors import SeasonRef, season_get_cached
+
+from .selectors import (
+    RankingEntry,
+    board_around_get,
+    board_friends_get,
+    board_player_get,
+    board_ranks_get,
+    board_top_get,
+    daily_board_top_get,
+    weekly_board_top_get,
+)
+from .serializers import (
+    AroundQuerySerializer,
+    DayPathSerializer,
+    ErrorSerializer,
+    FriendsQuerySerializer,
+    PlayerPathSerializer,
+    PlayerStandingSerializer,
+    RankingEntrySerializer,
+    RanksQuerySerializer,
+    SeasonPathSerializer,
+    TopQuerySerializer,
+    WeekPathSerializer,
+)
+from .services import weekly_board_ensure
+from .throttling import AnonFixedWindowThrottle
+
+SOURCE_HEADER = "X-Leaderboard-Source"
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler, with validation errors reshaped to {"detail", "errors"}."""
+    response = exception_handler(exc, context)
+    if response is not None and isinstance(exc, ValidationError):
+        errors = response.data if isinstance(response.data, dict) else {"": response.data}
+        messages = {
+            field: [str(message) for message in (value if isinstance(value, list) else [value])]
+            for field, value in errors.items()
+        }
+        response.data = {
+            "detail": "; ".join(
+                f"{field}: {message}" for field, values in messages.items() for message in values
+            ),
+            "errors": messages,
+        }
+    return response
+
+
+class PublicApi(APIView):
+    """Anonymous, throttled, JSON errors."""
+
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+    throttle_classes = [AnonFixedWindowThrottle]
+
+    def get_exception_handler(self):  # type: ignore[no-untyped-def]
+        return api_exception_handler
+
+
+def parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def season_or_404(season_id: int) -> SeasonRef:
+    season = season_get_cached(season_id=season_id)
+    if season is None:
+        raise NotFound(f"season {season_id} does not exist")
+    return season
+
+
+# --- cacheable lists (top, daily, weekly) ---------------------------------------------------------
+
+# Rendered bodies of snapshot-served top lists: a snapshot changes once a second, so each
+# process renders each (snapshot, limit) once instead of once per request.
+_rendered: dict[tuple[int, str, int], tuple[bytes, str]] = {}
+_rendered_lock = threading.Lock()
+
+
+def _render(entries: Sequence[RankingEntry]) -> tuple[bytes, str]:
+    body = JSONRenderer().render(RankingEntrySerializer(entries, many=True).data)
+    return body, f'"{hashlib.blake2b(body, digest_size=12).hexdigest()}"'
+
+
+def _etag_matches(request: Request, etag: str) -> bool:
+    header = request.headers.get("If-None-Match", "")
+    if not header:
+        return False
+    candidates = {tag.strip().removeprefix("W/") for tag in header.split(",")}
+    return "*" in candidates or etag in candidates
+
+
+def cacheable_list_response(
+    request: Request,
+    *,
+    entries: Sequence[RankingEntry],
+    memo_key: tuple[int, str, int] | None = None,
+    headers: dict[str, str] | None = None,
+) -> HttpResponse:
+    """A JSON list with an ETag and ``Cache-Control: max-age=1``; 304 on a matching
+    If-None-Match."""
+    rendered = _rendered.get(memo_key) if memo_key is not None else None
+    if rendered is None:
+        rendered = _render(entries)
+        if memo_key is not None:
+            with _rendered_lock:
+                if len(_rendered) >= 512:
+                    _rendered.clear()
+                _rendered[memo_key] = rendered
+    body, etag = rendered
+    if _etag_matches(request, etag):
+        response = HttpResponse(status=304)
+    else:
+        response = HttpResponse(body, content_type="application/json")
+    response["ETag"] = etag
+    response["Cache-Control"] = "max-age=1"
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+_SEASON_PARAM = OpenApiParameter("season", OpenApiTypes.INT, OpenApiParameter.PATH)
+_PLAYER_PARAM = OpenApiParameter("player", OpenApiTypes.INT, OpenApiParameter.PATH)
+_ERRORS = {
+    400: OpenApiResponse(ErrorSerializer, description="A malformed parameter."),
+    404: OpenApiResponse(ErrorSerializer, description="Unknown season."),
+}
+_LIST = RankingEntrySerializer(many=True)
+
+
+class BoardTopApi(PublicApi):
+    @extend_schema(
+        operation_id="leaderboard_top",
+        summary="The season's top entries",
+        description=(
+            "Served from a snapshot refreshed every second (header X-Leaderboard-Source: "
+            "snapshot), or read from the live board when the snapshot is missing or stale "
+            "(live). Carries an ETag; If-None-Match answers 304."
+        ),
+        parameters=[_SEASON_PARAM, TopQuerySerializer],
+        responses={200: _LIST, **_ERRORS},
+    )
+    def get(self, request: Request, season: str) -> HttpResponse:
+        path = parse(SeasonPathSerializer, {"season": season})
+        query = parse(TopQuerySerializer, request.query_params)
+        top = board_top_get(season=season_or_404(path["season"]), limit=query["limit"])
+        return cacheable_list_response(
+            request,
+            entries=top.entries,
+            memo_key=None if top.version is None else (path["season"], top.version, query["limit"]),
+            headers={SOURCE_HEADER: top.source},
+        )
+
+
+class BoardPlayerApi(PublicApi):
+    @extend_schema(
+        operation_id="leaderboard_player",
+        summary="A player's entry, with the board size, percentile and points to the next rank",
+        parameters=[_SEASON_PARAM, _PLAYER_PARAM],
+        responses={
+            200: PlayerStandingSerializer,
+            400: _ERRORS[400],
+            404: OpenApiResponse(ErrorSerializer, description="Unknown season, or no score."),
+        },
+    )
+    def get(self, request: Request, season: str, player: str) -> Response:
+        path = parse(PlayerPathSerializer, {"season": season, "player": player})
+        standing = board_player_get(season=season_or_404(path["season"]), player_id=path["player"])
+        if standing is None:
+            raise NotFound(f"player {path['player']} has no score in season {path['season']}")
+        return Response(PlayerStandingSerializer(standing).data)
+
+
+class BoardAroundApi(PublicApi):
+    @extend_schema(
+        operation_id="leaderboard_around",
+        summary="The entries from the player's rank - radius to + radius ([] without a score)",
+        parameters=[_SEASON_PARAM, _PLAYER_PARAM, AroundQuerySerializer],
+        responses={200: _LIST, **_ERRORS},
+    )
+    def get(self, request: Request, season: str, player: str) -> Response:
+        path = parse(PlayerPathSerializer, {"season": season, "player": player})
+        query = parse(AroundQuerySerializer, request.query_params)
+        entries = board_around_get(
+            season=season_or_404(path["season"]), player_id=path["player"], radius=query["radius"]
+        )
+        return Response(RankingEntrySerializer(entries, many=True).data)
+
+
+class BoardRanksApi(PublicApi):
+    @extend_schema(
+        operation_id="leaderboard_ranks",
+        summary="A page of entries from a 1-based position",
+        parameters=[_SEASON_PARAM, RanksQuerySerializer],
+        responses={200: _LIST, **_ERRORS},
+    )
+    def get(self, request: Request, season: str) -> Response:
+        path = parse(SeasonPathSerializer, {"season": season})
+        query = parse(RanksQuerySerializer, request.query_params)
+        entries = board_ranks_get(
+            season=season_or_404(path["season"]), start_rank=query["start"], count=query["count"]
+        )
+        return Response(RankingEntrySerializer(entries, many=True).data)
+
+
+class BoardFriendsApi(PublicApi):
+    @extend_schema(
+        operation_id="leaderboard_friends",
+        summary="Those players' entries with their global ranks, best first",
+        description="Players without a score are left out. At most 200 ids.",
+        parameters=[_SEASON_PARAM, FriendsQuerySerializer],
+        responses={200: _LIST, **_ERRORS},
+    )
+    def get(self, request: Request, season: str) -> Response:
+        path = parse(SeasonPathSerializer, {"season": season})
+        query = parse(FriendsQuerySerializer, request.query_params)
+        entries = board_friends_get(season=season_or_404(path["season"]), player_ids=query["ids"])
+        return Response(RankingEntrySerializer(entries, many=True).data)
+
+
+class DailyTopApi(PublicApi):
+    @extend_schema(
+        operation_id="leaderboard_daily_top",
+        summary="The top entries of one UTC day's board",
+        parameters=[
+            _SEASON_PARAM,
+            OpenApiParameter("day", OpenApiTypes.DATE, OpenApiParameter.PATH),
+            TopQuerySerializer,
+        ],
+        responses={200: _LIST, **_ERRORS},
+    )
+    def get(self, request: Request, season: str, day: str) -> HttpResponse:
+        path = parse(DayPathSerializer, {"season": season, "day": day})
+        query = parse(TopQuerySerializer, request.query_params)
+        entries = daily_board_top_get(
+            season=season_or_404(path["season"]), day=path["day"], limit=query["limit"]
+        )
+        return cacheable_list_response(request, entries=entries)
+
+
+class WeeklyTopApi(PublicApi):
+    @extend_schema(
+        operation_id="leaderboard_weekly_top",
+        summary="The top entries of one ISO week's board",
+        description=(
+            "Weekly boards are built from the daily boards by a periodic task; a missing board "
+            "of a week that has started is built on the first request."
+        ),
+        parameters=[
+            _SEASON_PARAM,
+            OpenApiParameter(
+                "week", OpenApiTypes.STR, OpenApiParameter.PATH, description="YYYY-Www"
+            ),
+            TopQuerySerializer,
+        ],
+        responses={200: _LIST, **_ERRORS},
+    )
+    def get(self, request: Request, season: str, week: str) -> HttpResponse:
+        path = parse(WeekPathSerializer, {"season": season, "week": week})
+        query = parse(TopQuerySerializer, request.query_params)
+        season_ref = season_or_404(path["season"])
+        iso_year, iso_week = path["week"]
+        weekly_board_ensure(
+            season=season_ref, iso_year=iso_year, iso_week=iso_week, today=timezone.now().date()
+        )
+        entries = weekly_board_top_get(
+            season=season_ref, iso_year=iso_year, iso_week=iso_week, limit=query["limit"]
+        )
+        return cacheable_list_response(request, entries=entries)

@@ -1,0 +1,266 @@
+"""Reads on the boards: top lists, a player's standing, around a player, pages, friends.
+
+Ranks are 1-based competition ranks on the composite score: players whose encoded scores are
+identical (same points reached in the same tick) share a rank, and Redis's member-lexical
+order among them never decides one. Every read that needs more than one command is one Lua
+script, so its ranks come from a single board state.
+
+The top list is served from a snapshot that ``leaderboard.tasks.refresh_top_snapshots``
+writes every second; each process keeps it in memory and re-reads it at most once per
+``LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS``. A missing or stale snapshot falls back to
+the live board, so a late task never yields an empty list.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import date
+from typing import Literal, cast
+
+from django.conf import settings
+
+from seasons.selectors import SeasonRef
+
+from . import keys
+from .codec import ScoreCodec
+from .redis import get_board_redis
+from .scripts import get_script
+
+logger = logging.getLogger(__name__)
+
+# The snapshot holds this many entries, which is also the largest top list served.
+TOP_SNAPSHOT_SIZE = 1000
+
+TopSource = Literal["snapshot", "live"]
+
+
+@dataclass(frozen=True, slots=True)
+class RankingEntry:
+    rank: int
+    player_id: int
+    points: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerStanding:
+    entry: RankingEntry
+    # Players on the board.
+    total: int
+    # Share of the board ranked at or below the player, in percent (rank 1 -> 100.0).
+    percentile: float
+    # Points the player must add to their score to pass the next player up; None at rank 1.
+    points_to_next_rank: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TopList:
+    entries: tuple[RankingEntry, ...]
+    source: TopSource
+    # Identity of the snapshot served (None when read live): equal versions, equal entries.
+    version: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TopSnapshot:
+    season_id: int
+    generated_at: float
+    entries: tuple[RankingEntry, ...]
+    version: str
+
+
+def ranked_entries(
+    *, flat: list[bytes], start: int, first_rank: int, codec: ScoreCodec
+) -> list[RankingEntry]:
+    """Entries from a ``member, score, ...`` slice that begins at 0-based ``start``.
+
+    An entry whose score differs from the previous one ranks at its position + 1 (every entry
+    above it scores strictly higher); an equal score shares the previous entry's rank.
+    """
+    entries: list[RankingEntry] = []
+    previous: bytes | None = None
+    rank = first_rank
+    for offset in range(0, len(flat), 2):
+        member, score = flat[offset], flat[offset + 1]
+        if previous is not None and score != previous:
+            rank = start + offset // 2 + 1
+        previous = score
+        entries.append(
+            RankingEntry(rank=rank, player_id=int(member), points=codec.decode_points(score))
+        )
+    return entries
+
+
+def board_page_get(
+    *, board_key: str, codec: ScoreCodec, start: int, count: int
+) -> list[RankingEntry]:
+    """``count`` entries of a board from 0-based position ``start`` (one atomic script)."""
+    if count <= 0:
+        return []
+    first_rank, flat = get_script(get_board_redis(), "board_page")(
+        keys=[board_key], args=[start, start + count - 1]
+    )
+    return ranked_entries(flat=flat, start=start, first_rank=int(first_rank), codec=codec)
+
+
+def board_ranks_get(*, season: SeasonRef, start_rank: int, count: int) -> list[RankingEntry]:
+    """A page of the season board from the 1-based position ``start_rank``."""
+    return board_page_get(
+        board_key=keys.season_board(season_id=season.id),
+        codec=season.codec,
+        start=start_rank - 1,
+        count=count,
+    )
+
+
+def daily_board_top_get(*, season: SeasonRef, day: date, limit: int) -> list[RankingEntry]:
+    return board_page_get(
+        board_key=keys.daily_board(season_id=season.id, day=day),
+        codec=season.codec,
+        start=0,
+        count=limit,
+    )
+
+
+def _player_script(*, season: SeasonRef, player_id: int, radius: int) -> list[object] | None:
+    result = get_script(get_board_redis(), "board_player")(
+        keys=[keys.season_board(season_id=season.id)], args=[str(player_id), radius]
+    )
+    return cast(list[object] | None, result)
+
+
+def board_player_get(*, season: SeasonRef, player_id: int) -> PlayerStanding | None:
+    """The player's standing on the season board, or None if they have no score."""
+    result = _player_script(season=season, player_id=player_id, radius=-1)
+    if result is None:
+        return None
+    rank, score, total, next_score = (
+        int(cast(int, result[0])),
+        cast(bytes, result[1]),
+        int(cast(int, result[2])),
+        cast(bytes | None, result[3]),
+    )
+    codec = season.codec
+    points = codec.decode_points(score)
+    to_next = None if next_score is None else codec.decode_points(next_score) - points + 1
+    return PlayerStanding(
+        entry=RankingEntry(rank=rank, player_id=player_id, points=points),
+        total=total,
+        percentile=round((total - rank + 1) * 100 / total, 2),
+        points_to_next_rank=to_next,
+    )
+
+
+def board_around_get(*, season: SeasonRef, player_id: int, radius: int) -> list[RankingEntry]:
+    """Entries from the player's position - radius to + radius; [] if they have no score."""
+    result = _player_script(season=season, player_id=player_id, radius=radius)
+    if result is None:
+        return []
+    start, first_rank = int(cast(int, result[4])), int(cast(int, result[5]))
+    window = cast(list[bytes], result[6])
+    return ranked_entries(flat=window, start=start, first_rank=first_rank, codec=season.codec)
+
+
+def board_friends_get(*, season: SeasonRef, player_ids: list[int]) -> list[RankingEntry]:
+    """The listed players' global entries, best first; players without a score left out."""
+    if not player_ids:
+        return []
+    flat = get_script(get_board_redis(), "board_friends")(
+        keys=[keys.season_board(season_id=season.id)], args=[str(pid) for pid in player_ids]
+    )
+    codec = season.codec
+    entries = [
+        RankingEntry(
+            rank=int(flat[offset + 2]),
+            player_id=int(flat[offset]),
+            points=codec.decode_points(flat[offset + 1]),
+        )
+        for offset in range(0, len(flat), 3)
+    ]
+    # Within a shared rank, the board's own order (ZREVRANGE: member bytes descending), so
+    # the friends list agrees with the top list and the pages.
+    entries.sort(key=lambda entry: str(entry.player_id), reverse=True)
+    entries.sort(key=lambda entry: entry.rank)
+    return entries
+
+
+# --- the top list --------------------------------------------------------------------------------
+
+_snapshots: dict[str, tuple[float, TopSnapshot | None]] = {}
+_snapshots_lock = threading.Lock()
+
+
+def top_snapshot_decode(*, raw: bytes | str, season_id: int) -> TopSnapshot | None:
+    """Parse a stored snapshot; None (and a warning) if it is unreadable or another season's."""
+    try:
+        body = json.loads(raw)
+        snapshot = TopSnapshot(
+            season_id=int(body["seasonId"]),
+            generated_at=float(body["generatedAt"]),
+            entries=tuple(
+                RankingEntry(rank=int(rank), player_id=int(player), points=int(points))
+                for rank, player, points in body["entries"]
+            ),
+            version=str(body["version"]),
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        logger.warning("unreadable top snapshot of season %s: %s", season_id, exc)
+        return None
+    if snapshot.season_id != season_id:
+        logger.warning(
+            "top snapshot under season %s holds season %s", season_id, snapshot.season_id
+        )
+        return None
+    return snapshot
+
+
+def top_snapshot_get(*, season_id: int) -> TopSnapshot | None:
+    """The season's snapshot as this process last read it; re-read at most once an interval."""
+    key = keys.top_snapshot(season_id=season_id)
+    now = time.monotonic()
+    hit = _snapshots.get(key)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    raw = get_board_redis().get(key)
+    snapshot = None if raw is None else top_snapshot_decode(raw=raw, season_id=season_id)
+    with _snapshots_lock:
+        if len(_snapshots) >= 1000:
+            _snapshots.clear()
+        _snapshots[key] = (now + settings.LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS, snapshot)
+    return snapshot
+
+
+def top_snapshot_memo_clear() -> None:
+    with _snapshots_lock:
+        _snapshots.clear()
+
+
+def board_top_get(*, season: SeasonRef, limit: int) -> TopList:
+    """The top ``limit`` entries: from the snapshot when fresh, else from the live board."""
+    snapshot = top_snapshot_get(season_id=season.id)
+    if (
+        snapshot is not None
+        and limit <= TOP_SNAPSHOT_SIZE
+        and time.time() - snapshot.generated_at <= settings.LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS
+    ):
+        return TopList(
+            entries=snapshot.entries[:limit], source="snapshot", version=snapshot.version
+        )
+    entries = board_page_get(
+        board_key=keys.season_board(season_id=season.id), codec=season.codec, start=0, count=limit
+    )
+    return TopList(entries=tuple(entries), source="live", version=None)
+
+
+def weekly_board_top_get(
+    *, season: SeasonRef, iso_year: int, iso_week: int, limit: int
+) -> list[RankingEntry]:
+    return board_page_get(
+        board_key=keys.weekly_board(season_id=season.id, iso_year=iso_year, iso_week=iso_week),
+        codec=season.codec,
+        start=0,
+        count=limit,
+    )

@@ -1,0 +1,149 @@
+"""Input (query and path parameters) and output serializers of the read API."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Any
+
+from rest_framework import serializers
+
+from .selectors import TOP_SNAPSHOT_SIZE
+
+# Player ids are positive integers that fit PostgreSQL's bigint.
+MAX_ID = 2**63 - 1
+MAX_FRIENDS = 200
+MAX_RADIUS = 100
+MAX_PAGE = 1000
+
+_DIGITS = re.compile(r"[0-9]+")
+_INTEGER = re.compile(r"-?[0-9]+")
+_ISO_WEEK = re.compile(r"([0-9]{4})-W([0-9]{2})")
+
+
+class IdField(serializers.Field):
+    """A positive decimal integer, digits only: '12.0', ' 12', '+12' and '1e3' are rejected."""
+
+    default_error_messages = {
+        "invalid": "must be a positive integer (digits only), got {value!r}",
+    }
+
+    def to_internal_value(self, data: Any) -> int:
+        text = str(data)
+        if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= MAX_ID:
+            self.fail("invalid", value=text)
+        return int(text)
+
+    def to_representation(self, value: int) -> int:
+        return value
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """DRF's IntegerField, minus its leniency: '12.0' or ' 12' is malformed, not 12."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if not _INTEGER.fullmatch(str(data)):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class SeasonPathSerializer(serializers.Serializer):
+    season = IdField()
+
+
+class PlayerPathSerializer(serializers.Serializer):
+    season = IdField()
+    player = IdField()
+
+
+class TopQuerySerializer(serializers.Serializer):
+    limit = StrictIntegerField(min_value=1, max_value=TOP_SNAPSHOT_SIZE, default=100)
+
+
+class AroundQuerySerializer(serializers.Serializer):
+    radius = StrictIntegerField(min_value=0, max_value=MAX_RADIUS, default=5)
+
+
+class RanksQuerySerializer(serializers.Serializer):
+    start = StrictIntegerField(min_value=1, max_value=MAX_ID, default=1)
+    count = StrictIntegerField(min_value=1, max_value=MAX_PAGE, default=100)
+
+
+class FriendsQuerySerializer(serializers.Serializer):
+    ids = serializers.CharField(
+        help_text=f"Comma-separated player ids, at most {MAX_FRIENDS}.", trim_whitespace=True
+    )
+
+    def validate_ids(self, value: str) -> list[int]:
+        field = IdField()
+        ids: list[int] = []
+        seen: set[int] = set()
+        for part in value.split(","):
+            player_id = field.to_internal_value(part.strip())
+            if player_id not in seen:
+                seen.add(player_id)
+                ids.append(player_id)
+        if len(ids) > MAX_FRIENDS:
+            raise serializers.ValidationError(f"at most {MAX_FRIENDS} distinct ids, got {len(ids)}")
+        return ids
+
+
+class DayPathSerializer(serializers.Serializer):
+    season = IdField()
+    day = serializers.CharField(help_text="A UTC day, YYYY-MM-DD.")
+
+    def validate_day(self, value: str) -> date:
+        try:
+            if len(value) != 10:
+                raise ValueError
+            return date.fromisoformat(value)
+        except ValueError:
+            raise serializers.ValidationError(
+                f"must be a date as YYYY-MM-DD, got {value!r}"
+            ) from None
+
+
+class WeekPathSerializer(serializers.Serializer):
+    season = IdField()
+    week = serializers.CharField(help_text="An ISO week, YYYY-Www (e.g. 2026-W41).")
+
+    def validate_week(self, value: str) -> tuple[int, int]:
+        match = _ISO_WEEK.fullmatch(value)
+        try:
+            if match is None:
+                raise ValueError
+            iso_year, iso_week = int(match[1]), int(match[2])
+            date.fromisocalendar(iso_year, iso_week, 1)
+        except ValueError:
+            raise serializers.ValidationError(
+                f"must be an ISO week as YYYY-Www with a week that exists that year, got {value!r}"
+            ) from None
+        return iso_year, iso_week
+
+
+class RankingEntrySerializer(serializers.Serializer):
+    rank = serializers.IntegerField(help_text="1-based; equal scores share a rank.")
+    playerId = serializers.IntegerField(source="player_id")
+    points = serializers.IntegerField()
+
+
+class PlayerStandingSerializer(serializers.Serializer):
+    rank = serializers.IntegerField(source="entry.rank")
+    playerId = serializers.IntegerField(source="entry.player_id")
+    points = serializers.IntegerField(source="entry.points")
+    total = serializers.IntegerField(help_text="Players on the board.")
+    percentile = serializers.FloatField(
+        help_text="Share of the board ranked at or below the player, in percent."
+    )
+    pointsToNextRank = serializers.IntegerField(
+        source="points_to_next_rank",
+        allow_null=True,
+        help_text="Points to add to pass the next player up; null at rank 1.",
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    errors = serializers.DictField(  # type: ignore[assignment]
+        child=serializers.ListField(child=serializers.CharField()), required=False
+    )

@@ -1,0 +1,45 @@
+"""Boards built from known inputs, written straight into Redis with the season's codec."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from leaderboard import keys
+from seasons.models import Season
+
+# player id: (points, elapsed ticks). Ranked:
+#   2 (500 @5) r1 · 1 (500 @10) r2 · 3 (400) r3 · 5 and 4 (300 @7: identical scores) r4, r4 ·
+#   10 (300 @8) r6 · 6 (100) r7
+# Ids 10 vs 2 and 5 vs 4 make sure Redis's member-lexical order never decides a rank.
+KNOWN_BOARD = {
+    1: (500, 10),
+    2: (500, 5),
+    3: (400, 1),
+    4: (300, 7),
+    5: (300, 7),
+    10: (300, 8),
+    6: (100, 0),
+}
+
+
+def write_board(client, key: str, season: Season, entries: dict[int, tuple[int, int]]) -> None:
+    codec = season.codec
+    client.zadd(
+        key,
+        {
+            str(player): codec.to_redis(codec.encode(points=points, elapsed_ticks=ticks))
+            for player, (points, ticks) in entries.items()
+        },
+    )
+
+
+def write_season_board(client, season: Season, entries=KNOWN_BOARD) -> None:
+    write_board(client, keys.season_board(season_id=season.id), season, entries)
+
+
+def write_daily_board(client, season: Season, day: date, entries) -> None:
+    write_board(client, keys.daily_board(season_id=season.id, day=day), season, entries)
+
+
+def entry(rank: int, player: int, points: int) -> dict[str, int]:
+    return {"rank": rank, "playerId": player, "points": points}

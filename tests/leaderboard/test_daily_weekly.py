@@ -1,0 +1,142 @@
+"""Daily and weekly boards: the daily top, and weekly boards built from the daily ones."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from leaderboard import keys
+from leaderboard.services import WeeklyBuildError, weekly_board_build
+from leaderboard.tasks import build_weekly_boards
+from seasons.models import ScoringRule, SeasonStatus
+from seasons.selectors import SeasonRef
+from tests.helpers import make_season
+
+from .board_fixtures import entry, write_daily_board
+
+pytestmark = pytest.mark.django_db
+
+
+def past_monday(weeks_ago: int) -> date:
+    today = timezone.now().date()
+    return today - timedelta(days=today.weekday() + 7 * weeks_ago)
+
+
+def season_over(monday: date, rule=ScoringRule.BEST, **kwargs):
+    starts = datetime.combine(monday - timedelta(days=14), datetime.min.time(), tzinfo=UTC)
+    return make_season(starts_at=starts, ends_at=starts + timedelta(days=90), rule=rule, **kwargs)
+
+
+def week_label(monday: date) -> str:
+    year, week, _ = monday.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def test_daily_top(client, board_redis):
+    season = make_season()
+    day = date(2026, 10, 2)
+    write_daily_board(board_redis, season, day, {1: (50, 3), 2: (70, 9), 3: (50, 1)})
+    write_daily_board(board_redis, season, day + timedelta(days=1), {4: (999, 0)})
+    url = f"/api/seasons/{season.id}/leaderboard/daily/2026-10-02/top"
+    response = client.get(url)
+    assert response.status_code == 200
+    assert response.json() == [entry(1, 2, 70), entry(2, 3, 50), entry(3, 1, 50)]
+    assert response["Cache-Control"] == "max-age=1"
+    assert client.get(f"{url}?limit=1").json() == [entry(1, 2, 70)]
+    empty = f"/api/seasons/{season.id}/leaderboard/daily/2026-10-09/top"
+    assert client.get(empty).json() == []
+
+
+@pytest.mark.parametrize("day", ["2026-13-01", "2026-02-30", "20261002", "2026-1-2", "today"])
+def test_daily_rejects_a_malformed_day(client, day):
+    season = make_season()
+    response = client.get(f"/api/seasons/{season.id}/leaderboard/daily/{day}/top")
+    assert response.status_code == 400
+    assert "day" in response.json()["errors"]
+
+
+@pytest.mark.parametrize("week", ["2026-41", "2026-W1", "2026-W00", "2025-W53", "2026W41", "x"])
+def test_weekly_rejects_a_malformed_week(client, week):
+    season = make_season()
+    response = client.get(f"/api/seasons/{season.id}/leaderboard/weekly/{week}/top")
+    assert response.status_code == 400
+    assert "week" in response.json()["errors"]
+
+
+def test_weekly_best_is_the_max_over_the_week_days(client, board_redis):
+    monday = past_monday(2)
+    season = season_over(monday)
+    write_daily_board(board_redis, season, monday, {1: (100, 10), 2: (150, 20), 3: (80, 5)})
+    write_daily_board(board_redis, season, monday + timedelta(days=6), {1: (200, 90), 3: (80, 3)})
+    # Outside the week: ignored.
+    write_daily_board(board_redis, season, monday + timedelta(days=7), {4: (999, 100)})
+    write_daily_board(board_redis, season, monday - timedelta(days=1), {5: (999, 1)})
+    url = f"/api/seasons/{season.id}/leaderboard/weekly/{week_label(monday)}/top"
+    # Built on demand on the first request.
+    assert client.get(url).json() == [entry(1, 1, 200), entry(2, 2, 150), entry(3, 3, 80)]
+    year, week, _ = monday.isocalendar()
+    weekly = keys.weekly_board(season_id=season.id, iso_year=year, iso_week=week)
+    codec = season.codec
+    # Of equal points, the earliest time is kept (best rule).
+    assert int(board_redis.zscore(weekly, "3")) == codec.encode(points=80, elapsed_ticks=3)
+    assert board_redis.ttl(weekly) > 0
+
+
+def test_weekly_cumulative_adds_points_and_keeps_the_latest_time(board_redis):
+    monday = past_monday(1)
+    season = season_over(monday, rule=ScoringRule.CUMULATIVE)
+    write_daily_board(board_redis, season, monday, {1: (100, 10), 2: (150, 20)})
+    write_daily_board(board_redis, season, monday + timedelta(days=2), {1: (200, 90)})
+    write_daily_board(board_redis, season, monday + timedelta(days=3), {1: (5, 40), 3: (1, 1)})
+    year, week, _ = monday.isocalendar()
+    size = weekly_board_build(season=SeasonRef.from_model(season), iso_year=year, iso_week=week)
+    assert size == 3
+    weekly = keys.weekly_board(season_id=season.id, iso_year=year, iso_week=week)
+    codec = season.codec
+    scores = {m.decode(): int(s) for m, s in board_redis.zrange(weekly, 0, -1, withscores=True)}
+    assert scores == {
+        "1": codec.encode(points=305, elapsed_ticks=90),
+        "2": codec.encode(points=150, elapsed_ticks=20),
+        "3": codec.encode(points=1, elapsed_ticks=1),
+    }
+    # No build keys are left behind.
+    assert sorted(board_redis.scan_iter(match=f"{weekly}*")) == [weekly.encode()]
+
+
+def test_weekly_cumulative_overflow_is_an_error_and_leaves_no_board(board_redis):
+    monday = past_monday(1)
+    season = season_over(monday, rule=ScoringRule.CUMULATIVE)
+    top = season.codec.max_points
+    write_daily_board(board_redis, season, monday, {1: (top, 1)})
+    write_daily_board(board_redis, season, monday + timedelta(days=1), {1: (1, 2)})
+    year, week, _ = monday.isocalendar()
+    with pytest.raises(WeeklyBuildError, match="exceed"):
+        weekly_board_build(season=SeasonRef.from_model(season), iso_year=year, iso_week=week)
+    assert list(board_redis.scan_iter(match=keys.season_pattern(season_id=season.id))) != []
+    weekly = keys.weekly_board(season_id=season.id, iso_year=year, iso_week=week)
+    assert list(board_redis.scan_iter(match=f"{weekly}*")) == []
+
+
+def test_the_task_builds_the_current_week_of_active_seasons(board_redis):
+    monday = past_monday(0)
+    season = season_over(monday, status=SeasonStatus.ACTIVE)
+    write_daily_board(board_redis, season, monday, {1: (10, 1)})
+    built = build_weekly_boards()
+    year, week, _ = monday.isocalendar()
+    assert built[f"{season.id}:{year}-W{week:02d}"] == 1
+    weekly = keys.weekly_board(season_id=season.id, iso_year=year, iso_week=week)
+    assert board_redis.zcard(weekly) == 1
+
+
+def test_a_future_week_is_empty_and_not_built(client, board_redis):
+    monday = past_monday(-2)
+    season = season_over(monday)
+    url = f"/api/seasons/{season.id}/leaderboard/weekly/{week_label(monday)}/top"
+    assert client.get(url).json() == []
+    year, week, _ = monday.isocalendar()
+    lock = keys.weekly_build_lock(
+        board_key=keys.weekly_board(season_id=season.id, iso_year=year, iso_week=week)
+    )
+    assert not board_redis.exists(lock)

@@ -1,0 +1,41 @@
+"""The OpenAPI schema is generated from the views and valid; the docs page renders."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from drf_spectacular.validation import validate_schema
+
+
+@pytest.mark.django_db
+def test_schema_is_valid_openapi_3_and_documents_every_read_operation(client):
+    response = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    schema = json.loads(response.content)
+    validate_schema(schema)
+    assert schema["openapi"].startswith("3.")
+    paths = schema["paths"]
+    board = "/api/seasons/{season}/leaderboard"
+    for path in [
+        "/api/seasons",
+        f"{board}/top",
+        f"{board}/players/{{player}}",
+        f"{board}/players/{{player}}/around",
+        f"{board}/ranks",
+        f"{board}/friends",
+        f"{board}/daily/{{day}}/top",
+        f"{board}/weekly/{{week}}/top",
+    ]:
+        assert "get" in paths[path], path
+    top_params = {param["name"] for param in paths[f"{board}/top"]["get"]["parameters"]}
+    assert top_params == {"season", "limit"}
+    entry = schema["components"]["schemas"]["RankingEntry"]["properties"]
+    assert set(entry) == {"rank", "playerId", "points"}
+
+
+@pytest.mark.django_db
+def test_docs_page_renders(client):
+    response = client.get("/api/docs")
+    assert response.status_code == 200
+    assert b"swagger" in response.content.lower()
