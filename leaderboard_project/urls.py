@@ -11,4 +11,5 @@ urlpatterns = [
     path("api/", include("leaderboard.urls")),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("", include("leaderboard.page_urls")),
 ]

@@ -1,0 +1,50 @@
+"""Public HTML pages, server-rendered over the same selectors as the JSON API."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from rest_framework.exceptions import ValidationError
+
+from seasons.selectors import season_get_cached, season_list
+
+from .selectors import board_around_get, board_player_get, board_top_get
+from .serializers import IdField
+
+PAGE_TOP = 100
+PAGE_RADIUS = 5
+
+
+@require_GET
+def seasons_page(request: HttpRequest) -> HttpResponse:
+    return render(request, "leaderboard/seasons.html", {"seasons": season_list()})
+
+
+@require_GET
+def season_board_page(request: HttpRequest, season_id: int) -> HttpResponse:
+    """The season's top 100, and a player lookup (?player=42) with the entries around them."""
+    season = season_get_cached(season_id=season_id)
+    if season is None:
+        raise Http404(f"season {season_id} does not exist")
+    context: dict[str, object] = {
+        "season": season,
+        "top": board_top_get(season=season, limit=PAGE_TOP).entries,
+    }
+    raw_player = request.GET.get("player", "").strip()
+    if raw_player:
+        context["player_query"] = raw_player
+        try:
+            player_id = IdField().to_internal_value(raw_player)
+        except ValidationError:
+            context["lookup_error"] = f"{raw_player!r} is not a player id (a positive integer)."
+        else:
+            standing = board_player_get(season=season, player_id=player_id)
+            if standing is None:
+                context["lookup_error"] = f"Player {player_id} has no score this season."
+            else:
+                context["standing"] = standing
+                context["around"] = board_around_get(
+                    season=season, player_id=player_id, radius=PAGE_RADIUS
+                )
+    return render(request, "leaderboard/season_board.html", context)
