@@ -148,6 +148,8 @@ CACHES = {
 LEADERBOARD_KEY_PREFIX = _env("LEADERBOARD_KEY_PREFIX", "lb")
 # Expiry given to a daily board that a rebuild recreates (one that still exists keeps its own).
 LEADERBOARD_DAILY_BOARD_TTL_SECONDS = _env_int("LEADERBOARD_DAILY_BOARD_TTL_SECONDS", 15 * 86400)
+# Daily boards expire this many days after their day ends (weekly boards are built from them).
+LEADERBOARD_DAILY_TTL_DAYS = _env_int("LEADERBOARD_DAILY_TTL_DAYS", 8)
 
 # --- Kafka ---------------------------------------------------------------------------------------
 
@@ -156,6 +158,17 @@ KAFKA_MATCH_RESULTS_TOPIC = _env("KAFKA_MATCH_RESULTS_TOPIC", "match-results")
 KAFKA_DEAD_LETTER_TOPIC = _env("KAFKA_DEAD_LETTER_TOPIC", f"{KAFKA_MATCH_RESULTS_TOPIC}.dlq")
 KAFKA_CONSUMER_GROUP = _env("KAFKA_CONSUMER_GROUP", "leaderboard-ingest")
 KAFKA_TOPIC_PARTITIONS = _env_int("KAFKA_TOPIC_PARTITIONS", 4)
+
+# --- Ingestion consumer (ingestion/consumer.py, docs/ingestion.md) ------------------------------
+
+# Records per poll: one PostgreSQL statement and one Redis round trip per batch, so bigger
+# batches amortise both; the batch is also what a crash replays.
+INGEST_MAX_POLL_RECORDS = _env_int("INGEST_MAX_POLL_RECORDS", 5000)
+INGEST_POLL_TIMEOUT_MS = _env_int("INGEST_POLL_TIMEOUT_MS", 200)
+# A log line and a stats write every this many seconds.
+INGEST_STATS_INTERVAL_SECONDS = _env_int("INGEST_STATS_INTERVAL_SECONDS", 10)
+# Retry delay cap while PostgreSQL, Redis or Kafka is unreachable (doubling from 0.1 s).
+INGEST_BACKOFF_MAX_SECONDS = _env_int("INGEST_BACKOFF_MAX_SECONDS", 10)
 
 # --- Celery --------------------------------------------------------------------------------------
 

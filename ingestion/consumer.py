@@ -1,0 +1,348 @@
+"""The Kafka consumer loop: poll a batch, hand it to ``match_results_ingest``, commit.
+
+Offsets are committed only after the handler returns, i.e. once PostgreSQL and Redis both hold
+the batch; a crash anywhere before that redelivers the batch, and the handler's exactly-once
+rule (docs/ingestion.md) makes the redelivery harmless. A dependency that goes away makes the
+step that needs it wait with capped exponential backoff, logging what it waits for; nothing is
+committed meanwhile. A stop request (SIGTERM/SIGINT in the management command) is honoured
+between batches: the batch in hand is finished and committed first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+import redis
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.errors import CommitFailedError, KafkaError
+from kafka.structs import OffsetAndMetadata, TopicPartition
+from redis.typing import EncodableT, FieldT
+
+from leaderboard import keys
+from leaderboard.redis import get_board_redis
+
+from .services import (
+    BatchOutcome,
+    ConsumedRecord,
+    DeadLetter,
+    dead_letter_headers,
+    match_results_ingest,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_FIRST_DELAY_SECONDS = 0.1
+# Errors that mean "the dependency is unreachable right now", not "this input is bad".
+_TRANSIENT: tuple[type[BaseException], ...] = (
+    OperationalError,
+    InterfaceError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    KafkaError,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerOptions:
+    topic: str
+    dead_letter_topic: str
+    group_id: str
+    bootstrap_servers: tuple[str, ...]
+    max_poll_records: int
+    poll_timeout_ms: int
+    stats_interval_seconds: float
+    backoff_max_seconds: float
+    consumer_id: str
+
+    @classmethod
+    def from_settings(cls, **overrides: Any) -> ConsumerOptions:
+        options = cls(
+            topic=settings.KAFKA_MATCH_RESULTS_TOPIC,
+            dead_letter_topic=settings.KAFKA_DEAD_LETTER_TOPIC,
+            group_id=settings.KAFKA_CONSUMER_GROUP,
+            bootstrap_servers=tuple(settings.KAFKA_BOOTSTRAP_SERVERS),
+            max_poll_records=settings.INGEST_MAX_POLL_RECORDS,
+            poll_timeout_ms=settings.INGEST_POLL_TIMEOUT_MS,
+            stats_interval_seconds=settings.INGEST_STATS_INTERVAL_SECONDS,
+            backoff_max_seconds=settings.INGEST_BACKOFF_MAX_SECONDS,
+            consumer_id=f"{socket.gethostname()}-{os.getpid()}",
+        )
+        return replace(options, **{k: v for k, v in overrides.items() if v is not None})
+
+
+@dataclass(slots=True)
+class IngestTotals:
+    records: int = 0
+    applied: int = 0
+    duplicates: int = 0
+    dead_letters: int = 0
+    not_counted: int = 0
+    batches: int = 0
+    lag: int | None = None
+    # Next offset to read per partition (what was committed last).
+    positions: dict[int, int] = field(default_factory=dict)
+
+    def add(self, outcome: BatchOutcome) -> None:
+        self.records += outcome.records
+        self.applied += outcome.applied
+        self.duplicates += outcome.duplicates
+        self.dead_letters += outcome.dead_letters
+        self.not_counted += outcome.not_counted
+        self.batches += 1
+
+
+class ConsumerStopping(Exception):
+    """A stop was requested while waiting for a dependency: the batch in hand is abandoned."""
+
+
+class Backoff:
+    """``Retrying`` for the handler: retry transient failures, doubling the wait up to a cap."""
+
+    def __init__(self, *, stop: threading.Event, max_delay: float) -> None:
+        self._stop = stop
+        self._max_delay = max_delay
+
+    def __call__(self, what: str, operation: Callable[[], T]) -> T:
+        delay = _FIRST_DELAY_SECONDS
+        attempts = 0
+        while True:
+            try:
+                result = operation()
+            except _TRANSIENT as exc:
+                if isinstance(exc, DatabaseError):
+                    # A broken connection stays broken; the next query opens a fresh one.
+                    connection.close()
+                attempts += 1
+                logger.warning(
+                    "waiting for %s (attempt %d, next try in %.1fs): %s: %s",
+                    what,
+                    attempts,
+                    delay,
+                    type(exc).__name__,
+                    exc,
+                )
+                if self._stop.wait(delay):
+                    raise ConsumerStopping(f"stopped while waiting for {what}") from exc
+                delay = min(delay * 2, self._max_delay)
+            else:
+                if attempts:
+                    logger.info("%s is back after %d failed attempt(s)", what, attempts)
+                return result
+
+
+class KafkaDeadLetterSink:
+    """Dead letters: the original key and bytes, the reason and the source in headers."""
+
+    def __init__(self, *, producer: KafkaProducer, topic: str, source_topic: str) -> None:
+        self._producer = producer
+        self._topic = topic
+        self._source_topic = source_topic
+
+    def publish(self, *, letters: Sequence[DeadLetter]) -> None:
+        futures = [
+            self._producer.send(
+                self._topic,
+                key=letter.record.key,
+                value=letter.record.value,
+                headers=dead_letter_headers(letter=letter, topic=self._source_topic),
+            )
+            for letter in letters
+        ]
+        self._producer.flush(timeout=30)
+        for future in futures:
+            future.get(timeout=30)
+        for letter in letters:
+            logger.info(
+                "dead letter: %s partition %d offset %d: %s",
+                self._source_topic,
+                letter.record.partition,
+                letter.record.offset,
+                letter.reason,
+            )
+
+
+class MatchResultConsumer:
+    def __init__(self, options: ConsumerOptions, *, stop: threading.Event | None = None) -> None:
+        self.options = options
+        self.stop_event = stop or threading.Event()
+        self.totals = IngestTotals()
+        self._retrying = Backoff(stop=self.stop_event, max_delay=options.backoff_max_seconds)
+        self._last_report = time.monotonic()
+        self._last_report_applied = 0
+
+    def request_stop(self) -> None:
+        self.stop_event.set()
+
+    # --- Kafka clients -----------------------------------------------------------------------
+
+    def _connect_consumer(self) -> KafkaConsumer:
+        return KafkaConsumer(
+            self.options.topic,
+            bootstrap_servers=list(self.options.bootstrap_servers),
+            group_id=self.options.group_id,
+            client_id=f"ingest-{self.options.consumer_id}",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=self.options.max_poll_records,
+            # Big batches: one fetch carries thousands of small records.
+            fetch_max_bytes=52_428_800,
+            max_partition_fetch_bytes=8_388_608,
+        )
+
+    def _connect_producer(self) -> KafkaProducer:
+        return KafkaProducer(
+            bootstrap_servers=list(self.options.bootstrap_servers),
+            client_id=f"ingest-dlq-{self.options.consumer_id}",
+            acks="all",
+            linger_ms=5,
+        )
+
+    def _commit(self, consumer: KafkaConsumer, offsets: dict[TopicPartition, int]) -> None:
+        def commit() -> None:
+            consumer.commit(
+                offsets={tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()},
+                timeout_ms=10_000,
+            )
+
+        try:
+            self._retrying("Kafka (offset commit)", commit)
+        except CommitFailedError as exc:
+            # The group rebalanced and the partitions went elsewhere; their new owner starts
+            # from the last committed offsets and the exactly-once rule absorbs the replay.
+            logger.warning("offset commit rejected after a rebalance: %s", exc)
+            return
+        for tp, offset in offsets.items():
+            self.totals.positions[tp.partition] = offset
+
+    # --- the loop ----------------------------------------------------------------------------
+
+    def run(
+        self,
+        *,
+        until: Callable[[IngestTotals], bool] | None = None,
+        max_seconds: float | None = None,
+    ) -> IngestTotals:
+        """Consume until stopped, or until ``until(totals)`` holds, or ``max_seconds`` pass."""
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        try:
+            consumer = self._retrying("Kafka", self._connect_consumer)
+            producer = self._retrying("Kafka", self._connect_producer)
+        except ConsumerStopping:
+            return self.totals
+        sink = KafkaDeadLetterSink(
+            producer=producer, topic=self.options.dead_letter_topic, source_topic=self.options.topic
+        )
+        logger.info(
+            "consuming %s as group %s (dead letters to %s)",
+            self.options.topic,
+            self.options.group_id,
+            self.options.dead_letter_topic,
+        )
+        try:
+            while not self.stop_event.is_set():
+                polled = consumer.poll(
+                    timeout_ms=self.options.poll_timeout_ms,
+                    max_records=self.options.max_poll_records,
+                )
+                if polled:
+                    self._handle(consumer, polled, sink)
+                self._maybe_report(consumer)
+                if until is not None and until(self.totals):
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    break
+        except ConsumerStopping as exc:
+            logger.warning("%s; the uncommitted batch will be delivered again", exc)
+        finally:
+            self._report(consumer)
+            consumer.close(autocommit=False)
+            producer.close(timeout=5)
+        logger.info("consumer stopped")
+        return self.totals
+
+    def _handle(
+        self, consumer: KafkaConsumer, polled: dict[TopicPartition, list[Any]], sink: Any
+    ) -> None:
+        records = [
+            ConsumedRecord(tp.partition, r.offset, r.key, r.value)
+            for tp, batch in polled.items()
+            for r in batch
+        ]
+        outcome = match_results_ingest(
+            topic=self.options.topic, records=records, dead_letters=sink, retrying=self._retrying
+        )
+        self._commit(consumer, {tp: batch[-1].offset + 1 for tp, batch in polled.items()})
+        self.totals.add(outcome)
+
+    # --- observability -----------------------------------------------------------------------
+
+    def _lag(self, consumer: KafkaConsumer) -> int | None:
+        lag = 0
+        known = False
+        for tp in consumer.assignment():
+            highwater = consumer.highwater(tp)
+            position = self.totals.positions.get(tp.partition)
+            if highwater is None or position is None:
+                continue
+            known = True
+            lag += max(0, highwater - position)
+        return lag if known else None
+
+    def _maybe_report(self, consumer: KafkaConsumer) -> None:
+        if time.monotonic() - self._last_report >= self.options.stats_interval_seconds:
+            self._report(consumer)
+
+    def _report(self, consumer: KafkaConsumer) -> None:
+        now = time.monotonic()
+        elapsed = max(now - self._last_report, 1e-6)
+        rate = (self.totals.applied - self._last_report_applied) / elapsed
+        self._last_report, self._last_report_applied = now, self.totals.applied
+        self.totals.lag = self._lag(consumer)
+        if not consumer.bootstrap_connected() and not consumer.assignment():
+            logger.warning("waiting for Kafka at %s", ",".join(self.options.bootstrap_servers))
+        logger.info(
+            "ingest: %.1f results/s applied; totals: %d records, %d applied, %d duplicates, "
+            "%d dead letters, %d not counted; lag %s",
+            rate,
+            self.totals.records,
+            self.totals.applied,
+            self.totals.duplicates,
+            self.totals.dead_letters,
+            self.totals.not_counted,
+            "unknown" if self.totals.lag is None else self.totals.lag,
+        )
+        stats: dict[FieldT, EncodableT] = {
+            "consumer_id": self.options.consumer_id,
+            "topic": self.options.topic,
+            "group_id": self.options.group_id,
+            "applied_per_second": f"{rate:.1f}",
+            "records": self.totals.records,
+            "applied": self.totals.applied,
+            "duplicates": self.totals.duplicates,
+            "dead_letters": self.totals.dead_letters,
+            "not_counted": self.totals.not_counted,
+            "lag": "" if self.totals.lag is None else self.totals.lag,
+            "updated_at": int(time.time()),
+        }
+        try:
+            client = get_board_redis()
+            stats_key = keys.ingest_consumer_stats(consumer_id=self.options.consumer_id)
+            pipe = client.pipeline(transaction=False)
+            pipe.hset(stats_key, mapping=stats)
+            # A consumer that died stops refreshing its stats; they vanish on their own.
+            pipe.expire(stats_key, int(self.options.stats_interval_seconds * 3) + 5)
+            pipe.zadd(keys.ingest_consumers(), {self.options.consumer_id: time.time()})
+            pipe.execute()
+        except redis.exceptions.RedisError as exc:
+            logger.warning("could not publish consumer stats: %s", exc)

@@ -1,0 +1,45 @@
+"""``manage.py consume_match_results``: run the ingestion consumer until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import signal
+from types import FrameType
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from ingestion.consumer import ConsumerOptions, MatchResultConsumer
+
+
+class Command(BaseCommand):
+    help = (
+        "Consume match results from Kafka into PostgreSQL and the Redis boards, exactly once. "
+        "SIGTERM/SIGINT finish and commit the batch in hand, then exit 0."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--topic", help="default: KAFKA_MATCH_RESULTS_TOPIC")
+        parser.add_argument("--dead-letter-topic", help="default: KAFKA_DEAD_LETTER_TOPIC")
+        parser.add_argument("--group", help="consumer group id; default: KAFKA_CONSUMER_GROUP")
+        parser.add_argument("--max-poll-records", type=int, help="default: INGEST_MAX_POLL_RECORDS")
+        parser.add_argument(
+            "--stats-interval", type=float, help="default: INGEST_STATS_INTERVAL_SECONDS"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        consumer = MatchResultConsumer(
+            ConsumerOptions.from_settings(
+                topic=options["topic"],
+                dead_letter_topic=options["dead_letter_topic"],
+                group_id=options["group"],
+                max_poll_records=options["max_poll_records"],
+                stats_interval_seconds=options["stats_interval"],
+            )
+        )
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            consumer.request_stop()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        consumer.run()

@@ -1,0 +1,324 @@
+"""Writes on ingestion: the batch handler behind the Kafka consumer.
+
+``match_results_ingest`` takes one polled batch (any number of partitions) through four steps:
+decode and validate, dead-letter what is invalid, store the rest in PostgreSQL in one
+statement, and apply what must count to the boards in one pipelined Redis round trip. It is
+idempotent: running it again on the same records (a retry, or a redelivery after a crash) adds
+nothing twice. docs/ingestion.md explains why.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol, TypeVar
+
+from django.db import connection, transaction
+
+from leaderboard import keys
+from leaderboard.codec import ScoreCodec
+from leaderboard.models import PlayerBan
+from leaderboard.redis import get_board_redis
+from leaderboard.services import CountedResult, board_results_apply
+from seasons.models import Season
+
+from .models import MatchResult
+from .schema import MatchResultMessage, MessageRejected, message_check_season, message_decode
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumedRecord:
+    """One Kafka record as the handler needs it (kept free of kafka-python types)."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    record: ConsumedRecord
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ValidResult:
+    partition: int
+    offset: int
+    message: MatchResultMessage
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutcome:
+    records: int
+    applied: int  # results that now count on the boards
+    duplicates: int  # results already stored (or already applied) before
+    dead_letters: int
+    not_counted: int  # stored but excluded: voided, banned, or a cumulative overflow
+
+
+class DeadLetterSink(Protocol):
+    def publish(self, *, letters: Sequence[DeadLetter]) -> None:
+        """Send every letter and wait until the broker has them all."""
+
+
+class Retrying(Protocol):
+    def __call__(self, what: str, operation: Callable[[], T]) -> T:
+        """Run ``operation``; while ``what`` is unreachable, wait and run it again."""
+
+
+def _once(what: str, operation: Callable[[], T]) -> T:
+    return operation()
+
+
+# --- 1. decode and validate ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedBatch:
+    valid: list[ValidResult]
+    duplicates_in_batch: int
+    dead_letters: list[DeadLetter]
+    seasons: dict[int, Season]
+
+
+def match_results_decode(*, records: Sequence[ConsumedRecord]) -> DecodedBatch:
+    """Validate every record; one season query per batch (statuses change: no cache)."""
+    parsed: list[tuple[ConsumedRecord, MatchResultMessage]] = []
+    letters: list[DeadLetter] = []
+    for record in records:
+        try:
+            parsed.append((record, message_decode(record.value)))
+        except MessageRejected as exc:
+            letters.append(DeadLetter(record, exc.code, exc.reason))
+    seasons = Season.objects.in_bulk({message.season_id for _, message in parsed})
+    valid: list[ValidResult] = []
+    seen: set[tuple[uuid.UUID, int]] = set()
+    duplicates = 0
+    for record, message in parsed:
+        try:
+            message_check_season(message, seasons.get(message.season_id))
+        except MessageRejected as exc:
+            letters.append(DeadLetter(record, exc.code, exc.reason))
+            continue
+        # The same result twice in one batch: the first message is the one that is stored.
+        result_key = (message.match_id, message.player_id)
+        if result_key in seen:
+            duplicates += 1
+            continue
+        seen.add(result_key)
+        valid.append(ValidResult(record.partition, record.offset, message))
+    return DecodedBatch(valid, duplicates, letters, seasons)
+
+
+# --- 2. store ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResult:
+    """A valid result after the insert: new, or found already stored."""
+
+    result: ValidResult
+    xid: int | None  # the inserting transaction (None: legacy rows stored without it)
+    # True when the row was inserted by this batch, or earlier by this very message (same
+    # partition and offset: stored, then a crash before it reached the boards).
+    from_this_message: bool
+    voided: bool
+
+
+_TABLE = MatchResult._meta.db_table
+
+# One statement for the whole batch: arrays in, unnest, conflicts ignored. pg_current_xact_id
+# records the transaction for rebuilds running meanwhile (docs/ingestion.md).
+_INSERT_SQL = f"""
+    INSERT INTO {_TABLE} (match_id, player_id, season_id, points, achieved_at, ingested_at,
+                          void_reason, kafka_partition, kafka_offset, ingest_xid)
+    SELECT t.match_id, t.player_id, t.season_id, t.points, t.achieved_at, now(), '',
+           t.kafka_partition, t.kafka_offset, pg_current_xact_id()::text::bigint
+    FROM unnest(%s::uuid[], %s::bigint[], %s::integer[], %s::bigint[], %s::timestamptz[],
+                %s::integer[], %s::bigint[])
+         AS t(match_id, player_id, season_id, points, achieved_at, kafka_partition, kafka_offset)
+    ON CONFLICT (match_id, player_id) DO NOTHING
+    RETURNING match_id, player_id, ingest_xid
+"""  # noqa: S608 -- the table name is the model's, every value is a parameter
+
+_EXISTING_SQL = f"""
+    SELECT r.match_id, r.player_id, r.kafka_partition, r.kafka_offset, r.ingest_xid,
+           r.voided_at IS NOT NULL
+    FROM {_TABLE} r
+    JOIN unnest(%s::uuid[], %s::bigint[]) AS t(match_id, player_id)
+      ON r.match_id = t.match_id AND r.player_id = t.player_id
+"""  # noqa: S608
+
+
+def match_results_store(*, results: Sequence[ValidResult]) -> list[StoredResult]:
+    """Insert the batch (conflicts on (match_id, player_id) ignored) and classify each result."""
+    if not results:
+        return []
+    columns: tuple[list[object], ...] = ([], [], [], [], [], [], [])
+    for r in results:
+        m = r.message
+        for column, value in zip(
+            columns,
+            (m.match_id, m.player_id, m.season_id, m.points, m.achieved_at, r.partition, r.offset),
+            strict=True,
+        ):
+            column.append(value)
+    stored: list[StoredResult] = []
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_INSERT_SQL, list(columns))
+        inserted = {(row[0], row[1]): int(row[2]) for row in cursor.fetchall()}
+        missing = [r for r in results if (r.message.match_id, r.message.player_id) not in inserted]
+        existing: dict[tuple[uuid.UUID, int], tuple[int | None, int | None, int | None, bool]] = {}
+        if missing:
+            cursor.execute(
+                _EXISTING_SQL,
+                [[r.message.match_id for r in missing], [r.message.player_id for r in missing]],
+            )
+            existing = {(row[0], row[1]): (row[2], row[3], row[4], row[5]) for row in cursor}
+    for r in results:
+        result_key = (r.message.match_id, r.message.player_id)
+        if result_key in inserted:
+            stored.append(StoredResult(r, inserted[result_key], True, False))
+            continue
+        # Absent from both only if deleted in between; treat it as not ours to count.
+        partition, offset, xid, voided = existing.get(result_key, (None, None, None, True))
+        same_message = (partition, offset) == (r.partition, r.offset)
+        stored.append(StoredResult(r, xid, same_message, voided))
+    return stored
+
+
+# --- 3. apply ------------------------------------------------------------------------------
+
+
+def applied_offsets_get(*, topic: str, partitions: Sequence[int]) -> dict[int, int]:
+    """Each partition's highest offset already on the boards (-1: none)."""
+    raw = get_board_redis().hmget(keys.ingest_applied_offsets(topic=topic), list(partitions))
+    return {p: -1 if v is None else int(v) for p, v in zip(partitions, raw, strict=True)}
+
+
+def _banned(stored: Sequence[StoredResult]) -> set[tuple[int, int]]:
+    pairs = {(s.result.message.season_id, s.result.message.player_id) for s in stored}
+    if not pairs:
+        return set()
+    return set(
+        PlayerBan.objects.filter(
+            season_id__in={season for season, _ in pairs},
+            player_id__in={player for _, player in pairs},
+        ).values_list("season_id", "player_id")
+    )
+
+
+def _counted(
+    stored: Sequence[StoredResult],
+    *,
+    applied_offsets: Mapping[int, int],
+    seasons: Mapping[int, Season],
+    banned: set[tuple[int, int]],
+) -> tuple[list[CountedResult], int, int]:
+    """(results to put on the boards, duplicates, excluded) per the exactly-once rule.
+
+    A result counts iff it was stored by this very message (now, or before a crash) and its
+    offset is above the partition's applied watermark, i.e. it never reached the boards.
+    """
+    codecs: dict[int, ScoreCodec] = {}
+    counted: list[CountedResult] = []
+    duplicates = excluded = 0
+    for s in stored:
+        r = s.result
+        m = r.message
+        if not s.from_this_message or r.offset <= applied_offsets[r.partition]:
+            duplicates += 1
+            continue
+        if s.voided or (m.season_id, m.player_id) in banned or s.xid is None:
+            excluded += 1
+            continue
+        season = seasons[m.season_id]
+        codec = codecs.get(m.season_id)
+        if codec is None:
+            codec = codecs[m.season_id] = season.codec
+        counted.append(
+            CountedResult(
+                partition=r.partition,
+                offset=r.offset,
+                season_id=m.season_id,
+                player_id=m.player_id,
+                points=m.points,
+                ticks=codec.ticks(m.achieved_at - season.starts_at),
+                day=m.achieved_at.astimezone(UTC).date(),
+                xid=s.xid,
+            )
+        )
+    return counted, duplicates, excluded
+
+
+# --- the batch -----------------------------------------------------------------------------
+
+
+def match_results_ingest(
+    *,
+    topic: str,
+    records: Sequence[ConsumedRecord],
+    dead_letters: DeadLetterSink,
+    retrying: Retrying = _once,
+) -> BatchOutcome:
+    """Handle one polled batch; when it returns, both sinks hold it and offsets may be committed.
+
+    ``retrying`` wraps each step that talks to a dependency, so a dependency that goes away
+    makes the step wait and run again (each step is safe to repeat).
+    """
+    if not records:
+        return BatchOutcome(0, 0, 0, 0, 0)
+    handled: dict[int, int] = {}
+    for record in records:
+        handled[record.partition] = max(handled.get(record.partition, -1), record.offset)
+
+    decoded = retrying("PostgreSQL", lambda: match_results_decode(records=records))
+    if decoded.dead_letters:
+        retrying("Kafka", lambda: dead_letters.publish(letters=decoded.dead_letters))
+    stored = retrying("PostgreSQL", lambda: match_results_store(results=decoded.valid))
+    banned = retrying("PostgreSQL", lambda: _banned(stored))
+
+    def apply() -> tuple[int, int, int]:
+        applied_offsets = applied_offsets_get(topic=topic, partitions=sorted(handled))
+        counted, duplicates, excluded = _counted(
+            stored, applied_offsets=applied_offsets, seasons=decoded.seasons, banned=banned
+        )
+        if not counted:
+            return 0, duplicates, excluded
+        outcome = board_results_apply(
+            topic=topic, results=counted, handled_offsets=handled, seasons=decoded.seasons
+        )
+        # An overflowing cumulative sum is logged by board_results_apply; the result stays
+        # stored and counted as applied here (the rebuild reports it too).
+        return outcome.applied, duplicates + outcome.already_applied, excluded
+
+    applied, duplicates, excluded = retrying("Redis", apply)
+    return BatchOutcome(
+        records=len(records),
+        applied=applied,
+        duplicates=duplicates + decoded.duplicates_in_batch,
+        dead_letters=len(decoded.dead_letters),
+        not_counted=excluded,
+    )
+
+
+def dead_letter_headers(*, letter: DeadLetter, topic: str) -> list[tuple[str, bytes]]:
+    """Headers of a dead letter: why it was rejected, and where it came from."""
+    return [
+        ("dlq.code", letter.code.encode()),
+        ("dlq.reason", letter.reason.encode()),
+        ("dlq.source.topic", topic.encode()),
+        ("dlq.source.partition", str(letter.record.partition).encode()),
+        ("dlq.source.offset", str(letter.record.offset).encode()),
+        ("dlq.rejected_at", datetime.now(UTC).isoformat().encode()),
+    ]

@@ -1,0 +1,117 @@
+-- Apply one Kafka partition's batch of counted results to the boards, exactly once.
+--
+-- KEYS[1]            hash: partition -> highest offset of this topic already on the boards
+-- KEYS[2 + 4(i-1)..] board i: the board, its rebuild marker, pending list and delta ZSET
+-- ARGV[1]            the partition (hash field)
+-- ARGV[2]            the lowest offset among the results below
+-- ARGV[3]            the highest offset the caller has handled in this partition
+-- ARGV[4]            number of boards n
+-- ARGV[5..4+4n]      per board: rule, time_bits, max_points, expire_at (unix seconds, 0 = none)
+-- then               per result: board index (1-based), member, points, ticks, xid
+--
+-- Returns {0, applied_offset} when some of these offsets are already on the boards (another
+-- consumer of the partition got there first: the caller drops them and calls again), or
+-- {1, changed, overflow...} where overflow lists "board_index member" of cumulative sums the
+-- codec cannot hold (those results are left out; nothing is clamped).
+--
+-- Everything, watermark included, happens in this one atomic call: either the whole batch of
+-- the partition is on the boards and the watermark covers it, or none of it is.
+
+local field = ARGV[1]
+local min_offset = tonumber(ARGV[2])
+local handled_offset = tonumber(ARGV[3])
+local applied = redis.call('HGET', KEYS[1], field)
+if applied and tonumber(applied) >= min_offset then
+  return {0, applied}
+end
+
+local nboards = tonumber(ARGV[4])
+local boards = {}
+for i = 1, nboards do
+  local a = 4 + (i - 1) * 4
+  local k = 1 + (i - 1) * 4
+  boards[i] = {
+    key = KEYS[k + 1], marker = KEYS[k + 2], pending = KEYS[k + 3], delta = KEYS[k + 4],
+    rule = ARGV[a + 1], time_bits = tonumber(ARGV[a + 2]), max_points = tonumber(ARGV[a + 3]),
+    expire_at = tonumber(ARGV[a + 4]), touched = false,
+  }
+end
+
+-- Pass 1: compute every board score, with no write, so an overflow cannot leave half a batch.
+local first = 5 + nboards * 4
+local current = {}   -- "i member" -> score (false = not on the board)
+local dirty = {}
+local order = {}
+local entries = {}
+local overflow = {}
+for j = first, #ARGV, 5 do
+  local i = tonumber(ARGV[j])
+  local board = boards[i]
+  local member = ARGV[j + 1]
+  local points = tonumber(ARGV[j + 2])
+  local ticks = tonumber(ARGV[j + 3])
+  local slot = i .. ' ' .. member
+  local old = current[slot]
+  if old == nil then
+    local stored = redis.call('ZSCORE', board.key, member)
+    old = stored and tonumber(stored) or false
+  end
+  local new, err = merged_score(old or nil, points, ticks, board.rule, board.time_bits, board.max_points)
+  if new == false then
+    overflow[#overflow + 1] = slot
+  else
+    if new ~= nil then
+      current[slot] = new
+      if not dirty[slot] then
+        dirty[slot] = true
+        order[#order + 1] = {i, member}
+      end
+    else
+      current[slot] = old
+    end
+    entries[#entries + 1] = {i, member, points, ticks, tonumber(ARGV[j + 4])}
+  end
+end
+
+-- Pass 2: write.
+for _, pair in ipairs(order) do
+  local board = boards[pair[1]]
+  redis.call('ZADD', board.key, score_str(current[pair[1] .. ' ' .. pair[2]]), pair[2])
+  board.touched = true
+end
+for _, board in ipairs(boards) do
+  if board.touched and board.expire_at > 0 then
+    redis.call('EXPIREAT', board.key, board.expire_at)
+  end
+end
+
+-- The rebuild protocol (docs/ingestion.md): while a board is being rebuilt, remember every
+-- result its snapshot may not contain, whether or not it changed the live board.
+local markers = {}
+for _, e in ipairs(entries) do
+  local board = boards[e[1]]
+  local marker = markers[e[1]]
+  if marker == nil then
+    marker = redis.call('GET', board.marker) or false
+    markers[e[1]] = marker
+  end
+  if marker == 'pending' then
+    redis.call('RPUSH', board.pending,
+      score_str(e[5]) .. ' ' .. e[2] .. ' ' .. score_str(e[3]) .. ' ' .. score_str(e[4]))
+  elseif marker and not xid_visible(e[5], marker) then
+    local res = merge_into(board.delta, e[2], e[3], e[4], board.rule, board.time_bits, board.max_points)
+    if type(res) == 'string' then
+      overflow[#overflow + 1] = e[1] .. ' ' .. e[2]
+    end
+  end
+end
+
+if not applied or tonumber(applied) < handled_offset then
+  redis.call('HSET', KEYS[1], field, score_str(handled_offset))
+end
+
+local reply = {1, #order}
+for _, slot in ipairs(overflow) do
+  reply[#reply + 1] = slot
+end
+return reply

@@ -1,0 +1,146 @@
+"""Helpers for the ingestion tests: publish contract messages, read boards and topics back."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+import redis
+from django.conf import settings
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from ingestion.consumer import ConsumerOptions
+from leaderboard import keys
+from seasons.models import Season
+from tests.helpers import expected_board
+
+
+@dataclass(frozen=True)
+class Result:
+    """A result as the reference computation (tests.helpers.expected_board) reads it."""
+
+    match_id: uuid.UUID
+    player_id: int
+    season_id: int
+    points: int
+    achieved_at: datetime
+    voided_at: datetime | None = None
+
+    def message(self) -> dict[str, Any]:
+        return {
+            "matchId": str(self.match_id),
+            "playerId": self.player_id,
+            "seasonId": self.season_id,
+            "points": self.points,
+            "achievedAt": self.achieved_at.isoformat(),
+        }
+
+    def value(self) -> bytes:
+        return json.dumps(self.message()).encode()
+
+    def key(self) -> bytes:
+        return str(self.player_id).encode()
+
+
+def consumer_options(*, topic: str, dead_letter_topic: str, **overrides: Any) -> ConsumerOptions:
+    return ConsumerOptions.from_settings(
+        topic=topic,
+        dead_letter_topic=dead_letter_topic,
+        group_id=f"test-{uuid.uuid4().hex[:12]}",
+        poll_timeout_ms=100,
+        stats_interval_seconds=1.0,
+        backoff_max_seconds=1.0,
+        **overrides,
+    )
+
+
+def publish(topic: str, messages: Iterable[tuple[bytes | None, bytes | None]]) -> int:
+    producer = KafkaProducer(
+        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS, acks="all", linger_ms=5
+    )
+    sent = 0
+    for key, value in messages:
+        producer.send(topic, key=key, value=value)
+        sent += 1
+    producer.flush()
+    producer.close()
+    return sent
+
+
+def publish_results(topic: str, results: Iterable[Result]) -> int:
+    return publish(topic, ((r.key(), r.value()) for r in results))
+
+
+def read_topic(topic: str, *, count: int, timeout_ms: int = 15_000) -> list[Any]:
+    consumer = KafkaConsumer(
+        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
+        enable_auto_commit=False,
+        consumer_timeout_ms=timeout_ms,
+    )
+    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+    consumer.assign(partitions)
+    consumer.seek_to_beginning(*partitions)
+    records = []
+    for record in consumer:
+        records.append(record)
+        if len(records) >= count:
+            break
+    consumer.close()
+    return records
+
+
+def end_offsets(topic: str) -> dict[int, int]:
+    consumer = KafkaConsumer(bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS)
+    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+    ends = consumer.end_offsets(partitions)
+    consumer.close()
+    return {tp.partition: offset for tp, offset in ends.items()}
+
+
+def committed_offsets(topic: str, group_id: str) -> dict[int, int | None]:
+    consumer = KafkaConsumer(
+        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
+        group_id=group_id,
+        enable_auto_commit=False,
+    )
+    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+    committed = {tp.partition: consumer.committed(tp) for tp in partitions}
+    consumer.close(autocommit=False)
+    return committed
+
+
+def _score(raw: bytes) -> int:
+    # Exact: every board score is an integer below 2**53.
+    return int(float(raw))
+
+
+def board(client: redis.Redis, key: str) -> dict[int, int]:
+    pairs: list[Any] = client.zrange(key, 0, -1, withscores=True, score_cast_func=_score)
+    return {int(member): int(score) for member, score in pairs}
+
+
+def daily_keys(season: Season, results: Sequence[Result]) -> set[date]:
+    return {r.achieved_at.astimezone(UTC).date() for r in results}
+
+
+def assert_boards_match(client: redis.Redis, season: Season, results: Sequence[Result]) -> None:
+    """The season board and every daily board equal the reference computed from ``results``."""
+    # expected_board reads MatchResult attributes; Result has the same ones.
+    rows: list[Any] = list(results)
+    assert board(client, keys.season_board(season_id=season.id)) == expected_board(season, rows)
+    for day in daily_keys(season, results):
+        assert board(client, keys.daily_board(season_id=season.id, day=day)) == expected_board(
+            season, rows, day=day
+        ), f"daily board {day}"
+
+
+def unique_results(results: Iterable[Result]) -> list[Result]:
+    """The results PostgreSQL keeps: the first message of each (match, player)."""
+    seen: dict[tuple[uuid.UUID, int], Result] = {}
+    for r in results:
+        seen.setdefault((r.match_id, r.player_id), r)
+    return list(seen.values())

@@ -1,0 +1,226 @@
+"""The consumer against real Kafka, PostgreSQL and Redis, run in-process until a condition holds."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from ingestion.consumer import IngestTotals, MatchResultConsumer
+from ingestion.models import MatchResult
+from leaderboard import keys
+from seasons.models import ScoringRule, SeasonStatus
+from tests.helpers import make_season
+
+from .ingest_helpers import (
+    Result,
+    assert_boards_match,
+    committed_offsets,
+    consumer_options,
+    end_offsets,
+    publish,
+    publish_results,
+    read_topic,
+    unique_results,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _consume(options, *, records: int, max_seconds: float = 90) -> IngestTotals:
+    totals = MatchResultConsumer(options).run(
+        until=lambda t: t.records >= records, max_seconds=max_seconds
+    )
+    assert totals.records == records, totals
+    return totals
+
+
+def _stored() -> set[tuple[uuid.UUID, int, int]]:
+    return set(MatchResult.objects.values_list("match_id", "player_id", "points"))
+
+
+@pytest.fixture
+def topics(kafka_topic_factory):
+    return kafka_topic_factory("ingest", partitions=3), kafka_topic_factory("ingest-dlq")
+
+
+def _scenario(season) -> tuple[list[Result], list[Result]]:
+    """(messages in publish order, incl. duplicates; the distinct results among them)."""
+    start = season.starts_at
+    t = lambda days, seconds=0: start + timedelta(days=days, seconds=seconds)  # noqa: E731
+    r = lambda player, points, when: Result(uuid.uuid4(), player, season.id, points, when)  # noqa: E731
+    first = r(1, 500, t(1, 10))
+    equal_later = r(1, 500, t(1, 20))  # same points reached later: must not move player 1
+    lower_later = r(1, 300, t(1, 30))
+    late_arrival = r(2, 900, t(2, 5))
+    early_but_delivered_after = r(2, 900, t(1, 5))  # out of order: the earlier one ranks
+    twice_same_message = r(3, 700, t(3))
+    same_result_two_messages = r(4, 400, t(4))
+    other_day = r(4, 650, t(5, 3600))
+    many = [r(10 + n % 25, (n * 37) % 1000, t(n % 6, n)) for n in range(200)]
+    messages = [
+        first,
+        equal_later,
+        lower_later,
+        late_arrival,
+        early_but_delivered_after,
+        twice_same_message,
+        twice_same_message,
+        same_result_two_messages,
+        Result(
+            same_result_two_messages.match_id,
+            4,
+            season.id,
+            same_result_two_messages.points,
+            same_result_two_messages.achieved_at,
+        ),
+        other_day,
+        *many,
+    ]
+    return messages, unique_results(messages)
+
+
+@pytest.mark.parametrize("rule", [ScoringRule.BEST, ScoringRule.CUMULATIVE])
+def test_board_equals_the_reference_despite_duplicates_and_disorder(
+    rule, topics, board_redis
+) -> None:
+    season = make_season(rule=rule, status=SeasonStatus.ACTIVE)
+    topic, dlq = topics
+    messages, distinct = _scenario(season)
+    publish_results(topic, messages)
+    options = consumer_options(topic=topic, dead_letter_topic=dlq)
+
+    totals = _consume(options, records=len(messages))
+
+    assert totals.applied == len(distinct)
+    assert totals.duplicates == len(messages) - len(distinct)
+    assert totals.dead_letters == 0
+    assert_boards_match(board_redis, season, distinct)
+    assert _stored() == {(r.match_id, r.player_id, r.points) for r in distinct}
+    assert committed_offsets(topic, options.group_id) == end_offsets(topic)
+
+
+def test_best_rule_equal_score_later_never_moves_a_player(topics, board_redis) -> None:
+    season = make_season(rule=ScoringRule.BEST)
+    topic, dlq = topics
+    start = season.starts_at
+    early = Result(uuid.uuid4(), 7, season.id, 100, start + timedelta(hours=1))
+    later = Result(uuid.uuid4(), 7, season.id, 100, start + timedelta(hours=2))
+    publish_results(topic, [early])
+    _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=1)
+    before = board_redis.zscore(keys.season_board(season_id=season.id), "7")
+
+    publish_results(topic, [later])
+    _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=2)
+
+    assert board_redis.zscore(keys.season_board(season_id=season.id), "7") == before
+    assert season.codec.decode(int(before)).elapsed_ticks == 3600
+
+
+def test_replaying_the_whole_topic_changes_nothing_under_the_cumulative_rule(
+    topics, board_redis
+) -> None:
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    topic, dlq = topics
+    rng = random.Random(7)
+    results = [
+        Result(
+            uuid.uuid4(),
+            rng.randint(1, 40),
+            season.id,
+            rng.randint(0, 1000),
+            season.starts_at + timedelta(seconds=rng.randint(0, 10 * 86400)),
+        )
+        for _ in range(600)
+    ]
+    publish_results(topic, results)
+    _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=len(results))
+    assert_boards_match(board_redis, season, results)
+
+    # A new consumer group starts from offset 0 and sees every message again.
+    replay = _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=len(results))
+
+    assert (replay.applied, replay.duplicates) == (0, len(results))
+    assert_boards_match(board_redis, season, results)
+    assert MatchResult.objects.count() == len(results)
+
+
+def test_every_kind_of_bad_message_is_dead_lettered_with_its_reason(topics, board_redis) -> None:
+    season = make_season(rule=ScoringRule.BEST)
+    closing = make_season(status=SeasonStatus.CLOSING)
+    closed = make_season(status=SeasonStatus.CLOSED)
+    topic, dlq = topics
+    when = season.starts_at + timedelta(days=1)
+    good = Result(uuid.uuid4(), 1, season.id, 10, when)
+
+    def bad(**overrides: object) -> bytes:
+        return json.dumps({**good.message(), "matchId": str(uuid.uuid4()), **overrides}).encode()
+
+    missing = {k: v for k, v in good.message().items() if k != "points"}
+    bad_messages: list[tuple[bytes | None, str]] = [
+        (b"\xff\xfe\x00", "not_utf8"),
+        (b"{not json", "not_json"),
+        (b"[1, 2, 3]", "not_object"),
+        (json.dumps(missing).encode(), "missing_field"),
+        (bad(playerId="1"), "wrong_type"),
+        (bad(points=1.5), "wrong_type"),
+        (bad(matchId="nope"), "invalid_value"),
+        (bad(playerId=0), "invalid_value"),
+        (bad(points=-5), "invalid_value"),
+        (bad(points=season.codec.max_points + 1), "points_too_large"),
+        (bad(seasonId=999_999), "unknown_season"),
+        (bad(achievedAt="2026-10-02T00:00:00"), "invalid_value"),
+        (bad(achievedAt=(season.starts_at - timedelta(seconds=1)).isoformat()), "outside_season"),
+        (bad(achievedAt=(season.ends_at + timedelta(seconds=1)).isoformat()), "outside_season"),
+        (bad(seasonId=closing.id, achievedAt=closing.starts_at.isoformat()), "season_closed"),
+        (bad(seasonId=closed.id, achievedAt=closed.starts_at.isoformat()), "season_closed"),
+    ]
+    goods = [
+        Result(uuid.uuid4(), n, season.id, n * 10, when) for n in range(1, len(bad_messages) + 2)
+    ]
+    stream: list[tuple[bytes | None, bytes | None]] = []
+    for n, (value, _) in enumerate(bad_messages):
+        stream += [(goods[n].key(), goods[n].value()), (f"bad-{n}".encode(), value)]
+    stream.append((goods[-1].key(), goods[-1].value()))
+    publish(topic, stream)
+
+    totals = _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=len(stream))
+
+    assert totals.dead_letters == len(bad_messages)
+    assert totals.applied == len(goods)
+    assert_boards_match(board_redis, season, goods)
+    letters = {r.key: r for r in read_topic(dlq, count=len(bad_messages))}
+    assert len(letters) == len(bad_messages)
+    for n, (value, code) in enumerate(bad_messages):
+        letter = letters[f"bad-{n}".encode()]
+        headers = {k: v.decode() for k, v in letter.headers}
+        assert letter.value == value, n
+        assert headers["dlq.code"] == code, (n, headers["dlq.reason"])
+        assert headers["dlq.reason"]
+        assert headers["dlq.source.topic"] == topic
+        assert int(headers["dlq.source.offset"]) >= 0
+
+
+def test_daily_boards_expire_and_consumer_stats_are_published(
+    topics, board_redis, settings
+) -> None:
+    settings.LEADERBOARD_DAILY_TTL_DAYS = 8
+    season = make_season(rule=ScoringRule.BEST)
+    topic, dlq = topics
+    result = Result(uuid.uuid4(), 5, season.id, 10, season.starts_at + timedelta(days=2))
+    publish_results(topic, [result])
+    options = consumer_options(topic=topic, dead_letter_topic=dlq)
+
+    _consume(options, records=1)
+
+    daily = keys.daily_board(season_id=season.id, day=result.achieved_at.date())
+    # The day is long past: the board lives TTL days from this late write.
+    expected = datetime.now(UTC) + timedelta(days=8)
+    assert abs(board_redis.expiretime(daily) - expected.timestamp()) < 60
+    assert board_redis.ttl(keys.season_board(season_id=season.id)) == -1
+    stats = board_redis.hgetall(keys.ingest_consumer_stats(consumer_id=options.consumer_id))
+    assert stats[b"applied"] == b"1"
+    assert stats[b"topic"] == topic.encode()
