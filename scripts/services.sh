@@ -9,8 +9,8 @@
 #   LOCAL_DIR="${LB_LOCAL_DIR:-<repo root>/.local}"
 # with one exception: when the `postgres` OS user cannot reach LOCAL_DIR (the
 # checkout sits under a root-only 0700 directory such as /root), the cluster
-# lives in /var/tmp/lb-<hash of LOCAL_DIR>/postgres and $LOCAL_DIR/postgres is a
-# symlink to it.
+# lives in ~postgres/lb-<hash of LOCAL_DIR> (i.e. /var/lib/postgresql/lb-...;
+# /var/tmp if that is unusable) and $LOCAL_DIR/postgres is a symlink to it.
 #
 # Environment:
 #   LB_LOCAL_DIR              state folder (default <repo>/.local)
@@ -33,6 +33,7 @@ KAFKA_CONTROLLER_PORT="${LB_KAFKA_CONTROLLER_PORT:-9093}"
 START_TIMEOUT="${LB_START_TIMEOUT:-120}"
 
 HOST=127.0.0.1
+REUSED=()
 DB_NAME=leaderboard
 DB_USER=leaderboard
 DB_PASSWORD=leaderboard
@@ -50,7 +51,7 @@ die()  { printf '[services] ERROR: %s\n' "$*" >&2; exit 1; }
 # Make LOCAL_DIR absolute (the path ends up in configs and pid files).
 case "$LOCAL_DIR" in /*) ;; *) LOCAL_DIR="$PWD/$LOCAL_DIR" ;; esac
 
-PG_LINK="$LOCAL_DIR/postgres"          # real dir or symlink to /var/tmp/lb-<hash>/postgres
+PG_LINK="$LOCAL_DIR/postgres"          # real dir, or symlink to ~postgres/lb-<hash>
 REDIS_DIR="$LOCAL_DIR/redis"
 REDIS_CONF="$REDIS_DIR/redis.conf"
 REDIS_PID="$REDIS_DIR/redis.pid"
@@ -88,6 +89,9 @@ port_owner() {
         ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*users:((\(.*\)))/\1/p' | head -n1
     fi
 }
+
+# An executable on PATH (bash's `command -v` also reports non-executable files).
+have() { local p; p="$(command -v "$1" 2>/dev/null)" && [ -x "$p" ]; }
 
 pid_alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
 
@@ -135,10 +139,10 @@ pg_bin_dir() {
 
 ensure_installed() {
     local pkgs=()
-    [ -n "$(pg_bin_dir)" ] && command -v psql >/dev/null 2>&1 || pkgs+=(postgresql)
-    command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || pkgs+=(redis-server)
-    command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jre-headless)
-    command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
+    { [ -n "$(pg_bin_dir)" ] && [ -x "$(pg_bin_dir)/psql" ]; } || pkgs+=(postgresql)
+    { have redis-server && have redis-cli; } || pkgs+=(redis-server)
+    have java || pkgs+=(openjdk-17-jre-headless)
+    have mvn || pkgs+=(maven)
     [ "${#pkgs[@]}" -eq 0 ] && return 0
 
     [ "$IS_ROOT" -eq 1 ] || die "missing packages: ${pkgs[*]} (run as root or: sudo apt-get install -y ${pkgs[*]})"
@@ -177,17 +181,18 @@ ensure_installed() {
         done < <(pg_lsclusters -h 2>/dev/null)
     fi
     if [[ " ${pkgs[*]} " == *" redis-server "* ]]; then
-        c="$(pgrep -x redis-server 2>/dev/null || true)"
-        if [ -n "$c" ]; then
+        # Debian's /etc/redis/redis.conf uses this pidfile; ours live in LOCAL_DIR.
+        c="$(cat /run/redis/redis-server.pid 2>/dev/null || true)"
+        if pid_alive "$c"; then
             log "stopping Debian's system redis-server started by the package install"
             service redis-server stop >/dev/null 2>&1 || true
         fi
         command -v systemctl >/dev/null 2>&1 && systemctl disable redis-server >/dev/null 2>&1 || true
     fi
-    command -v java >/dev/null 2>&1 || die "java still missing after install"
-    command -v mvn >/dev/null 2>&1 || die "mvn still missing after install"
+    have java || die "java still missing after install"
+    have mvn || die "mvn still missing after install"
     [ -n "$(pg_bin_dir)" ] || die "PostgreSQL binaries still missing after install"
-    command -v redis-server >/dev/null 2>&1 || die "redis-server still missing after install"
+    have redis-server || die "redis-server still missing after install"
 }
 
 # ----------------------------------------------------------------------------
@@ -199,8 +204,8 @@ PG_SOCK=""
 PG_LOG=""
 
 pg_resolve_paths() {
-    if [ -e "$PG_LINK" ] || [ -L "$PG_LINK" ]; then
-        PG_HOME="$(readlink -f "$PG_LINK")"
+    if [ -L "$PG_LINK" ]; then
+        PG_HOME="$(readlink -m "$PG_LINK")"
     else
         PG_HOME="$PG_LINK"
     fi
@@ -220,14 +225,20 @@ pg_prepare_home() {
         if [ "$IS_ROOT" -eq 1 ]; then
             chown "$PG_OS_USER": "$PG_LINK"; chmod 700 "$PG_LINK"
             if ! as_pg test -w "$PG_LINK" -a -x "$PG_LINK"; then
-                # e.g. checkout under /root (0700): postgres cannot traverse to it.
-                local alt
-                alt="/var/tmp/lb-$(hash_of "$LOCAL_DIR")/postgres"
+                # e.g. checkout under /root (0700): postgres cannot traverse to
+                # it. Keep the cluster in the postgres user's home (not /var/tmp,
+                # which systemd-tmpfiles ages out after 30 days).
+                local base alt
+                base="$(getent passwd "$PG_OS_USER" | cut -d: -f6)"
+                if [ -z "$base" ] || ! as_pg test -d "$base" -a -w "$base" -a -x "$base"; then
+                    base=/var/tmp
+                fi
+                alt="$base/lb-$(hash_of "$LOCAL_DIR")"
                 log "postgres user cannot reach $LOCAL_DIR; keeping the cluster in $alt (symlinked from $PG_LINK)"
                 rmdir "$PG_LINK"
-                mkdir -p "$alt"; chmod 755 "$(dirname "$alt")"
+                mkdir -p "$alt"
                 ln -s "$alt" "$PG_LINK"
-                printf '%s\n' "$LOCAL_DIR" >"$(dirname "$alt")/owner-local-dir"
+                printf '%s\n' "$LOCAL_DIR" >"$alt/owner-local-dir"
             fi
         fi
     fi
@@ -243,22 +254,19 @@ pg_prepare_home() {
 
 pg_pid() {
     pg_resolve_paths
-    local pid
-    [ -f "$PG_DATA/postmaster.pid" ] || return 1
-    pid="$(head -n1 "$PG_DATA/postmaster.pid" | tr -dc '0-9')"
-    pid_alive "$pid" || return 1
-    printf '%s\n' "$pid"
+    # postmaster.pid may be stale (killed machine); pg_ctl copes with that itself.
+    live_pid "$PG_DATA/postmaster.pid" postgres
 }
 
 # A real query as the application user over TCP.
 pg_answers() {
-    PGPASSWORD="$DB_PASSWORD" PGCONNECT_TIMEOUT=3 psql -X -q -t -A -w \
+    PGPASSWORD="$DB_PASSWORD" PGCONNECT_TIMEOUT=3 timeout 10 "${PGBIN:+$PGBIN/}psql" -X -q -t -A -w \
         -h "$HOST" -p "$PG_PORT" -U "$DB_USER" -d "$DB_NAME" -c 'select 1' 2>/dev/null | grep -qx 1
 }
 
 # Superuser psql over our unix socket (peer auth as the postgres OS user).
 pg_super() {
-    as_pg "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCK" -p "$PG_PORT" -U "$PG_OS_USER" -d postgres "$@"
+    as_pg "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCK" -p "$PG_PORT" -U "$PG_OS_USER" -d postgres
 }
 
 pg_write_conf() {
@@ -304,7 +312,7 @@ start_postgres() {
     if port_open "$PG_PORT"; then
         if pg_answers; then
             log "PostgreSQL: already answering on port $PG_PORT, reusing (not started from $LOCAL_DIR)"
-            return 0
+            REUSED+=(PostgreSQL); return 0
         fi
         pg_stop_system_cluster_on_port || true
         if port_open "$PG_PORT"; then
@@ -323,7 +331,8 @@ start_postgres() {
     pg_write_conf
 
     log "starting PostgreSQL on $HOST:$PG_PORT"
-    as_pg "$PGBIN/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$START_TIMEOUT" start >/dev/null \
+    # 9>&-: daemons must not inherit the lock fd (see take_lock).
+    as_pg "$PGBIN/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$START_TIMEOUT" start >/dev/null 9>&- \
         || { show_log_tail "$PG_LOG"; die "PostgreSQL failed to start; see $PG_LOG"; }
 
     # Role and database (idempotent). CREATEDB: the test runner creates test_leaderboard.
@@ -360,7 +369,8 @@ stop_postgres() {
 # Redis
 # ----------------------------------------------------------------------------
 redis_answers() {
-    [ "$(redis-cli -h "$HOST" -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]
+    # timeout: a foreign listener that never replies must not hang us.
+    [ "$(timeout 5 redis-cli -h "$HOST" -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]
 }
 
 redis_pid() { live_pid "$REDIS_PID" redis-server; }
@@ -395,14 +405,14 @@ start_redis() {
     if port_open "$REDIS_PORT"; then
         if redis_answers; then
             local cfg
-            cfg="$(redis-cli -h "$HOST" -p "$REDIS_PORT" info server 2>/dev/null | tr -d '\r' | sed -n 's/^config_file://p')"
+            cfg="$(timeout 5 redis-cli -h "$HOST" -p "$REDIS_PORT" info server 2>/dev/null | tr -d '\r' | sed -n 's/^config_file://p')"
             if [ "$cfg" = /etc/redis/redis.conf ] && [ "$IS_ROOT" -eq 1 ]; then
                 log "Debian's system redis-server is running on port $REDIS_PORT; stopping it (service redis-server stop)"
                 service redis-server stop >/dev/null 2>&1 || redis-cli -h "$HOST" -p "$REDIS_PORT" shutdown >/dev/null 2>&1 || true
                 wait_until 15 bash -c "! (exec 3<>/dev/tcp/$HOST/$REDIS_PORT)" || true
             else
                 log "Redis: already answering on port $REDIS_PORT, reusing (not started from $LOCAL_DIR)"
-                return 0
+                REUSED+=(Redis); return 0
             fi
         fi
         if port_open "$REDIS_PORT"; then
@@ -411,7 +421,7 @@ start_redis() {
     fi
     write_redis_conf
     log "starting Redis on $HOST:$REDIS_PORT"
-    redis-server "$REDIS_CONF" >>"$REDIS_LOG" 2>&1 </dev/null \
+    redis-server "$REDIS_CONF" >>"$REDIS_LOG" 2>&1 </dev/null 9>&- \
         || { show_log_tail "$REDIS_LOG"; die "redis-server failed to start; see $REDIS_LOG"; }
     if ! wait_until "$START_TIMEOUT" redis_answers; then
         show_log_tail "$REDIS_LOG"; die "Redis did not answer PING on $HOST:$REDIS_PORT within ${START_TIMEOUT}s; see $REDIS_LOG"
@@ -565,10 +575,11 @@ start_kafka() {
     fi
     rm -f "$KAFKA_PID"
     if port_open "$KAFKA_PORT"; then
-        kafka_fetch_libs   # the java checker needs the jars when there is no venv
+        kafka_pick_checker
+        if [ "$kafka_checker" = java ]; then kafka_fetch_libs; fi   # the java checker needs the jars
         if kafka_answers; then
             log "Kafka: already answering on port $KAFKA_PORT, reusing (not started from $LOCAL_DIR)"
-            return 0
+            REUSED+=(Kafka); return 0
         fi
         die "port $KAFKA_PORT is in use by another process ($(port_owner "$KAFKA_PORT")) that does not answer as Kafka; stop it or set LB_KAFKA_PORT"
     fi
@@ -592,7 +603,7 @@ start_kafka() {
             -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
             -Dlog4j2.configurationFile="$KAFKA_LOG4J" -Dkafka.logs.dir="$KAFKA_LOGS" \
             -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_PROPS" \
-            </dev/null >>"$KAFKA_OUT" 2>&1
+            </dev/null >>"$KAFKA_OUT" 2>&1 9>&-
     ) &
     pid=$!
     printf '%s\n' "$pid" >"$KAFKA_PID"
@@ -643,13 +654,33 @@ Local services (state in $LOCAL_DIR):
   DATABASE_URL=postgres://$DB_USER:$DB_PASSWORD@$HOST:$PG_PORT/$DB_NAME
   REDIS_URL=redis://$HOST:$REDIS_PORT/0
   KAFKA_BOOTSTRAP_SERVERS=$HOST:$KAFKA_PORT
-Logs: ${PG_LOG:-$PG_LINK/postgres.log}, $REDIS_LOG, $KAFKA_LOGS/server.log
-Stop with: $0 stop
 EOF
+    local logs=() r=" ${REUSED[*]} "
+    [[ "$r" == *" PostgreSQL "* ]] || logs+=("$PG_LOG")
+    [[ "$r" == *" Redis "* ]] || logs+=("$REDIS_LOG")
+    [[ "$r" == *" Kafka "* ]] || logs+=("$KAFKA_LOGS/server.log")
+    if [ "${#logs[@]}" -gt 0 ]; then echo "Logs: ${logs[*]}"; fi
+    echo "Stop with: $0 stop"
+    if [ "${#REUSED[@]}" -gt 0 ]; then
+        echo "Reused (already running from another checkout; this checkout's 'stop' leaves them alone): ${REUSED[*]}"
+    fi
+}
+
+# One start/stop at a time per set of ports: several worktrees (each with its
+# own LOCAL_DIR, or sharing one) run `make test` in parallel against the same
+# ports, and must not race to start the same service twice.
+LOCK_FILE="${TMPDIR:-/tmp}/lb-services-$PG_PORT-$REDIS_PORT-$KAFKA_PORT.lock"
+take_lock() {
+    command -v flock >/dev/null 2>&1 || return 0
+    { exec 9>>"$LOCK_FILE"; } 2>/dev/null || return 0
+    if ! flock -n 9; then
+        log "waiting for another services.sh run (lock $LOCK_FILE)..."
+        flock -w 900 9 || die "another services.sh still holds $LOCK_FILE after 15 min"
+    fi
 }
 
 cmd_start() {
-    mkdir -p "$LOCAL_DIR"
+    take_lock
     ensure_installed
     start_postgres
     start_redis
@@ -661,6 +692,7 @@ cmd_start() {
 cmd_stop() {
     # Reverse order; keep going if one fails.
     local rc=0
+    take_lock
     stop_kafka || rc=1
     stop_redis || rc=1
     if command -v pg_ctl >/dev/null 2>&1 || [ -n "$(pg_bin_dir)" ]; then stop_postgres || rc=1; fi
@@ -688,7 +720,7 @@ cmd_status() {
     status_line postgres "$pid" "$PG_PORT" "$ans"
 
     pid="$(redis_pid || true)"
-    if command -v redis-cli >/dev/null 2>&1 && redis_answers; then ans=0; else ans=1; ok=3; fi
+    if have redis-cli && redis_answers; then ans=0; else ans=1; ok=3; fi
     status_line redis "$pid" "$REDIS_PORT" "$ans"
 
     pid="$(kafka_pid || true)"
@@ -700,6 +732,7 @@ cmd_status() {
 usage() { echo "usage: $0 start|stop|status" >&2; exit 2; }
 
 pg_resolve_paths
+PGBIN="$(pg_bin_dir)"
 
 case "${1:-}" in
     start)  cmd_start ;;
