@@ -11,15 +11,21 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db.models import QuerySet
 
 from ingestion.selectors import board_scores_top
+from leaderboard import keys
 from leaderboard.codec import ScoreCodec
+from leaderboard.redis import get_board_redis
 
 from .models import FinalStanding, Season, SeasonStatus
+
+if TYPE_CHECKING:
+    from leaderboard.selectors import RankingEntry
 
 # Bounds the memo against clients probing random season ids (each miss is memoized too).
 _MEMO_MAX_ENTRIES = 10_000
@@ -135,3 +141,25 @@ def season_final_standings_list(*, season_id: int, limit: int) -> list[FinalStan
             f"season {season_id} is {season.status}; final standings exist once it is closed"
         )
     return list(FinalStanding.objects.filter(season_id=season_id).order_by("rank")[:limit])
+
+
+@dataclass(frozen=True)
+class BoardOverview:
+    size: int
+    top: list[RankingEntry]
+    snapshot_refreshed_at: datetime | None
+
+
+def season_board_overview_get(*, season: Season, limit: int = 100) -> BoardOverview:
+    """What staff see of a live board: its size, its top ``limit`` as the API ranks it, and when
+    the top-list snapshot was last refreshed (read from Redis, not from this process's memo)."""
+    # Imported here: leaderboard.selectors builds on this module's SeasonRef.
+    from leaderboard.selectors import board_ranks_get, top_snapshot_decode
+
+    client = get_board_redis()
+    size = int(client.zcard(keys.season_board(season_id=season.id)))
+    top = board_ranks_get(season=SeasonRef.from_model(season), start_rank=1, count=limit)
+    raw = client.get(keys.top_snapshot(season_id=season.id))
+    snapshot = None if raw is None else top_snapshot_decode(raw=raw, season_id=season.id)
+    refreshed = None if snapshot is None else datetime.fromtimestamp(snapshot.generated_at, UTC)
+    return BoardOverview(size=size, top=top, snapshot_refreshed_at=refreshed)

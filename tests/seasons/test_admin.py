@@ -1,0 +1,262 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from leaderboard import keys
+from seasons.models import RewardGrant, RewardTier, Season, SeasonStatus
+from seasons.services import reward_tier_create, season_close
+from tests.factories import MatchResultFactory, SeasonFactory
+
+START = datetime(2026, 10, 1, tzinfo=UTC)
+SEASONS = "/admin/seasons/season/"
+
+
+@pytest.fixture
+def staff(client: Client) -> Client:
+    user = get_user_model().objects.create_superuser("boss", "boss@example.com", "pw")
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def outsider(client: Client) -> Client:
+    user = get_user_model().objects.create_user("player", "p@example.com", "pw")
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def season(board_redis) -> Season:
+    season = SeasonFactory.create(
+        starts_at=START, ends_at=START + timedelta(days=30), status=SeasonStatus.ACTIVE
+    )
+    codec = season.codec
+    for player, points, seconds in [(11, 40, 7), (12, 90, 3), (13, 40, 2)]:
+        MatchResultFactory.create(
+            season=season,
+            player_id=player,
+            points=points,
+            achieved_at=START + timedelta(seconds=seconds),
+        )
+        board_redis.zadd(
+            keys.season_board(season_id=season.id),
+            {str(player): codec.encode(points=points, elapsed_ticks=seconds)},
+        )
+    reward_tier_create(season_id=season.id, rank_from=1, rank_to=2, reward_name="gems")
+    return season
+
+
+def run_action(client: Client, action: str, season: Season, *, confirmed: bool):
+    data = {"action": action, ACTION_CHECKBOX_NAME: [str(season.id)]}
+    if confirmed:
+        data["confirmed"] = "yes"
+    return client.post(SEASONS, data, follow=confirmed)
+
+
+@pytest.mark.django_db
+def test_season_pages_show_the_live_board(staff: Client, season: Season) -> None:
+    assert staff.get(SEASONS).status_code == 200
+    page = staff.get(f"{SEASONS}{season.id}/change/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Board size (Redis)" in html
+    assert "never (no snapshot)" in html
+    # The live top 100, best first, decoded from the board.
+    rows = [
+        "<td>1</td><td>12</td><td>90</td>",
+        "<td>2</td><td>13</td><td>40</td>",
+        "<td>3</td><td>11</td><td>40</td>",
+    ]
+    positions = [html.index(row) for row in rows]
+    assert positions == sorted(positions)
+    assert 'value="gems"' in html  # the tier inline
+    assert staff.get(f"{SEASONS}add/").status_code == 200
+
+    from leaderboard.services import top_snapshot_refresh
+    from seasons.selectors import SeasonRef
+
+    top_snapshot_refresh(season=SeasonRef.from_model(season))
+    html = staff.get(f"{SEASONS}{season.id}/change/").content.decode()
+    assert "never (no snapshot)" not in html
+    assert f"{datetime.now(tz=UTC):%Y-%m-%d}" in html
+
+
+@pytest.mark.django_db
+def test_close_action_asks_then_closes(staff: Client, season: Season, settings) -> None:
+    settings.SEASON_CLOSE_GRACE_SECONDS = 0
+    confirm = run_action(staff, "close_season", season, confirmed=False)
+    assert confirm.status_code == 200
+    assert "Close out the selected seasons" in confirm.content.decode()
+    assert Season.objects.get(id=season.id).status == SeasonStatus.ACTIVE
+
+    done = run_action(staff, "close_season", season, confirmed=True)
+    assert done.status_code == 200
+    # (The admin capitalises messages.)
+    assert (
+        f"Season {season.id} closed: 3 final standings, 2 reward grants, 1 Redis keys unlinked"
+        in done.content.decode()
+    )
+    assert Season.objects.get(id=season.id).status == SeasonStatus.CLOSED
+    again = run_action(staff, "close_season", season, confirmed=True)
+    assert "already closed: nothing granted" in again.content.decode()
+    assert RewardGrant.objects.filter(season=season).count() == 2
+
+
+@pytest.mark.django_db
+def test_transition_actions_report_refusals(staff: Client, season: Season) -> None:
+    page = run_action(staff, "make_active", season, confirmed=True)
+    # Already active: a no-op transition succeeds.
+    assert f"Season {season.id} is active" in page.content.decode()
+    page = run_action(staff, "make_closing", season, confirmed=True)
+    assert f"Season {season.id} is closing" in page.content.decode()
+    Season.objects.filter(id=season.id).update(status=SeasonStatus.CLOSED)
+    page = run_action(staff, "make_active", season, confirmed=True)
+    assert f"Season {season.id}: season {season.id} cannot go from closed" in (
+        page.content.decode()
+    )
+
+
+# The rebuild reads PostgreSQL on connections of its own: the data must be committed.
+@pytest.mark.django_db(transaction=True)
+def test_rebuild_action_rebuilds_the_board(staff: Client, season: Season, board_redis) -> None:
+    from leaderboard_project.celery import app
+
+    board = keys.season_board(season_id=season.id)
+    board_redis.delete(board)
+    app.conf.task_always_eager = True  # the queued rebuild runs inline, no worker needed
+    try:
+        page = run_action(staff, "rebuild_board", season, confirmed=True)
+    finally:
+        app.conf.task_always_eager = False
+    assert f"Season {season.id}: rebuild queued" in page.content.decode()
+    assert [m.decode() for m in board_redis.zrevrange(board, 0, -1)] == ["12", "13", "11"]
+
+
+@pytest.mark.django_db
+def test_overlapping_tiers_are_refused_in_the_form(staff: Client, season: Season) -> None:
+    tier = RewardTier.objects.get(season=season)
+    data = {
+        "name": season.name,
+        "ends_at_0": "2026-10-31",
+        "ends_at_1": "00:00:00",
+        "reward_tiers-TOTAL_FORMS": "2",
+        "reward_tiers-INITIAL_FORMS": "1",
+        "reward_tiers-MIN_NUM_FORMS": "0",
+        "reward_tiers-MAX_NUM_FORMS": "1000",
+        "reward_tiers-0-id": str(tier.id),
+        "reward_tiers-0-season": str(season.id),
+        "reward_tiers-0-rank_from": "1",
+        "reward_tiers-0-rank_to": "2",
+        "reward_tiers-0-reward_name": "gems",
+        "reward_tiers-0-quantity": "1",
+        "reward_tiers-1-season": str(season.id),
+        "reward_tiers-1-rank_from": "2",
+        "reward_tiers-1-rank_to": "5",
+        "reward_tiers-1-reward_name": "coins",
+        "reward_tiers-1-quantity": "3",
+    }
+    page = staff.post(f"{SEASONS}{season.id}/change/", data)
+    assert page.status_code == 200
+    assert "ranks 2-5 overlap the tier 1-2 (gems)" in page.content.decode()
+    assert RewardTier.objects.filter(season=season).count() == 1
+
+    # Two new tiers overlapping each other (neither overlaps what is stored yet).
+    data["reward_tiers-1-rank_from"] = "3"
+    data |= {
+        "reward_tiers-TOTAL_FORMS": "3",
+        "reward_tiers-2-season": str(season.id),
+        "reward_tiers-2-rank_from": "5",
+        "reward_tiers-2-rank_to": "8",
+        "reward_tiers-2-reward_name": "dust",
+        "reward_tiers-2-quantity": "1",
+    }
+    page = staff.post(f"{SEASONS}{season.id}/change/", data)
+    assert page.status_code == 200
+    assert "tiers 3-5 and 5-8 overlap: a rank has one tier" in page.content.decode()
+    assert RewardTier.objects.filter(season=season).count() == 1
+    data["reward_tiers-2-rank_from"] = "6"
+
+    page = staff.post(f"{SEASONS}{season.id}/change/", data)
+    assert page.status_code == 302
+    assert [
+        (t.rank_from, t.rank_to, t.reward_name) for t in RewardTier.objects.filter(season=season)
+    ] == [(1, 2, "gems"), (3, 5, "coins"), (6, 8, "dust")]
+
+
+@pytest.mark.django_db
+def test_standings_and_grants_are_read_only_with_csv(staff: Client, season: Season) -> None:
+    season_close(season_id=season.id, grace_seconds=0)
+    assert staff.get("/admin/seasons/finalstanding/").status_code == 200
+    assert staff.get("/admin/seasons/finalstanding/add/").status_code == 403
+    grants = staff.get("/admin/seasons/rewardgrant/")
+    assert grants.status_code == 200
+
+    ids = [str(pk) for pk in RewardGrant.objects.values_list("id", flat=True)]
+    csv_response = staff.post(
+        "/admin/seasons/rewardgrant/", {"action": "export_csv", ACTION_CHECKBOX_NAME: ids}
+    )
+    assert csv_response["Content-Type"] == "text/csv"
+    lines = csv_response.content.decode().splitlines()
+    assert lines[0] == "season_id,rank,player_id,reward_name,quantity,status,created_at"
+    assert [line.split(",")[:6] for line in lines[1:]] == [
+        [str(season.id), "1", "12", "gems", "1", "pending"],
+        [str(season.id), "2", "13", "gems", "1", "pending"],
+    ]
+    standing_ids = [str(pk) for pk in season.final_standings.values_list("id", flat=True)]
+    csv_response = staff.post(
+        "/admin/seasons/finalstanding/",
+        {"action": "export_csv", ACTION_CHECKBOX_NAME: standing_ids},
+    )
+    assert csv_response.content.decode().splitlines() == [
+        "season_id,rank,player_id,points,reached_at",
+        f"{season.id},1,12,90,2026-10-01 00:00:03+00:00",
+        f"{season.id},2,13,40,2026-10-01 00:00:02+00:00",
+        f"{season.id},3,11,40,2026-10-01 00:00:07+00:00",
+    ]
+
+    # Staff change a grant's status, and only that.
+    grant = RewardGrant.objects.get(player_id=12)
+    page = staff.post(f"/admin/seasons/rewardgrant/{grant.id}/change/", {"status": "delivered"})
+    assert page.status_code == 302
+    grant.refresh_from_db()
+    assert (grant.status, grant.player_id, grant.rank) == ("delivered", 12, 1)
+
+
+@pytest.mark.django_db
+def test_non_staff_users_are_turned_away(outsider: Client, season: Season, settings) -> None:
+    settings.SEASON_CLOSE_GRACE_SECONDS = 0
+    for url in (
+        SEASONS,
+        f"{SEASONS}{season.id}/change/",
+        "/admin/seasons/finalstanding/",
+        "/admin/seasons/rewardgrant/",
+    ):
+        response = outsider.get(url)
+        assert response.status_code == 302
+        assert response["Location"].startswith("/admin/login/")
+    response = run_action(outsider, "close_season", season, confirmed=False)
+    assert response.status_code == 302
+    response = outsider.post(
+        SEASONS,
+        {"action": "close_season", ACTION_CHECKBOX_NAME: [str(season.id)], "confirmed": "yes"},
+    )
+    assert response.status_code == 302
+    assert Season.objects.get(id=season.id).status == SeasonStatus.ACTIVE
+
+
+@pytest.mark.django_db
+def test_staff_without_permissions_get_403(client: Client, season: Season) -> None:
+    user = get_user_model().objects.create_user("intern", "i@example.com", "pw", is_staff=True)
+    client.force_login(user)
+    assert client.get(SEASONS).status_code == 403
+    response = client.post(
+        SEASONS,
+        {"action": "close_season", ACTION_CHECKBOX_NAME: [str(season.id)], "confirmed": "yes"},
+    )
+    assert response.status_code == 403
+    assert Season.objects.get(id=season.id).status == SeasonStatus.ACTIVE
