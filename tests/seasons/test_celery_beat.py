@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -85,7 +86,9 @@ def celery_processes(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_beat_and_worker_close_an_ended_season(celery_processes, board_redis) -> None:
+def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
+    celery_processes, board_redis
+) -> None:
     now = timezone.now()
     season = SeasonFactory.create(
         starts_at=now - timedelta(days=1), ends_at=now + timedelta(seconds=2)
@@ -98,6 +101,12 @@ def test_beat_and_worker_close_an_ended_season(celery_processes, board_redis) ->
     reward_tier_create(season_id=season.id, rank_from=1, rank_to=2, reward_name="gems")
     board = keys.season_board(season_id=season.id)
     board_redis.zadd(board, {"1": 1.0, "2": 2.0})
+    # A season that stays live: its top list must be refreshed every second.
+    live = SeasonFactory.create(starts_at=now - timedelta(days=1), ends_at=now + timedelta(days=1))
+    Season.objects.filter(id=live.id).update(status=SeasonStatus.ACTIVE)
+    codec = live.codec
+    live_board = keys.season_board(season_id=live.id)
+    board_redis.zadd(live_board, {"7": codec.encode(points=70, elapsed_ticks=5)})
 
     # Every registered task, ticking every second for the test.
     call_command("setup_periodic_tasks", verbosity=0)
@@ -107,6 +116,17 @@ def test_beat_and_worker_close_an_ended_season(celery_processes, board_redis) ->
     PeriodicTask.objects.update(interval=every_second, expire_seconds=None)
 
     celery_processes()
+
+    snapshot_key = keys.top_snapshot(season_id=live.id)
+
+    def snapshot_entries() -> list[list[int]] | None:
+        raw = board_redis.get(snapshot_key)
+        return None if raw is None else json.loads(raw)["entries"]
+
+    wait_until(lambda: snapshot_entries() == [[1, 7, 70]], timeout=60, every=0.2)
+    # ... and again after the board moved: it is refreshed on schedule, not once.
+    board_redis.zadd(live_board, {"8": codec.encode(points=80, elapsed_ticks=9)})
+    wait_until(lambda: snapshot_entries() == [[1, 8, 80], [2, 7, 70]], timeout=30, every=0.2)
 
     # Beat's status sync flips it to closing at its end, then the close-out sweep queues the
     # close-out, which the worker runs once the drain grace is over.
