@@ -1,6 +1,11 @@
-from django.contrib import admin
+from typing import Any
 
-from .models import MatchResult
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from .models import GameServerToken, MatchResult
+from .services import game_server_token_create, game_server_tokens_deactivate
 
 
 @admin.register(MatchResult)
@@ -9,3 +14,40 @@ class MatchResultAdmin(admin.ModelAdmin):
     list_filter = ("season",)
     search_fields = ("=player_id", "=match_id")
     show_full_result_count = False  # COUNT(*) over tens of millions of rows is not free
+
+
+@admin.register(GameServerToken)
+class GameServerTokenAdmin(admin.ModelAdmin):
+    list_display = ("name", "token_prefix", "is_active", "created_at", "last_used_at")
+    list_filter = ("is_active",)
+    search_fields = ("name", "token_prefix")
+    readonly_fields = ("token_prefix", "created_at", "last_used_at")
+    actions = ("deactivate_tokens",)
+
+    def get_fields(self, request: HttpRequest, obj: GameServerToken | None = None) -> list[Any]:
+        if obj is None:
+            # The token itself is generated, never typed in.
+            return ["name"]
+        return ["name", "is_active", "token_prefix", "created_at", "last_used_at"]
+
+    def save_model(
+        self, request: HttpRequest, obj: GameServerToken, form: Any, change: bool
+    ) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        token, raw_token = game_server_token_create(name=obj.name)
+        # The admin goes on with `obj` (change log, redirect): make it the created row.
+        for field in ("id", "token_prefix", "token_digest", "is_active", "created_at"):
+            setattr(obj, field, getattr(token, field))
+        obj._state.adding = False
+        messages.warning(
+            request,
+            f"Token for {token.name}: {raw_token} — copy it now into the game server's "
+            "configuration: it is stored only as a digest and will not be shown again.",
+        )
+
+    @admin.action(description="Deactivate the selected tokens (their servers get 403)")
+    def deactivate_tokens(self, request: HttpRequest, queryset: QuerySet[GameServerToken]) -> None:
+        count = game_server_tokens_deactivate(token_ids=queryset.values_list("id", flat=True))
+        self.message_user(request, f"{count} token(s) deactivated.", messages.SUCCESS)

@@ -1,4 +1,4 @@
-"""Writes on ingestion: the batch handler behind the Kafka consumer.
+"""Writes on ingestion: the batch handler behind the Kafka consumer, and the HTTP door's.
 
 ``match_results_ingest`` takes one polled batch (any number of partitions) through four steps:
 decode and validate, dead-letter what is invalid, store the rest in PostgreSQL in one
@@ -9,14 +9,20 @@ nothing twice. docs/ingestion.md explains why.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
+import secrets
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
+from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
+from kafka.errors import KafkaError
 
 from leaderboard import keys
 from leaderboard.codec import ScoreCodec
@@ -25,8 +31,15 @@ from leaderboard.redis import get_board_redis
 from leaderboard.services import CountedResult, board_results_apply
 from seasons.models import Season
 
-from .models import MatchResult
-from .schema import MatchResultMessage, MessageRejected, message_check_season, message_decode
+from .models import GameServerToken, MatchResult
+from .producer import MatchResultProducer
+from .schema import (
+    MatchResultMessage,
+    MessageRejected,
+    message_check_season,
+    message_decode,
+    message_validate,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -322,3 +335,121 @@ def dead_letter_headers(*, letter: DeadLetter, topic: str) -> list[tuple[str, by
         ("dlq.source.offset", str(letter.record.offset).encode()),
         ("dlq.rejected_at", datetime.now(UTC).isoformat().encode()),
     ]
+
+
+# --- Game-server tokens (the HTTP door) ----------------------------------------------------------
+
+GAME_SERVER_TOKEN_MARKER = "lbgs_"  # noqa: S105 -- a recognisable prefix, not a secret
+# How stale last_used_at may get: writing it on every request would add a row update per post.
+GAME_SERVER_TOKEN_TOUCH_SECONDS = 60
+
+
+def game_server_token_digest(*, raw_token: str) -> str:
+    return hashlib.sha256(raw_token.encode("utf-8")).hexdigest()
+
+
+@transaction.atomic
+def game_server_token_create(*, name: str) -> tuple[GameServerToken, str]:
+    """Create a token for a game server; the raw token is returned once and never stored."""
+    raw_token = GAME_SERVER_TOKEN_MARKER + secrets.token_urlsafe(32)
+    token = GameServerToken(
+        name=name,
+        token_prefix=raw_token[: GameServerToken._meta.get_field("token_prefix").max_length],
+        token_digest=game_server_token_digest(raw_token=raw_token),
+    )
+    token.full_clean()
+    token.save(force_insert=True)
+    return token, raw_token
+
+
+def game_server_tokens_deactivate(*, token_ids: Iterable[int]) -> int:
+    return GameServerToken.objects.filter(id__in=list(token_ids), is_active=True).update(
+        is_active=False
+    )
+
+
+def game_server_token_touch(*, token: GameServerToken) -> None:
+    """Record a use, at most once a minute per token."""
+    now = timezone.now()
+    last = token.last_used_at
+    if last is not None and (now - last).total_seconds() < GAME_SERVER_TOKEN_TOUCH_SECONDS:
+        return
+    GameServerToken.objects.filter(id=token.id).update(last_used_at=now)
+    token.last_used_at = now
+
+
+# --- The HTTP door: validate a batch, publish it all or nothing ----------------------------------
+
+# One POST carries at most this many results: bounded request time and memory per worker.
+HTTP_MAX_RESULTS_PER_REQUEST = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedItem:
+    index: int
+    code: str
+    reason: str
+    field: str | None
+
+
+class MatchResultsRejected(Exception):
+    """At least one item is invalid; nothing was published."""
+
+    def __init__(self, rejected: list[RejectedItem]) -> None:
+        super().__init__(f"{len(rejected)} invalid result(s)")
+        self.rejected = rejected
+
+
+class MatchResultsUnpublished(Exception):
+    """Kafka did not acknowledge the batch; the caller may retry it whole (duplicates are fine)."""
+
+
+_http_producers: dict[tuple[int, tuple[str, ...]], MatchResultProducer] = {}
+
+
+def _http_producer() -> MatchResultProducer:
+    # One producer per process (and per fork: a producer's I/O thread does not survive fork).
+    key = (os.getpid(), tuple(settings.KAFKA_BOOTSTRAP_SERVERS))
+    producer = _http_producers.get(key)
+    if producer is None:
+        producer = _http_producers[key] = MatchResultProducer.from_settings(
+            client_id="http-door",
+            linger_ms=2,
+            # Fail an HTTP request in seconds rather than hold a web worker for a minute.
+            max_block_ms=5_000,
+            request_timeout_ms=5_000,
+            delivery_timeout_ms=10_000,
+        )
+    return producer
+
+
+def match_results_submit(*, items: Sequence[object]) -> int:
+    """Validate every item exactly as the consumer does, then publish them all to the topic.
+
+    All or nothing: one invalid item rejects the request (``MatchResultsRejected`` lists each
+    bad item's index and reason) and nothing is published. Returns the count acknowledged by
+    Kafka; raises ``MatchResultsUnpublished`` when Kafka does not acknowledge in time.
+    """
+    messages: list[tuple[int, MatchResultMessage]] = []
+    rejected: list[RejectedItem] = []
+    for index, item in enumerate(items):
+        try:
+            messages.append((index, message_validate(item)))
+        except MessageRejected as exc:
+            rejected.append(RejectedItem(index, exc.code, exc.reason, exc.field))
+    seasons = Season.objects.in_bulk({message.season_id for _, message in messages})
+    for index, message in messages:
+        try:
+            message_check_season(message, seasons.get(message.season_id))
+        except MessageRejected as exc:
+            rejected.append(RejectedItem(index, exc.code, exc.reason, exc.field))
+    if rejected:
+        raise MatchResultsRejected(sorted(rejected, key=lambda item: item.index))
+    try:
+        return _http_producer().send_many(
+            [message for _, message in messages],
+            topic=settings.KAFKA_MATCH_RESULTS_TOPIC,
+            timeout=10,
+        )
+    except KafkaError as exc:
+        raise MatchResultsUnpublished(f"Kafka did not acknowledge the results: {exc}") from exc

@@ -11,5 +11,6 @@ urlpatterns = [
     path("api/", include("leaderboard.urls")),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/", include("ingestion.urls")),
     path("", include("leaderboard.page_urls")),
 ]

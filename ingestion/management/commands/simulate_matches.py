@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import signal
+import threading
+from argparse import ArgumentParser
+from types import FrameType
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from ingestion.producer import MatchResultProducer
+from ingestion.simulation import simulation_config_for_season, simulation_run
+
+
+class Command(BaseCommand):
+    help = (
+        "Publish simulated match results to Kafka at a steady rate (skewed players, ties, "
+        "retries, late duplicates). --duration 0 runs until Ctrl-C/SIGTERM."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--season", type=int, required=True, help="an existing season id")
+        parser.add_argument("--players", type=int, default=1_000_000)
+        parser.add_argument("--rate", type=float, default=2_000, help="messages per second")
+        parser.add_argument("--duration", type=float, default=60, help="seconds; 0 = forever")
+        parser.add_argument(
+            "--duplicates", type=float, default=0.0, help="fraction re-sent (retries + late)"
+        )
+        parser.add_argument("--late-delay", type=float, default=5.0, help="seconds")
+        parser.add_argument("--points-mean", type=int, default=1_500)
+        parser.add_argument("--points-step", type=int, default=10, help="coarser = more ties")
+        parser.add_argument("--seed", type=int, default=None)
+        parser.add_argument("--topic", default=None, help="default: KAFKA_MATCH_RESULTS_TOPIC")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            config = simulation_config_for_season(
+                season_id=options["season"],
+                players=options["players"],
+                rate=options["rate"],
+                duration_seconds=options["duration"],
+                duplicates=options["duplicates"],
+                late_delay_seconds=options["late_delay"],
+                points_mean=options["points_mean"],
+                points_step=options["points_step"],
+                seed=options["seed"],
+            )
+        except (LookupError, ValueError) as exc:
+            raise CommandError(str(exc)) from exc
+
+        stop = threading.Event()
+
+        def request_stop(signum: int, frame: FrameType | None) -> None:
+            stop.set()
+
+        previous = {
+            sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        total = int(config.rate * config.duration_seconds) or None
+        topic = options["topic"] or settings.KAFKA_MATCH_RESULTS_TOPIC
+        try:
+            with (
+                MatchResultProducer.from_settings(topic=topic, client_id="simulate-matches") as p,
+                tqdm(
+                    total=total,
+                    unit="msg",
+                    desc=f"season {config.season_id} -> {topic}",
+                    disable=options["no_progress"],
+                    smoothing=0.1,
+                ) as bar,
+            ):
+                stats = simulation_run(config=config, producer=p, stop=stop, on_progress=bar.update)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+        self.stdout.write(
+            f"sent {stats.messages} messages in {stats.elapsed_seconds:.1f}s "
+            f"({stats.rate:.0f}/s): {stats.results} results in {stats.matches} matches, "
+            f"{stats.retries} retries, {stats.late_duplicates} late duplicates "
+            f"({stats.late_dropped} not yet due when stopped), {stats.ties} results tying "
+            f"an earlier one's points" + (" — stopped early" if stats.stopped_early else "")
+        )

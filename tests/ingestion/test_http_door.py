@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+from rest_framework.test import APIClient
+
+from ingestion.models import GameServerToken
+from ingestion.services import game_server_token_create, game_server_tokens_deactivate
+from seasons.models import SeasonStatus
+from tests.factories import SEASON_START, SeasonFactory
+
+from .topic_reader import topic_read_count, topic_size
+
+URL = "/api/match-results"
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def topic(settings, kafka_topic_factory) -> str:
+    settings.KAFKA_MATCH_RESULTS_TOPIC = kafka_topic_factory(prefix="http-door", partitions=2)
+    return settings.KAFKA_MATCH_RESULTS_TOPIC
+
+
+@pytest.fixture
+def season():
+    return SeasonFactory(id=12)
+
+
+@pytest.fixture
+def raw_token() -> str:
+    return game_server_token_create(name="eu-west-1")[1]
+
+
+def client_with(raw_token: str | None = None, *, header: str | None = None) -> APIClient:
+    client = APIClient()
+    if header is not None:
+        client.credentials(HTTP_AUTHORIZATION=header)
+    elif raw_token is not None:
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_token}")
+    return client
+
+
+def result(player_id: int = 42, **overrides) -> dict:
+    body = {
+        "matchId": str(uuid.uuid4()),
+        "playerId": player_id,
+        "seasonId": 12,
+        "points": 1518,
+        "achievedAt": (SEASON_START + timedelta(days=11, hours=10)).isoformat(),
+    }
+    body.update(overrides)
+    return body
+
+
+def test_one_result_is_published_and_answered_202(topic, season, raw_token, kafka_bootstrap):
+    sent = result(42)
+    response = client_with(raw_token).post(URL, sent, format="json")
+    assert response.status_code == 202, response.content
+    assert response.json() == {"accepted": 1}
+
+    (record,) = topic_read_count(topic, kafka_bootstrap, 1)
+    assert record.key == b"42"
+    assert json.loads(record.value) == {**sent, "achievedAt": "2026-10-12T10:00:00Z"}
+    token = GameServerToken.objects.get(name="eu-west-1")
+    assert token.last_used_at is not None
+
+
+def test_a_list_is_published_whole(topic, season, raw_token, kafka_bootstrap):
+    sent = [result(player_id) for player_id in range(1, 251)]
+    response = client_with(raw_token).post(URL, sent, format="json")
+    assert response.status_code == 202, response.content
+    assert response.json() == {"accepted": 250}
+
+    records = topic_read_count(topic, kafka_bootstrap, 250)
+    assert sorted(json.loads(r.value)["matchId"] for r in records) == sorted(
+        item["matchId"] for item in sent
+    )
+
+
+BAD_ITEMS = [
+    ("not an object", [1, 2], "not_object", None),
+    ("missing field", {"playerId": 1}, "missing_field", "matchId"),
+    ("mistyped points", result(points="12"), "wrong_type", "points"),
+    ("float player", result(player_id=1.0), "wrong_type", "playerId"),
+    ("negative points", result(points=-1), "invalid_value", "points"),
+    ("points beyond the codec", result(points=1 << 31), "points_too_large", "points"),
+    ("bad uuid", result(matchId="nope"), "invalid_value", "matchId"),
+    ("no offset", result(achievedAt="2026-10-12T10:15:00"), "invalid_value", "achievedAt"),
+    ("unknown season", result(seasonId=999), "unknown_season", "seasonId"),
+    (
+        "before the season",
+        result(achievedAt=(SEASON_START - timedelta(seconds=1)).isoformat()),
+        "outside_season",
+        "achievedAt",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("bad", "code", "field"), [case[1:] for case in BAD_ITEMS], ids=[c[0] for c in BAD_ITEMS]
+)
+def test_any_bad_item_rejects_the_whole_request(
+    topic, season, raw_token, kafka_bootstrap, bad, code, field
+):
+    body = [result(1), bad, result(2)]
+    response = client_with(raw_token).post(URL, body, format="json")
+    assert response.status_code == 400, response.content
+    payload = response.json()
+    assert len(payload["invalid"]) == 1
+    (item,) = payload["invalid"]
+    assert (item["index"], item["code"], item["field"]) == (1, code, field)
+    assert item["reason"]
+    # All or nothing: the good items around it were not published either.
+    assert topic_size(topic, kafka_bootstrap) == 0
+
+
+def test_every_bad_item_is_listed_with_its_index(topic, season, raw_token):
+    body = [result(1), result(points=-5), result(2), result(seasonId=77)]
+    response = client_with(raw_token).post(URL, body, format="json")
+    assert response.status_code == 400
+    assert [(i["index"], i["code"]) for i in response.json()["invalid"]] == [
+        (1, "invalid_value"),
+        (3, "unknown_season"),
+    ]
+
+
+def test_a_closed_season_takes_nothing(topic, raw_token):
+    SeasonFactory(id=12, status=SeasonStatus.CLOSED)
+    response = client_with(raw_token).post(URL, result(), format="json")
+    assert response.status_code == 400
+    assert response.json()["invalid"][0]["code"] == "season_closed"
+
+
+@pytest.mark.parametrize("body", [[], "text", [result() for _ in range(1001)]])
+def test_empty_or_oversized_bodies_are_400(topic, season, raw_token, body):
+    response = client_with(raw_token).post(URL, body, format="json")
+    assert response.status_code == 400
+    assert "detail" in response.json()
+
+
+def test_no_token_is_401_with_a_challenge(topic, season):
+    response = client_with().post(URL, result(), format="json")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize(
+    "header", ["Bearer", "Token abc", "Bearer a b", "Basic dXNlcjpwYXNz", "Bearer lbgs_unknown"]
+)
+def test_malformed_or_unknown_credentials_are_401(topic, season, raw_token, header):
+    response = client_with(header=header).post(URL, result(), format="json")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_deactivated_token_is_403_and_publishes_nothing(topic, season, kafka_bootstrap):
+    token, raw_token = game_server_token_create(name="retired")
+    assert game_server_tokens_deactivate(token_ids=[token.id]) == 1
+    response = client_with(raw_token).post(URL, result(), format="json")
+    assert response.status_code == 403
+    assert topic_size(topic, kafka_bootstrap) == 0

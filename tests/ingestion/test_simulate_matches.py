@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from ingestion.schema import message_check_season, message_decode
+from ingestion.simulation import MatchGenerator, SimulationConfig
+from tests.factories import SeasonFactory
+
+from .topic_reader import topic_read, topic_size
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def season():
+    now = datetime.now(tz=UTC)
+    return SeasonFactory(id=21, starts_at=now - timedelta(days=1), ends_at=now + timedelta(days=30))
+
+
+def simulate(topic: str, *args: str) -> str:
+    out = StringIO()
+    call_command(
+        "simulate_matches", "--season", "21", "--topic", topic, "--no-progress", *args, stdout=out
+    )
+    return out.getvalue()
+
+
+def test_a_short_run_publishes_about_rate_times_duration_valid_results(
+    season, kafka_topic_factory, kafka_bootstrap
+) -> None:
+    topic = kafka_topic_factory(prefix="simulate", partitions=2)
+    output = simulate(topic, "--players", "500", "--rate", "200", "--duration", "2")
+    assert "sent " in output
+
+    size = topic_size(topic, kafka_bootstrap)
+    # Pacing is to the message: within one 20 ms slice plus scheduling noise of 400.
+    assert 360 <= size <= 410, size
+    records = topic_read(topic, kafka_bootstrap, until=lambda r: len(r) >= size)
+    assert len(records) == size
+    messages = [message_decode(record.value) for record in records]
+    for record, message in zip(records, messages, strict=True):
+        message_check_season(message, season)  # raises if the consumer would dead-letter it
+        assert record.key == str(message.player_id).encode()
+    # No duplicates were asked for.
+    assert len({(m.match_id, m.player_id) for m in messages}) == size
+    # Matches have several players; equal points happen.
+    assert max(Counter(m.match_id for m in messages).values()) >= 2
+    assert max(Counter(m.points for m in messages).values()) >= 2
+
+
+def test_duplicates_are_resent_when_asked(season, kafka_topic_factory, kafka_bootstrap) -> None:
+    topic = kafka_topic_factory(prefix="simulate")
+    output = simulate(
+        topic,
+        "--players", "100", "--rate", "200", "--duration", "2",
+        "--duplicates", "0.3", "--late-delay", "0.5", "--seed", "7",
+    )  # fmt: skip
+    size = topic_size(topic, kafka_bootstrap)
+    records = topic_read(topic, kafka_bootstrap, until=lambda r: len(r) >= size)
+    values = Counter(record.value for record in records)
+    duplicated = sum(count - 1 for count in values.values())
+    # About 30% of ~400 results are re-sent, immediately or half a second later.
+    assert 60 <= duplicated <= 180, (duplicated, output)
+    assert "late duplicates" in output
+    retried = [json.loads(v) for v, count in values.items() if count > 1]
+    assert all(item["seasonId"] == 21 for item in retried)
+
+
+def test_unknown_season_is_a_clear_error(kafka_topic_factory) -> None:
+    with pytest.raises(CommandError, match="season 21 does not exist"):
+        simulate("unused", "--duration", "1")
+
+
+def test_points_stay_within_the_codec_and_activity_is_skewed() -> None:
+    now = datetime.now(tz=UTC)
+    config = SimulationConfig(
+        season_id=1,
+        season_starts_at=now - timedelta(days=1),
+        season_ends_at=now + timedelta(days=1),
+        max_points=5_000,
+        players=10_000,
+        points_mean=4_000,
+        seed=3,
+    )
+    generator = MatchGenerator(config)
+    results = [r for _ in range(3_000) for r in generator.match(now)]
+    assert all(0 <= r.points <= 5_000 and r.points % 10 in (0, 5_000 % 10) for r in results)
+    assert any(r.points == 5_000 for r in results)  # clipped at the codec's maximum
+    plays = Counter(r.player_id for r in results)
+    assert all(1 <= player <= 10_000 for player in plays)
+    # The busiest fifth of all players play most matches (uniform picks would give ~35%).
+    busiest = sorted(plays.values(), reverse=True)[: 10_000 // 5]
+    assert sum(busiest) > 0.7 * len(results)
