@@ -18,6 +18,7 @@ every value is a bound parameter.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -27,6 +28,8 @@ from django.db import connection
 
 from leaderboard.codec import CodecError
 from seasons.models import ScoringRule, Season
+
+from .models import GameServerToken
 
 # Server-side cursor batch: large enough to amortise round trips, small enough to stream.
 DEFAULT_CHUNK_ROWS = 20_000
@@ -215,3 +218,14 @@ def board_players_sample(*, season: Season, size: int, day: date | None = None) 
     with connection.cursor() as cursor:
         cursor.execute(sql, _params(season=season, day=day) | {"size": int(size)})
         return [int(row[0]) for row in cursor.fetchall()]
+
+
+def game_server_token_digest(*, raw_token: str) -> str:
+    """Tokens are stored as this digest only: a database leak does not leak credentials."""
+    return hashlib.sha256(raw_token.encode("utf-8")).hexdigest()
+
+
+def game_server_token_get(*, raw_token: str) -> GameServerToken | None:
+    """The token whose digest matches ``raw_token`` (active or not), or None."""
+    digest = game_server_token_digest(raw_token=raw_token)
+    return GameServerToken.objects.filter(token_digest=digest).first()

@@ -9,7 +9,6 @@ nothing twice. docs/ingestion.md explains why.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import secrets
@@ -40,6 +39,7 @@ from .schema import (
     message_decode,
     message_validate,
 )
+from .selectors import game_server_token_digest
 
 logger = logging.getLogger(__name__)
 
@@ -342,10 +342,6 @@ def dead_letter_headers(*, letter: DeadLetter, topic: str) -> list[tuple[str, by
 GAME_SERVER_TOKEN_MARKER = "lbgs_"  # noqa: S105 -- a recognisable prefix, not a secret
 # How stale last_used_at may get: writing it on every request would add a row update per post.
 GAME_SERVER_TOKEN_TOUCH_SECONDS = 60
-
-
-def game_server_token_digest(*, raw_token: str) -> str:
-    return hashlib.sha256(raw_token.encode("utf-8")).hexdigest()
 
 
 @transaction.atomic

@@ -44,7 +44,7 @@ def client_with(raw_token: str | None = None, *, header: str | None = None) -> A
     return client
 
 
-def result(player_id: int = 42, **overrides) -> dict:
+def result(player_id: object = 42, **overrides) -> dict:
     body = {
         "matchId": str(uuid.uuid4()),
         "playerId": player_id,
