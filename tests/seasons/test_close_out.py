@@ -155,3 +155,18 @@ def test_close_season_command(best_season: Season) -> None:
         call_command("close_season", "--season", "999999")
     with pytest.raises(CommandError, match="0 or more"):
         call_command("close_season", "--season", "1", "--grace-seconds", "-1")
+
+
+@pytest.mark.django_db
+def test_banned_players_get_no_standing_and_no_grant(best_season: Season) -> None:
+    from leaderboard.models import PlayerBan
+
+    PlayerBan.objects.create(season=best_season, player_id=1, reason="cheating")
+    season_close(season_id=best_season.id, now=AFTER, grace_seconds=0)
+    assert [row[1] for row in standings(best_season.id)] == [2, 3, 5, 4, 6]
+    assert [(g[0], g[1], g[2]) for g in grants(best_season.id)] == [
+        (1, 2, "crown"),
+        (2, 3, "gems"),
+        (3, 5, "gems"),
+        (5, 6, "badge"),
+    ]
