@@ -64,6 +64,9 @@ class ConsumerOptions:
     stats_interval_seconds: float
     backoff_max_seconds: float
     consumer_id: str
+    # Static group membership: a restarted consumer with the same id takes its partitions
+    # back at once instead of waiting out the dead one's session.
+    group_instance_id: str | None = None
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> ConsumerOptions:
@@ -77,6 +80,7 @@ class ConsumerOptions:
             stats_interval_seconds=settings.INGEST_STATS_INTERVAL_SECONDS,
             backoff_max_seconds=settings.INGEST_BACKOFF_MAX_SECONDS,
             consumer_id=f"{socket.gethostname()}-{os.getpid()}",
+            group_instance_id=settings.INGEST_GROUP_INSTANCE_ID or None,
         )
         return replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -191,6 +195,7 @@ class MatchResultConsumer:
             self.options.topic,
             bootstrap_servers=list(self.options.bootstrap_servers),
             group_id=self.options.group_id,
+            group_instance_id=self.options.group_instance_id,
             client_id=f"ingest-{self.options.consumer_id}",
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -237,8 +242,12 @@ class MatchResultConsumer:
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
         try:
             consumer = self._retrying("Kafka", self._connect_consumer)
+        except ConsumerStopping:
+            return self.totals
+        try:
             producer = self._retrying("Kafka", self._connect_producer)
         except ConsumerStopping:
+            consumer.close(autocommit=False)
             return self.totals
         sink = KafkaDeadLetterSink(
             producer=producer, topic=self.options.dead_letter_topic, source_topic=self.options.topic

@@ -169,6 +169,8 @@ INGEST_POLL_TIMEOUT_MS = _env_int("INGEST_POLL_TIMEOUT_MS", 200)
 INGEST_STATS_INTERVAL_SECONDS = _env_int("INGEST_STATS_INTERVAL_SECONDS", 10)
 # Retry delay cap while PostgreSQL, Redis or Kafka is unreachable (doubling from 0.1 s).
 INGEST_BACKOFF_MAX_SECONDS = _env_int("INGEST_BACKOFF_MAX_SECONDS", 10)
+# Kafka static membership id of this consumer process (e.g. the pod name); empty = dynamic.
+INGEST_GROUP_INSTANCE_ID = _env("INGEST_GROUP_INSTANCE_ID", "")
 
 # --- Celery --------------------------------------------------------------------------------------
 

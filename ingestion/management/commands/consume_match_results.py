@@ -21,6 +21,9 @@ class Command(BaseCommand):
         parser.add_argument("--topic", help="default: KAFKA_MATCH_RESULTS_TOPIC")
         parser.add_argument("--dead-letter-topic", help="default: KAFKA_DEAD_LETTER_TOPIC")
         parser.add_argument("--group", help="consumer group id; default: KAFKA_CONSUMER_GROUP")
+        parser.add_argument(
+            "--instance-id", help="static group membership id; default: INGEST_GROUP_INSTANCE_ID"
+        )
         parser.add_argument("--max-poll-records", type=int, help="default: INGEST_MAX_POLL_RECORDS")
         parser.add_argument(
             "--stats-interval", type=float, help="default: INGEST_STATS_INTERVAL_SECONDS"
@@ -32,6 +35,7 @@ class Command(BaseCommand):
                 topic=options["topic"],
                 dead_letter_topic=options["dead_letter_topic"],
                 group_id=options["group"],
+                group_instance_id=options["instance_id"],
                 max_poll_records=options["max_poll_records"],
                 stats_interval_seconds=options["stats_interval"],
             )
