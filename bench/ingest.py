@@ -1,0 +1,586 @@
+"""Ingestion benchmark: end-to-end throughput and produce-to-visible latency, beside raw ceilings.
+
+Run on demand (never in the test suite)::
+
+    bench/ingest                                  # reduced scale, about two minutes
+    bench/ingest --backlog 1000000 --steady-seconds 60 --burst-seconds 60 --consumers 2
+
+Everything runs against the local services in one run, so the ratios compare like with like:
+
+1. raw ceilings, each measured alone on the same machine:
+   - Kafka consume-only: kafka-python polling the backlog topic with the consumer's settings;
+   - PostgreSQL bulk insert only: the consumer's own one-statement insert
+     (``match_results_store``), batches of ``--batch``, no Kafka, no Redis;
+   - Redis pipelined script only: the consumer's own apply (``board_results_apply``: the
+     ``apply_results`` Lua script by SHA, one call per partition, pipelined), no Kafka, no SQL;
+2. end-to-end drain: ``--backlog`` results already in the topic, then ``--consumers`` real
+   ``manage.py consume_match_results`` processes in one group apply them: results/s applied;
+3. steady: the consumers running, results produced at ``--steady-rate`` (2,000/s) for
+   ``--steady-seconds``; one result in ``--probe-every`` is a probe (a player with no other
+   result), and a poller sees it appear on the Redis board: produce-to-visible p50/p99;
+4. burst: the same at ``--burst-rate`` (20,000/s) for ``--burst-seconds``, then the time the
+   lag takes to drain after the burst ends.
+
+Isolation: its own database (``leaderboard_bench``, created and migrated if absent), its own
+topic and consumer group, its own Redis key prefix; it removes its topic, keys and rows at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from random import Random
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+RUN_TAG = uuid.uuid4().hex[:8]
+# Set before Django loads settings, and inherited by the consumer processes.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
+os.environ["LEADERBOARD_KEY_PREFIX"] = f"bench-{RUN_TAG}"
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+os.environ.setdefault("KAFKA_LOG_LEVEL", "ERROR")
+
+PROBE_BASE = 5_000_000_000  # probe player ids: never used by background results
+RESULTS_DIR = ROOT / "bench" / "results"
+
+
+def _bench_database_url() -> str:
+    import dj_database_url
+
+    base = os.environ.get(
+        "DATABASE_URL", "postgres://leaderboard:leaderboard@127.0.0.1:5432/leaderboard"
+    )
+    parsed = dj_database_url.parse(base)
+    name = os.environ.get("BENCH_DATABASE_NAME", "leaderboard_bench")
+    return (
+        f"postgres://{parsed['USER']}:{parsed['PASSWORD']}@{parsed['HOST']}:"
+        f"{parsed['PORT'] or 5432}/{name}"
+    )
+
+
+def _ensure_database(url: str) -> None:
+    import dj_database_url
+    import psycopg
+
+    parsed = dj_database_url.parse(url)
+    admin_url = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [parsed["NAME"]]
+        ).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{parsed["NAME"]}"')
+
+
+os.environ["DATABASE_URL"] = _bench_database_url()
+_ensure_database(os.environ["DATABASE_URL"])
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from kafka import KafkaAdminClient, KafkaConsumer  # noqa: E402
+from kafka.admin import NewTopic  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+from ingestion.models import MatchResult  # noqa: E402
+from ingestion.producer import (  # noqa: E402
+    MatchResultProducer,
+    match_result_key,
+    match_result_value,
+)
+from ingestion.schema import MatchResultMessage  # noqa: E402
+from ingestion.services import ValidResult, match_results_store  # noqa: E402
+from leaderboard import keys  # noqa: E402
+from leaderboard.redis import get_board_redis  # noqa: E402
+from leaderboard.services import CountedResult, board_results_apply  # noqa: E402
+from seasons.models import Season  # noqa: E402
+from seasons.services import season_create  # noqa: E402
+
+
+@dataclass
+class Latency:
+    count: int
+    seen: int
+    p50_ms: float | None
+    p99_ms: float | None
+    max_ms: float | None
+
+
+@dataclass
+class Report:
+    started_at: str
+    args: dict[str, object]
+    produce_backlog_per_s: float = 0.0
+    kafka_consume_only_per_s: float = 0.0
+    pg_insert_only_per_s: float = 0.0
+    redis_apply_only_per_s: float = 0.0
+    e2e_drain_per_s: float = 0.0
+    e2e_drain_incl_startup_per_s: float = 0.0
+    steady_rate_achieved_per_s: float = 0.0
+    steady_latency: Latency | None = None
+    burst_rate_achieved_per_s: float = 0.0
+    burst_latency: Latency | None = None
+    burst_drain_after_end_s: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# --- data ------------------------------------------------------------------------------------
+
+
+class Results:
+    """Background results (skewed players, coarse points) with probes mixed in."""
+
+    def __init__(self, *, season_id: int, players: int, seed: int) -> None:
+        self.season_id = season_id
+        self.players = players
+        self.random = Random(seed)
+        self.next_probe = PROBE_BASE
+
+    def one(self) -> MatchResultMessage:
+        r = self.random
+        regular = r.random() < 0.8
+        player = r.randrange(self.players // 5 if regular else self.players) + 1
+        return MatchResultMessage(
+            match_id=uuid.UUID(int=r.getrandbits(128), version=4),
+            player_id=player,
+            season_id=self.season_id,
+            points=round(r.lognormvariate(7.3, 0.5) / 10) * 10,
+            achieved_at=datetime.now(UTC),
+        )
+
+    def probe(self) -> MatchResultMessage:
+        self.next_probe += 1
+        return MatchResultMessage(
+            match_id=uuid.uuid4(),
+            player_id=self.next_probe,
+            season_id=self.season_id,
+            points=10,
+            achieved_at=datetime.now(UTC),
+        )
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _applied_total(topic: str, partitions: int) -> int:
+    """Records of ``topic`` whose results are on the boards: the consumer's watermark hash."""
+    raw = get_board_redis().hgetall(keys.ingest_applied_offsets(topic=topic))
+    return sum(int(v) + 1 for v in raw.values()) if raw else 0
+
+
+def _wait_applied(
+    topic: str, partitions: int, target: int, *, timeout: float, desc: str
+) -> tuple[float | None, float | None]:
+    """Poll until ``target`` records are applied: (first progress time, done time)."""
+    first = None
+    deadline = time.monotonic() + timeout
+    with tqdm(total=target, desc=desc, unit="res", leave=False) as bar:
+        while time.monotonic() < deadline:
+            done = _applied_total(topic, partitions)
+            if done and first is None:
+                first = time.monotonic()
+            bar.update(done - bar.n)
+            if done >= target:
+                return first, time.monotonic()
+            time.sleep(0.02)
+    return first, None
+
+
+class ProbeWatcher(threading.Thread):
+    """Sees each probe player appear on the season board; records produce-to-visible."""
+
+    def __init__(self, board: str) -> None:
+        super().__init__(daemon=True)
+        self.board = board
+        self.sent: dict[int, float] = {}
+        self.visible: dict[int, float] = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+
+    def add(self, player_id: int, at: float) -> None:
+        with self.lock:
+            self.sent[player_id] = at
+
+    def run(self) -> None:
+        client = get_board_redis()
+        while not self.stop.is_set():
+            with self.lock:
+                pending = [p for p in self.sent if p not in self.visible]
+            if pending:
+                now = time.monotonic()
+                for start in range(0, len(pending), 1000):
+                    chunk = pending[start : start + 1000]
+                    scores = client.zmscore(self.board, [str(p) for p in chunk])
+                    for player, score in zip(chunk, scores, strict=True):
+                        if score is not None:
+                            self.visible[player] = now
+            self.stop.wait(0.005)
+
+    def latency(self) -> Latency:
+        with self.lock:
+            values = sorted(
+                (self.visible[p] - t) * 1000 for p, t in self.sent.items() if p in self.visible
+            )
+        if not values:
+            return Latency(len(self.sent), 0, None, None, None)
+        p99 = values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
+        return Latency(len(self.sent), len(values), statistics.median(values), p99, values[-1])
+
+    def all_seen(self) -> bool:
+        with self.lock:
+            return len(self.visible) >= len(self.sent)
+
+
+def _paced_produce(
+    producer: MatchResultProducer,
+    results: Results,
+    *,
+    rate: float,
+    seconds: float,
+    probe_every: int,
+    watcher: ProbeWatcher | None,
+    desc: str,
+) -> tuple[int, float]:
+    """Send at ``rate`` for ``seconds`` (probes every ``probe_every``): (sent, achieved rate)."""
+    # Background results are encoded up front: at 20,000/s the bench's own JSON encoding would
+    # otherwise cap the rate it offers. Probes are made when sent (their send time matters).
+    background = [
+        (match_result_key(m), match_result_value(m))
+        for m in (results.one() for _ in range(int(rate * seconds) + 1))
+    ]
+    sent = 0
+    started = time.monotonic()
+    deadline = started + seconds
+    with tqdm(total=int(rate * seconds), desc=desc, unit="res", leave=False) as bar:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            owed = int((now - started) * rate) + 1 - sent
+            for _ in range(max(0, owed)):
+                if watcher is not None and sent % probe_every == 0:
+                    message = results.probe()
+                    producer.send(message)
+                    watcher.add(message.player_id, time.monotonic())
+                else:
+                    key, value = background[sent % len(background)]
+                    producer.send_raw(key=key, value=value)
+                sent += 1
+            bar.update(max(0, owed))
+            time.sleep(max(0.0, min(deadline, now + 0.01) - time.monotonic()))
+    producer.flush(timeout=60)
+    return sent, sent / (time.monotonic() - started)
+
+
+def _timed(label: str, total: int, fn: Callable[[tqdm], None]) -> float:
+    with tqdm(total=total, desc=label, unit="res", leave=False) as bar:
+        started = time.perf_counter()
+        fn(bar)
+        return total / (time.perf_counter() - started)
+
+
+def _chunks(items: Sequence, size: int) -> list[Sequence]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> Report:
+    report = Report(started_at=datetime.now(UTC).isoformat(), args=vars(args))
+    call_command("migrate", verbosity=0)
+    bootstrap = list(settings.KAFKA_BOOTSTRAP_SERVERS)
+    topic = f"bench-ingest-{RUN_TAG}"
+    group = f"bench-{RUN_TAG}"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="bench-admin")
+    admin.create_topics(
+        [
+            NewTopic(topic, num_partitions=args.partitions, replication_factor=1),
+            NewTopic(f"{topic}.dlq", num_partitions=1, replication_factor=1),
+        ]
+    )
+    used = set(Season.objects.values_list("id", flat=True))
+    e2e_id, ceiling_id = [n for n in range(990_001, 999_999) if n not in used][:2]
+    now = datetime.now(UTC).replace(microsecond=0)
+    seasons = {
+        sid: season_create(
+            season_id=sid,
+            name=f"bench {RUN_TAG}",
+            starts_at=now - timedelta(days=1),
+            ends_at=now + timedelta(days=30),
+            rule=args.rule,
+        )
+        for sid in (e2e_id, ceiling_id)
+    }
+    consumers: list[subprocess.Popen[bytes]] = []
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    try:
+        # --- backlog, and the Kafka consume-only ceiling --------------------------------------
+        results = Results(season_id=e2e_id, players=args.players, seed=1)
+        backlog = [results.one() for _ in range(args.backlog)]
+        with MatchResultProducer.from_settings(topic=topic, client_id="bench") as producer:
+
+            def produce(bar: tqdm) -> None:
+                for chunk in _chunks(backlog, 5000):
+                    for message in chunk:
+                        producer.send(message)
+                    bar.update(len(chunk))
+                producer.flush(timeout=120)
+
+            report.produce_backlog_per_s = _timed("produce backlog", len(backlog), produce)
+
+        def consume_only(bar: tqdm) -> None:
+            consumer = KafkaConsumer(
+                topic,
+                bootstrap_servers=bootstrap,
+                group_id=None,
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+                max_poll_records=args.batch,
+                fetch_max_bytes=52_428_800,
+                max_partition_fetch_bytes=8_388_608,
+            )
+            seen = 0
+            while seen < len(backlog):
+                for batch in consumer.poll(timeout_ms=500, max_records=args.batch).values():
+                    seen += len(batch)
+                    bar.update(len(batch))
+            consumer.close()
+
+        report.kafka_consume_only_per_s = _timed("kafka consume-only", len(backlog), consume_only)
+
+        # --- PostgreSQL insert-only and Redis apply-only ceilings (another season) -----------
+        ceiling_results = Results(season_id=ceiling_id, players=args.players, seed=2)
+        ceiling = [
+            ValidResult(n % args.partitions, n // args.partitions, ceiling_results.one())
+            for n in range(args.ceiling_rows)
+        ]
+
+        def pg_only(bar: tqdm) -> None:
+            for chunk in _chunks(ceiling, args.batch):
+                match_results_store(results=chunk)
+                bar.update(len(chunk))
+
+        report.pg_insert_only_per_s = _timed("postgres insert-only", len(ceiling), pg_only)
+
+        season = seasons[ceiling_id]
+        codec = season.codec
+        counted = [
+            CountedResult(
+                partition=v.partition,
+                offset=v.offset,
+                season_id=ceiling_id,
+                player_id=v.message.player_id,
+                points=v.message.points,
+                ticks=codec.ticks(v.message.achieved_at - season.starts_at),
+                day=v.message.achieved_at.date(),
+                xid=1,
+            )
+            for v in ceiling
+        ]
+
+        def redis_only(bar: tqdm) -> None:
+            for chunk in _chunks(counted, args.batch):
+                handled: dict[int, int] = {}
+                for c in chunk:
+                    handled[c.partition] = max(handled.get(c.partition, -1), c.offset)
+                board_results_apply(
+                    topic=f"{topic}-ceiling",
+                    results=chunk,
+                    handled_offsets=handled,
+                    seasons={ceiling_id: season},
+                )
+                bar.update(len(chunk))
+
+        report.redis_apply_only_per_s = _timed("redis apply-only", len(counted), redis_only)
+
+        # --- end to end: drain the backlog with real consumer processes ----------------------
+        env = {**os.environ, "LOG_LEVEL": "INFO"}
+        started = time.monotonic()
+        for n in range(args.consumers):
+            log = (RESULTS_DIR / f"ingest-{RUN_TAG}-consumer{n}.log").open("wb")
+            consumers.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(ROOT / "manage.py"),
+                        "consume_match_results",
+                        "--topic",
+                        topic,
+                        "--dead-letter-topic",
+                        f"{topic}.dlq",
+                        "--group",
+                        group,
+                        "--max-poll-records",
+                        str(args.batch),
+                        "--stats-interval",
+                        "5",
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+        first, done = _wait_applied(
+            topic, args.partitions, len(backlog), timeout=args.timeout, desc="e2e drain"
+        )
+        if done is None or first is None:
+            report.notes.append("the consumers did not apply the backlog within the timeout")
+            return report
+        report.e2e_drain_per_s = len(backlog) / (done - first)
+        report.e2e_drain_incl_startup_per_s = len(backlog) / (done - started)
+
+        # --- steady and burst: produce-to-visible latency ------------------------------------
+        produced = len(backlog)
+        board = keys.season_board(season_id=e2e_id)
+        for phase, rate, seconds in (
+            ("steady", args.steady_rate, args.steady_seconds),
+            ("burst", args.burst_rate, args.burst_seconds),
+        ):
+            if seconds <= 0:
+                continue
+            watcher = ProbeWatcher(board)
+            watcher.start()
+            with MatchResultProducer.from_settings(topic=topic, client_id="bench") as producer:
+                sent, achieved = _paced_produce(
+                    producer,
+                    results,
+                    rate=rate,
+                    seconds=seconds,
+                    probe_every=args.probe_every,
+                    watcher=watcher,
+                    desc=f"{phase} {rate:.0f}/s",
+                )
+            ended = time.monotonic()
+            produced += sent
+            _, drained = _wait_applied(
+                topic, args.partitions, produced, timeout=args.timeout, desc=f"{phase} drain"
+            )
+            deadline = time.monotonic() + 10
+            while not watcher.all_seen() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            watcher.stop.set()
+            watcher.join()
+            if phase == "steady":
+                report.steady_rate_achieved_per_s = achieved
+                report.steady_latency = watcher.latency()
+            else:
+                report.burst_rate_achieved_per_s = achieved
+                report.burst_latency = watcher.latency()
+                report.burst_drain_after_end_s = None if drained is None else drained - ended
+        return report
+    finally:
+        for process in consumers:
+            process.send_signal(signal.SIGTERM)
+        for process in consumers:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        _cleanup(admin, [topic, f"{topic}.dlq"], list(seasons))
+
+
+def _cleanup(admin: KafkaAdminClient, topics: list[str], season_ids: list[int]) -> None:
+    try:
+        admin.delete_topics(topics)
+    finally:
+        admin.close()
+    MatchResult.objects.filter(season_id__in=season_ids).delete()
+    Season.objects.filter(id__in=season_ids).delete()
+    client = get_board_redis()
+    batch = list(client.scan_iter(match=f"{settings.LEADERBOARD_KEY_PREFIX}:*", count=1000))
+    for start in range(0, len(batch), 500):
+        client.unlink(*batch[start : start + 500])
+
+
+def _fmt(value: float | None, unit: str = "") -> str:
+    return "n/a" if value is None else f"{value:,.0f}{unit}"
+
+
+def render(report: Report) -> str:
+    e2e = report.e2e_drain_per_s
+
+    def ratio(ceiling: float) -> str:
+        return f"{e2e / ceiling:.2f}" if ceiling and e2e else "n/a"
+
+    lines = [
+        f"Ingestion benchmark, {report.started_at}",
+        f"args: {json.dumps(report.args, default=str)}",
+        "",
+        "| measurement | results/s | end-to-end / this |",
+        "| --- | ---: | ---: |",
+        f"| end-to-end drain (apply rate, after consumer start-up) | {_fmt(e2e)} | 1.00 |",
+        f"| end-to-end drain including process start-up | "
+        f"{_fmt(report.e2e_drain_incl_startup_per_s)} | |",
+        f"| ceiling: Kafka consume-only (kafka-python) | {_fmt(report.kafka_consume_only_per_s)} "
+        f"| {ratio(report.kafka_consume_only_per_s)} |",
+        f"| ceiling: PostgreSQL bulk insert only | {_fmt(report.pg_insert_only_per_s)} "
+        f"| {ratio(report.pg_insert_only_per_s)} |",
+        f"| ceiling: Redis pipelined apply script only | {_fmt(report.redis_apply_only_per_s)} "
+        f"| {ratio(report.redis_apply_only_per_s)} |",
+        f"| (producer, backlog as fast as possible) | {_fmt(report.produce_backlog_per_s)} | |",
+        "",
+        "| phase | produced/s | probes seen | p50 | p99 | max |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, achieved, latency in (
+        ("steady", report.steady_rate_achieved_per_s, report.steady_latency),
+        ("burst", report.burst_rate_achieved_per_s, report.burst_latency),
+    ):
+        if latency is None:
+            continue
+        lines.append(
+            f"| {name} | {_fmt(achieved)} | {latency.seen}/{latency.count} | "
+            f"{_fmt(latency.p50_ms, ' ms')} | {_fmt(latency.p99_ms, ' ms')} | "
+            f"{_fmt(latency.max_ms, ' ms')} |"
+        )
+    if report.burst_drain_after_end_s is not None:
+        lines.append(f"\nlag drained {report.burst_drain_after_end_s:.1f} s after the burst ended")
+    lines += [f"note: {note}" for note in report.notes]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backlog", type=int, default=100_000, help="results drained e2e")
+    parser.add_argument("--ceiling-rows", type=int, default=100_000)
+    parser.add_argument("--consumers", type=int, default=2, help="processes in one group")
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=5_000, help="max records per poll/batch")
+    parser.add_argument("--players", type=int, default=1_000_000)
+    parser.add_argument("--rule", choices=["best", "cumulative"], default="best")
+    parser.add_argument("--steady-rate", type=float, default=2_000)
+    parser.add_argument("--steady-seconds", type=float, default=20)
+    parser.add_argument("--burst-rate", type=float, default=20_000)
+    parser.add_argument("--burst-seconds", type=float, default=10)
+    parser.add_argument("--probe-every", type=int, default=20)
+    parser.add_argument("--timeout", type=float, default=300, help="max wait per drain")
+    args = parser.parse_args(argv)
+    report = run(args)
+    text = render(report)
+    print(text)
+    out = RESULTS_DIR / f"ingest-{RUN_TAG}.json"
+    out.write_text(json.dumps(asdict(report), indent=2, default=str))
+    print(f"\n(raw figures in {out.relative_to(ROOT)})")
+    return 0 if report.e2e_drain_per_s else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
