@@ -185,6 +185,7 @@ class CloseOutcome(StrEnum):
     CLOSED = "closed"
     ALREADY_CLOSED = "already_closed"
     DRAINING = "draining"
+    IN_PROGRESS = "in_progress"
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,8 @@ class SeasonCloseResult:
                 f"close-out finishes after the consumer drained, at "
                 f"{self.drain_until.isoformat()} (the periodic close-out task picks it up)"
             )
+        if self.outcome == CloseOutcome.IN_PROGRESS:
+            return f"season {self.season_id}: another close-out of it is running; nothing done here"
         if self.outcome == CloseOutcome.ALREADY_CLOSED:
             return (
                 f"season {self.season_id} was already closed: nothing granted; "
@@ -232,9 +235,14 @@ def season_close(
     """
     now = now or timezone.now()
     grace = settings.SEASON_CLOSE_GRACE_SECONDS if grace_seconds is None else grace_seconds
+    in_progress = SeasonCloseResult(season_id=season_id, outcome=CloseOutcome.IN_PROGRESS)
     with transaction.atomic():
-        season = Season.objects.select_for_update().filter(id=season_id).first()
+        # SKIP LOCKED: a close-out that finds another one running (a slow standings query, a
+        # second sweep) returns at once instead of holding a worker until the first finishes.
+        season = Season.objects.select_for_update(skip_locked=True).filter(id=season_id).first()
         if season is None:
+            if Season.objects.filter(id=season_id).exists():
+                return in_progress
             raise ValidationError(f"season {season_id} does not exist")
         already_closed = season.status == SeasonStatus.CLOSED
         if not already_closed and season.status != SeasonStatus.CLOSING:
@@ -248,7 +256,10 @@ def season_close(
             return SeasonCloseResult(
                 season_id=season_id, outcome=CloseOutcome.DRAINING, drain_until=drain_until
             )
-        standings, grants_created = _season_finalize(season_id=season_id, now=now)
+        finalized = _season_finalize(season_id=season_id, now=now)
+        if finalized is None:
+            return in_progress
+        standings, grants_created = finalized
         if standings is None:  # someone else finalized it between our two transactions
             already_closed = True
     keys_unlinked = season_keys_unlink(season_id=season_id)
@@ -268,8 +279,11 @@ def season_close(
 
 
 @transaction.atomic
-def _season_finalize(*, season_id: int, now: datetime) -> tuple[int | None, int]:
-    season = Season.objects.select_for_update().get(id=season_id)
+def _season_finalize(*, season_id: int, now: datetime) -> tuple[int | None, int] | None:
+    """(standings, grants created); (None, 0) when no longer closing; None when locked."""
+    season = Season.objects.select_for_update(skip_locked=True).filter(id=season_id).first()
+    if season is None:
+        return None
     if season.status != SeasonStatus.CLOSING:
         return None, 0
     rows = season_standings_compute(season=season, limit=settings.FINAL_STANDINGS_SIZE)

@@ -170,3 +170,36 @@ def test_banned_players_get_no_standing_and_no_grant(best_season: Season) -> Non
         (3, 5, "gems"),
         (5, 6, "badge"),
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_close_out_finding_another_running_returns_at_once(best_season: Season) -> None:
+    import threading
+
+    from django.db import connection, transaction
+
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_season() -> None:
+        try:
+            with transaction.atomic():
+                Season.objects.select_for_update().get(id=best_season.id)
+                locked.set()
+                release.wait(timeout=30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_season)
+    holder.start()
+    try:
+        assert locked.wait(timeout=10)
+        result = season_close(season_id=best_season.id, now=AFTER, grace_seconds=0)
+        assert result.outcome == CloseOutcome.IN_PROGRESS
+        assert "another close-out of it is running" in result.describe()
+    finally:
+        release.set()
+        holder.join(timeout=10)
+    assert Season.objects.get(id=best_season.id).status == SeasonStatus.ACTIVE
+    assert season_close(season_id=best_season.id, now=AFTER, grace_seconds=0).outcome == (
+        CloseOutcome.CLOSED
+    )

@@ -33,6 +33,6 @@ class Command(BaseCommand):
             result = season_close(season_id=options["season_id"], grace_seconds=grace)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
-        draining = result.outcome == CloseOutcome.DRAINING
-        style = self.style.WARNING if draining else self.style.SUCCESS
+        unfinished = result.outcome in (CloseOutcome.DRAINING, CloseOutcome.IN_PROGRESS)
+        style = self.style.WARNING if unfinished else self.style.SUCCESS
         self.stdout.write(style(result.describe()))
