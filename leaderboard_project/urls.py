@@ -7,6 +7,7 @@ from . import views
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", views.metrics, name="metrics"),
     path("api/", include("seasons.urls")),
     path("api/", include("leaderboard.urls")),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),

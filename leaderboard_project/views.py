@@ -4,6 +4,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from ingestion.selectors import ingest_consumer_stats_list
+
 from .health import dependencies_check
 
 
@@ -26,3 +28,34 @@ def healthz(request: HttpRequest) -> JsonResponse:
         },
     }
     return JsonResponse(body, status=200 if not down else 503)
+
+
+@never_cache
+@require_GET
+def metrics(request: HttpRequest) -> JsonResponse:
+    """Operational counters as JSON: each ingestion consumer's rate, totals and lag."""
+    consumers = ingest_consumer_stats_list()
+    return JsonResponse(
+        {
+            "ingestion": {
+                "consumers": [
+                    {
+                        "consumerId": c.consumer_id,
+                        "topic": c.topic,
+                        "groupId": c.group_id,
+                        "appliedPerSecond": c.applied_per_second,
+                        "records": c.records,
+                        "applied": c.applied,
+                        "duplicates": c.duplicates,
+                        "deadLetters": c.dead_letters,
+                        "notCounted": c.not_counted,
+                        "lag": c.lag,
+                        "updatedAt": c.updated_at,
+                    }
+                    for c in consumers
+                ],
+                "appliedPerSecond": round(sum(c.applied_per_second for c in consumers), 1),
+                "lag": sum(c.lag or 0 for c in consumers),
+            }
+        }
+    )

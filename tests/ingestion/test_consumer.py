@@ -205,7 +205,7 @@ def test_every_kind_of_bad_message_is_dead_lettered_with_its_reason(topics, boar
 
 
 def test_daily_boards_expire_and_consumer_stats_are_published(
-    topics, board_redis, settings
+    topics, board_redis, settings, client
 ) -> None:
     settings.LEADERBOARD_DAILY_TTL_DAYS = 8
     season = make_season(rule=ScoringRule.BEST)
@@ -224,3 +224,6 @@ def test_daily_boards_expire_and_consumer_stats_are_published(
     stats = board_redis.hgetall(keys.ingest_consumer_stats(consumer_id=options.consumer_id))
     assert stats[b"applied"] == b"1"
     assert stats[b"topic"] == topic.encode()
+    body = client.get("/metrics").json()["ingestion"]
+    [mine] = [c for c in body["consumers"] if c["consumerId"] == options.consumer_id]
+    assert (mine["applied"], mine["deadLetters"], mine["lag"]) == (1, 0, 0)

@@ -1,0 +1,132 @@
+"""apply_results.lua through board_results_apply, against the real Redis (no database)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import pytest
+
+from leaderboard import keys
+from leaderboard.services import CountedResult, board_results_apply
+from seasons.models import ScoringRule, Season
+
+TOPIC = "apply-test"
+DAY = date(2026, 10, 2)
+
+
+def _season(rule: str = ScoringRule.CUMULATIVE) -> Season:
+    return Season(
+        id=77,
+        name="S77",
+        starts_at=datetime(2026, 10, 1, tzinfo=UTC),
+        ends_at=datetime(2026, 12, 30, tzinfo=UTC),
+        status="active",
+        rule=rule,
+        time_resolution_seconds=1,
+        time_bits=23,
+    )
+
+
+def _result(offset: int, *, player: int = 1, points: int = 10, xid: int = 500) -> CountedResult:
+    return CountedResult(
+        partition=0,
+        offset=offset,
+        season_id=77,
+        player_id=player,
+        points=points,
+        ticks=86400 + offset,
+        day=DAY,
+        xid=xid,
+    )
+
+
+def _apply(season: Season, results: list[CountedResult]):
+    return board_results_apply(
+        topic=TOPIC,
+        results=results,
+        handled_offsets={0: max(r.offset for r in results)},
+        seasons={season.id: season},
+    )
+
+
+def _points(board_redis, season: Season, key: str, player: int = 1) -> int:
+    return season.codec.decode(int(board_redis.zscore(key, str(player)))).points
+
+
+def test_offsets_already_applied_by_another_owner_are_dropped(board_redis) -> None:
+    season = _season()
+    board = keys.season_board(season_id=season.id)
+    first = _apply(season, [_result(o) for o in range(5, 11)])
+    assert (first.applied, first.already_applied) == (6, 0)
+
+    # A former owner of the partition finishing an overlapping batch late.
+    late = _apply(season, [_result(o) for o in range(8, 13)])
+
+    assert (late.applied, late.already_applied) == (2, 3)
+    assert _points(board_redis, season, board) == 80
+    assert _points(board_redis, season, keys.daily_board(season_id=77, day=DAY)) == 80
+    assert board_redis.hget(keys.ingest_applied_offsets(topic=TOPIC), "0") == b"12"
+
+
+@pytest.mark.parametrize(
+    ("rule", "points", "ticks"),
+    [
+        # Equal points reached later (offset 4) never replace the earlier ones.
+        (ScoringRule.BEST, 30, 86400 + 2),
+        (ScoringRule.CUMULATIVE, 90, 86400 + 4),
+    ],
+)
+def test_a_batch_collapses_per_player_under_each_rule(board_redis, rule, points, ticks) -> None:
+    season = _season(rule)
+    batch = [_result(1, points=10), _result(2, points=30), _result(3, points=20)]
+    _apply(season, [*batch, _result(4, points=30)])
+
+    decoded = season.codec.decode(int(board_redis.zscore(keys.season_board(season_id=77), "1")))
+    assert (decoded.points, decoded.elapsed_ticks) == (points, ticks)
+
+
+def test_writes_during_a_pending_rebuild_are_queued(board_redis) -> None:
+    season = _season()
+    board = keys.season_board(season_id=77)
+    board_redis.set(keys.rebuild_marker(board_key=board), "pending")
+
+    _apply(season, [_result(1, points=10, xid=600), _result(2, player=2, points=5, xid=600)])
+
+    pending = board_redis.lrange(keys.rebuild_pending(board_key=board), 0, -1)
+    assert sorted(pending) == [b"600 1 10 86401", b"600 2 5 86402"]
+    daily = keys.daily_board(season_id=77, day=DAY)
+    assert board_redis.llen(keys.rebuild_pending(board_key=daily)) == 0
+
+
+def test_writes_invisible_to_the_rebuild_snapshot_go_to_the_delta(board_redis) -> None:
+    season = _season(ScoringRule.BEST)
+    board = keys.season_board(season_id=77)
+    board_redis.set(keys.rebuild_marker(board_key=board), "100:200:150")
+    board_redis.zadd(board, {"1": season.codec.encode(points=999, elapsed_ticks=0)})
+
+    # xid 90 committed before the snapshot (the rebuild counts it); 150 was running; 250 is later.
+    _apply(
+        season,
+        [
+            _result(1, player=1, points=5, xid=150),  # lower than the live board: still a delta
+            _result(2, player=2, points=7, xid=90),
+            _result(3, player=3, points=8, xid=250),
+        ],
+    )
+
+    delta = keys.rebuild_delta(board_key=board)
+    assert {int(m) for m in board_redis.zrange(delta, 0, -1)} == {1, 3}
+    assert season.codec.decode(int(board_redis.zscore(delta, "1"))).points == 5
+
+
+def test_a_cumulative_overflow_is_left_out_not_clamped(board_redis) -> None:
+    season = _season()
+    board = keys.season_board(season_id=77)
+    near_max = season.codec.encode(points=season.codec.max_points - 5, elapsed_ticks=0)
+    board_redis.zadd(board, {"1": near_max})
+
+    outcome = _apply(season, [_result(1, player=1, points=10), _result(2, player=2, points=3)])
+
+    assert outcome.overflowed == (f"{board} 1",)
+    assert int(board_redis.zscore(board, "1")) == near_max
+    assert _points(board_redis, season, board, player=2) == 3
