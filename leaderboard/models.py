@@ -60,6 +60,7 @@ class ReconcileRun(models.Model):
     season = models.ForeignKey(
         "seasons.Season", on_delete=models.CASCADE, related_name="reconciles"
     )
+    day = models.DateField(null=True, blank=True, help_text="Empty: the season board.")
     checked_at = models.DateTimeField(default=timezone.now, editable=False)
     redis_members = models.BigIntegerField()
     expected_members = models.BigIntegerField()

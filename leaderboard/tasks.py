@@ -5,6 +5,7 @@ Periodic ones (scheduled in leaderboard_project/schedules.py):
 - ``leaderboard.tasks.refresh_top_snapshots``: every second.
 - ``leaderboard.tasks.build_weekly_boards``: every few minutes (the current week's board lags
   by at most that interval).
+- ``leaderboard.tasks.boards_reconcile_task``: hourly.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from django.utils import timezone
 from leaderboard.services import (
     RebuildInProgressError,
     board_rebuild,
+    boards_reconcile_live_seasons,
     top_snapshots_refresh,
     weekly_boards_build,
 )
@@ -50,3 +52,16 @@ def refresh_top_snapshots() -> dict[int, int]:
 @shared_task(name="leaderboard.tasks.build_weekly_boards", ignore_result=True)
 def build_weekly_boards() -> dict[str, int]:
     return weekly_boards_build(now=timezone.now())
+
+
+@shared_task(
+    name="leaderboard.tasks.boards_reconcile_task",
+    soft_time_limit=3000,
+    time_limit=3300,
+    acks_late=True,
+    ignore_result=True,
+)
+def boards_reconcile_task() -> int:
+    """Hourly: compare every running season's boards with PostgreSQL and repair drift."""
+    results = boards_reconcile_live_seasons(now=timezone.now())
+    return sum(1 for r in results if r.drift_found)

@@ -51,4 +51,11 @@ PERIODIC_TASKS: tuple[PeriodicTaskSpec, ...] = (
         description="the current ISO week's board (last week's too on Mondays) from daily boards",
         expires_seconds=300,
     ),
+    PeriodicTaskSpec(
+        name="leaderboard: reconcile boards with PostgreSQL",
+        task="leaderboard.tasks.boards_reconcile_task",
+        every_seconds=3600,
+        description="compares member counts and sampled scores; rebuilds a drifted or lost board",
+        expires_seconds=3600,
+    ),
 )

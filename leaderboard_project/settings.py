@@ -146,8 +146,6 @@ CACHES = {
 }
 # Every board key starts with this; tests give each test its own prefix.
 LEADERBOARD_KEY_PREFIX = _env("LEADERBOARD_KEY_PREFIX", "lb")
-# Expiry given to a daily board that a rebuild recreates (one that still exists keeps its own).
-LEADERBOARD_DAILY_BOARD_TTL_SECONDS = _env_int("LEADERBOARD_DAILY_BOARD_TTL_SECONDS", 15 * 86400)
 # Daily boards expire this many days after their day ends (weekly boards are built from them).
 LEADERBOARD_DAILY_TTL_DAYS = _env_int("LEADERBOARD_DAILY_TTL_DAYS", 8)
 

@@ -7,6 +7,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from ingestion.models import MatchResult
 from leaderboard import keys
@@ -17,6 +18,7 @@ from leaderboard.services import (
     PHASE_PENDING,
     RebuildInProgressError,
     board_rebuild,
+    daily_board_expire_at,
 )
 from seasons.models import ScoringRule
 from tests.helpers import expected_board, make_season
@@ -90,17 +92,19 @@ def test_rebuild_equals_the_board_live_ingestion_built(board_redis, rule):
     assert leftovers == []
 
 
-def test_a_daily_board_keeps_its_expiry_and_a_recreated_one_gets_the_default(board_redis, settings):
+def test_a_daily_board_keeps_its_expiry_and_a_recreated_one_gets_the_default(board_redis):
     season = make_season()
     r = live.ingest(board_redis, season, player_id=1, points=5, at=season.starts_at)
-    day_key = keys.daily_board(season_id=season.id, day=r.achieved_at.date())
+    day = r.achieved_at.date()
+    day_key = keys.daily_board(season_id=season.id, day=day)
     board_redis.expire(day_key, 5000)
-    board_rebuild(season_id=season.id, day=r.achieved_at.date())
+    board_rebuild(season_id=season.id, day=day)
     assert 4900 < board_redis.ttl(day_key) <= 5000
     board_redis.delete(day_key)
-    settings.LEADERBOARD_DAILY_BOARD_TTL_SECONDS = 777
-    board_rebuild(season_id=season.id, day=r.achieved_at.date())
-    assert 700 < board_redis.ttl(day_key) <= 777
+    board_rebuild(season_id=season.id, day=day)
+    now = timezone.now()
+    expected_ttl = daily_board_expire_at(day=day, now=now) - int(now.timestamp())
+    assert expected_ttl - 5 < board_redis.ttl(day_key) <= expected_ttl
     assert board_redis.ttl(keys.season_board(season_id=season.id)) == -1
 
 
