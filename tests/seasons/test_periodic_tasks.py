@@ -34,12 +34,12 @@ def test_setup_periodic_tasks_is_idempotent_and_keeps_staff_changes() -> None:
     # Staff slow one task down and disable it: a rerun keeps that, --reset puts it back.
     spec = PERIODIC_TASKS[0]
     row = PeriodicTask.objects.get(name=spec.name)
-    row.interval = IntervalSchedule.objects.create(every=3600, period=IntervalSchedule.SECONDS)
+    row.interval = IntervalSchedule.objects.create(every=7200, period=IntervalSchedule.SECONDS)
     row.enabled = False
     row.save()
     setup()
     row.refresh_from_db()
-    assert (row.interval.every, row.enabled) == (3600, False)
+    assert (row.interval.every, row.enabled) == (7200, False)
     assert "1 updated" in setup("--reset")
     row.refresh_from_db()
     assert (row.interval.every, row.enabled) == (spec.every_seconds, True)
