@@ -283,16 +283,26 @@ def test_unknown_seasons_are_memoized_too(client, django_assert_num_queries):
 
 
 def test_anonymous_clients_are_throttled_with_retry_after(client, season, settings):
-    settings.API_ANON_THROTTLE_RATE = "2/min"
+    # A day-long window: a minute boundary mid-test would reset the count.
+    settings.API_ANON_THROTTLE_RATE = "2/day"
     url = board_url(season.id, "players/1")
     assert client.get(url).status_code == 200
     assert client.get(url).status_code == 200
     response = client.get(url)
     assert response.status_code == 429
-    assert 1 <= int(response["Retry-After"]) <= 60
+    assert 1 <= int(response["Retry-After"]) <= 86400
     assert "throttled" in response.json()["detail"]
     # Another client (IP) has its own budget.
     assert client.get(url, REMOTE_ADDR="10.1.2.3").status_code == 200
+
+
+def test_batched_throttle_counts_exactly_at_the_limit(client, season, settings):
+    # 300/day syncs with Redis every 3 requests, and always before refusing.
+    settings.API_ANON_THROTTLE_RATE = "300/day"
+    url = board_url(season.id, "players/1")
+    statuses = [client.get(url).status_code for _ in range(305)]
+    assert statuses.count(200) == 300
+    assert statuses[300:] == [429] * 5
 
 
 def test_throttle_off(client, season, settings):

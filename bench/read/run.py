@@ -1,0 +1,469 @@
+"""Read-path benchmark: the board in Redis vs the ceiling (raw Redis) vs PostgreSQL only.
+
+    .venv/bin/python bench/read/run.py --players 1000000 [--duration 10] [--connections 8]
+
+1. Loads a season board of ``--players`` players (random points and times, fixed seed) into a
+   dedicated Redis db with pipelined ZADDs, and the same rows into a PostgreSQL table with an
+   index on (season_id, score DESC) (score = points with the time tie-break), both with a
+   progress bar. Reused on the next run when the sizes match (``--reload`` forces it).
+2. Times each operation from Python, sequentially on one connection: raw Redis commands (the
+   ceiling), the product's selectors (one Lua script each), and the PostgreSQL-only queries.
+3. Serves the product with gunicorn (``--workers`` = CPU count, sync workers, DEBUG off, the
+   production throttle with a rate no client reaches) while a thread refreshes the top-list
+   snapshot every second as beat would, and measures each endpoint with wrk over loopback
+   beside a bare Django view.
+
+Results are printed as Markdown and saved under bench/results/. Nothing here runs in the test
+suite. It uses Redis db ``--redis-db`` (default 12: the benchmark's own) and the PostgreSQL
+database ``--database`` (created if missing); ``--cleanup`` drops both data sets at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+SEASON_ID = 1
+SEED = 20261130
+MAX_POINTS = 1_000_000
+PG_TABLE = "bench_read_scores"
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--players", type=int, default=10_000_000)
+    parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
+    parser.add_argument("--connections", type=int, default=8, help="wrk connections")
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--iterations", type=int, default=2000, help="Python samples per op")
+    parser.add_argument("--pg-samples", type=int, default=20, help="PostgreSQL rank samples")
+    parser.add_argument("--redis-db", type=int, default=12)
+    parser.add_argument("--database", default="lb_bench_read")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--reload", action="store_true", help="reload the data sets")
+    parser.add_argument("--cleanup", action="store_true", help="drop the data sets at the end")
+    parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--skip-pg", action="store_true")
+    return parser.parse_args()
+
+
+def configure(args: argparse.Namespace) -> None:
+    """Environment for this process and the gunicorn it starts (settings.py reads it)."""
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "bench.read.settings",
+            "REDIS_URL": f"redis://127.0.0.1:6379/{args.redis_db}",
+            "DATABASE_URL": f"postgres://leaderboard:leaderboard@127.0.0.1:5432/{args.database}",
+            "LEADERBOARD_KEY_PREFIX": "bench",
+            "DJANGO_DEBUG": "false",
+            "DJANGO_SECRET_KEY": "bench-read-only-not-a-secret-" + "x" * 32,
+            "API_ANON_THROTTLE_RATE": "1000000000/min",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+    import psycopg
+
+    with psycopg.connect(
+        "postgres://leaderboard:leaderboard@127.0.0.1:5432/leaderboard", autocommit=True
+    ) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [args.database]
+        ).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{args.database}"')
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def ensure_season() -> Any:
+    from django.utils import timezone
+
+    from seasons.models import Season, SeasonStatus
+    from seasons.services import season_create
+
+    season = Season.objects.filter(id=SEASON_ID).first()
+    if season is None:
+        now = timezone.now()
+        season = season_create(
+            season_id=SEASON_ID,
+            name="Bench season",
+            starts_at=now - timedelta(days=1),
+            ends_at=now + timedelta(days=89),
+        )
+    season.status = SeasonStatus.ACTIVE
+    season.save(update_fields=["status"])
+    return season
+
+
+def load(args: argparse.Namespace, season: Any) -> None:
+    """Random board of ``args.players``: pipelined ZADDs and a PostgreSQL COPY of the same rows."""
+    import psycopg
+    from django.conf import settings
+    from tqdm import tqdm
+
+    from leaderboard import keys
+    from leaderboard.redis import get_board_redis
+
+    client = get_board_redis()
+    key = keys.season_board(season_id=SEASON_ID)
+    codec = season.codec
+    pg = psycopg.connect(settings.DATABASE_URL, autocommit=True)
+    pg.execute(
+        f"CREATE TABLE IF NOT EXISTS {PG_TABLE} "
+        "(season_id int NOT NULL, player_id bigint NOT NULL, points int NOT NULL, "
+        "score bigint NOT NULL)"
+    )
+    redis_ok = client.zcard(key) == args.players
+    pg_count = pg.execute(f"SELECT count(*) FROM {PG_TABLE}").fetchone()
+    pg_ok = args.skip_pg or (pg_count is not None and pg_count[0] == args.players)
+    if redis_ok and pg_ok and not args.reload:
+        print(f"reusing the loaded board of {args.players:,} players")
+        pg.close()
+        return
+    client.unlink(key)
+    if not args.skip_pg:
+        pg.execute(f"DROP INDEX IF EXISTS {PG_TABLE}_rank_idx")
+        pg.execute(f"DROP INDEX IF EXISTS {PG_TABLE}_player_idx")
+        pg.execute(f"TRUNCATE {PG_TABLE}")
+    rng = random.Random(SEED)
+    max_ticks = min(codec.max_ticks, 90 * 86400)
+    chunk = 20_000
+    started = time.perf_counter()
+    with tqdm(total=args.players, unit="player", desc="load") as progress:
+        for first in range(1, args.players + 1, chunk):
+            last = min(first + chunk, args.players + 1)
+            rows = []
+            for player in range(first, last):
+                points = rng.randint(0, MAX_POINTS)
+                score = codec.encode(points=points, elapsed_ticks=rng.randint(0, max_ticks))
+                rows.append((player, points, score))
+            client.zadd(key, {str(player): score for player, _, score in rows})
+            if not args.skip_pg:
+                with pg.cursor().copy(
+                    f"COPY {PG_TABLE} (season_id, player_id, points, score) FROM STDIN"
+                ) as copy:
+                    for player, points, score in rows:
+                        copy.write_row((SEASON_ID, player, points, score))
+            progress.update(len(rows))
+    print(f"loaded in {time.perf_counter() - started:.0f}s; indexing PostgreSQL ...")
+    if not args.skip_pg:
+        started = time.perf_counter()
+        pg.execute(f"CREATE INDEX {PG_TABLE}_rank_idx ON {PG_TABLE} (season_id, score DESC)")
+        pg.execute(
+            f"CREATE UNIQUE INDEX {PG_TABLE}_player_idx ON {PG_TABLE} (season_id, player_id)"
+        )
+        pg.execute(f"VACUUM ANALYZE {PG_TABLE}")
+        print(f"indexed in {time.perf_counter() - started:.0f}s")
+    pg.close()
+
+
+# --- timing --------------------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[], Any], iterations: int, budget_s: float = 60.0) -> dict[str, float]:
+    samples: list[float] = []
+    deadline = time.perf_counter() + budget_s
+    for _ in range(iterations):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+        if time.perf_counter() > deadline:
+            break
+    samples.sort()
+    return {
+        "n": len(samples),
+        "p50_ms": statistics.median(samples),
+        "p99_ms": samples[min(len(samples) - 1, int(len(samples) * 0.99))],
+        "ops_s": 1000 / statistics.fmean(samples),
+    }
+
+
+def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[str, float]]:
+    import psycopg
+    from django.conf import settings
+
+    from leaderboard import keys, selectors
+    from leaderboard.redis import get_board_redis
+    from seasons.selectors import season_get_cached
+
+    ref = season_get_cached(season_id=SEASON_ID)
+    assert ref is not None
+    client = get_board_redis()
+    key = keys.season_board(season_id=SEASON_ID)
+    rng = random.Random(1)
+
+    def player() -> int:
+        return rng.randint(1, args.players)
+
+    def friends() -> list[int]:
+        return [player() for _ in range(200)]
+
+    n = args.iterations
+    results: dict[str, dict[str, float]] = {}
+    print("timing raw Redis and the selectors ...")
+    results["redis: ZREVRANGE 0 99"] = timed(
+        lambda: client.zrevrange(key, 0, 99, withscores=True), n
+    )
+    results["redis: ZREVRANK"] = timed(lambda: client.zrevrank(key, str(player())), n)
+    results["redis: ZMSCORE 200"] = timed(
+        lambda: client.zmscore(key, [str(p) for p in friends()]), n
+    )
+    results["selector: top 100 (live, Lua)"] = timed(
+        lambda: selectors.board_page_get(board_key=key, codec=ref.codec, start=0, count=100), n
+    )
+    results["selector: player entry (Lua)"] = timed(
+        lambda: selectors.board_player_get(season=ref, player_id=player()), n
+    )
+    results["selector: around r=5 (Lua)"] = timed(
+        lambda: selectors.board_around_get(season=ref, player_id=player(), radius=5), n
+    )
+    results["selector: friends 200 (Lua)"] = timed(
+        lambda: selectors.board_friends_get(season=ref, player_ids=friends()), max(1, n // 4)
+    )
+    if args.skip_pg:
+        return results
+    print("timing the PostgreSQL-only implementation ...")
+    pg = psycopg.connect(settings.DATABASE_URL, autocommit=True)
+    rank_sql = (
+        f"SELECT count(*) + 1 FROM {PG_TABLE} WHERE season_id = %(s)s AND score > "
+        f"(SELECT score FROM {PG_TABLE} WHERE season_id = %(s)s AND player_id = %(p)s)"
+    )
+
+    def pg_top() -> None:
+        pg.execute(
+            f"SELECT player_id, points FROM {PG_TABLE} WHERE season_id = %s "
+            "ORDER BY score DESC LIMIT 100",
+            [SEASON_ID],
+        ).fetchall()
+
+    def pg_rank() -> None:
+        pg.execute(rank_sql, {"s": SEASON_ID, "p": player()}).fetchone()
+
+    def pg_around() -> None:
+        me = player()
+        row = pg.execute(
+            f"SELECT score FROM {PG_TABLE} WHERE season_id = %s AND player_id = %s",
+            [SEASON_ID, me],
+        ).fetchone()
+        assert row is not None
+        pg.execute(rank_sql, {"s": SEASON_ID, "p": me}).fetchone()
+        pg.execute(
+            f"SELECT player_id, points FROM {PG_TABLE} WHERE season_id = %s AND score > %s "
+            "ORDER BY score ASC LIMIT 5",
+            [SEASON_ID, row[0]],
+        ).fetchall()
+        pg.execute(
+            f"SELECT player_id, points FROM {PG_TABLE} WHERE season_id = %s AND score < %s "
+            "ORDER BY score DESC LIMIT 5",
+            [SEASON_ID, row[0]],
+        ).fetchall()
+
+    def pg_friends() -> None:
+        pg.execute(
+            f"SELECT f.player_id, f.points, (SELECT count(*) + 1 FROM {PG_TABLE} o "
+            "WHERE o.season_id = f.season_id AND o.score > f.score) "
+            f"FROM {PG_TABLE} f WHERE f.season_id = %s AND f.player_id = ANY(%s)",
+            [SEASON_ID, friends()],
+        ).fetchall()
+
+    samples = args.pg_samples
+    results["postgres: top 100"] = timed(pg_top, max(samples, 100))
+    results["postgres: rank (count above)"] = timed(pg_rank, samples)
+    results["postgres: around r=5"] = timed(pg_around, samples)
+    results["postgres: friends 200"] = timed(pg_friends, max(1, samples // 10), budget_s=120)
+    pg.close()
+    return results
+
+
+# --- HTTP ----------------------------------------------------------------------------------------
+
+_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+
+
+def _ms(text: str) -> float:
+    match = re.fullmatch(r"([0-9.]+)(us|ms|s)", text)
+    assert match, text
+    return float(match[1]) * _UNITS[match[2]]
+
+
+def wrk(
+    args: argparse.Namespace, path: str, script_args: list[str] | None = None
+) -> dict[str, float]:
+    command = [
+        "wrk",
+        f"-t{args.threads}",
+        f"-c{args.connections}",
+        f"-d{args.duration}s",
+        "--latency",
+    ]
+    if script_args is not None:
+        command += ["-s", str(Path(__file__).with_name("random_path.lua"))]
+    command.append(f"http://127.0.0.1:{args.port}{path if script_args is None else '/'}")
+    if script_args is not None:
+        command += ["--", *script_args]
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    percentiles = dict(re.findall(r"^\s+(50|99)%\s+(\S+)$", output, flags=re.M))
+    rps = re.search(r"Requests/sec:\s+([0-9.]+)", output)
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    assert rps, output
+    assert percentiles, output
+    return {
+        "rps": float(rps[1]),
+        "p50_ms": _ms(percentiles["50"]),
+        "p99_ms": _ms(percentiles["99"]),
+        "non_2xx": float(errors[1]) if errors else 0.0,
+    }
+
+
+def http_benchmarks(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    import urllib.request
+
+    from leaderboard.services import top_snapshots_refresh
+
+    stop = threading.Event()
+
+    def refresher() -> None:
+        # What beat does with leaderboard.tasks.refresh_top_snapshots.
+        while not stop.is_set():
+            top_snapshots_refresh()
+            stop.wait(1.0)
+
+    thread = threading.Thread(target=refresher, daemon=True)
+    thread.start()
+    server = subprocess.Popen(
+        [
+            str(ROOT / ".venv/bin/gunicorn"),
+            "leaderboard_project.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{args.port}",
+            "--workers",
+            str(args.workers),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=os.environ.copy(),
+    )
+    base = f"http://127.0.0.1:{args.port}"
+    board = f"/api/seasons/{SEASON_ID}/leaderboard"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/bench/bare", timeout=1) as response:  # noqa: S310
+                    if response.status == 200:
+                        break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        with urllib.request.urlopen(f"{base}{board}/top?limit=100") as response:  # noqa: S310
+            source = response.headers["X-Leaderboard-Source"]
+        print(f"gunicorn up ({args.workers} workers); top list source: {source}")
+        rng = random.Random(2)
+        friend_ids = ",".join(str(rng.randint(1, args.players)) for _ in range(200))
+        runs = {
+            "bare Django view": (["/bench/bare"], None),
+            "top 100 (snapshot)": ([f"{board}/top?limit=100"], None),
+            "player entry": ([""], [f"{board}/players/{{id}}", str(args.players)]),
+            "around r=5": ([""], [f"{board}/players/{{id}}/around?radius=5", str(args.players)]),
+            "friends 200": ([f"{board}/friends?ids={friend_ids}"], None),
+        }
+        results: dict[str, dict[str, float]] = {}
+        for name, (paths, script_args) in runs.items():
+            print(f"wrk: {name} ...")
+            results[name] = wrk(args, paths[0], script_args)
+        return results
+    finally:
+        stop.set()
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def cleanup(args: argparse.Namespace) -> None:
+    import psycopg
+    from django.conf import settings
+
+    from leaderboard import keys
+    from leaderboard.redis import get_board_redis
+
+    get_board_redis().unlink(
+        keys.season_board(season_id=SEASON_ID), keys.top_snapshot(season_id=SEASON_ID)
+    )
+    with psycopg.connect(settings.DATABASE_URL, autocommit=True) as pg:
+        pg.execute(f"DROP TABLE IF EXISTS {PG_TABLE}")
+
+
+def table(title: str, rows: dict[str, dict[str, float]], columns: list[str]) -> str:
+    lines = [f"**{title}**", "", "| operation | " + " | ".join(columns) + " |"]
+    lines.append("| --- |" + " ---: |" * len(columns))
+    for name, values in rows.items():
+        cells = []
+        for column in columns:
+            value = values[column]
+            cells.append(
+                f"{value:,.0f}" if column in {"rps", "ops_s", "n", "non_2xx"} else f"{value:.3f}"
+            )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    args = parse_args()
+    configure(args)
+    season = ensure_season()
+    load(args, season)
+    report: dict[str, Any] = {"players": args.players, "args": vars(args)}
+    report["python"] = python_benchmarks(args, season)
+    print()
+    print(
+        table(
+            f"From Python, one connection ({args.players:,} players)",
+            report["python"],
+            ["n", "p50_ms", "p99_ms", "ops_s"],
+        )
+    )
+    if not args.skip_http:
+        report["http"] = http_benchmarks(args)
+        print()
+        print(
+            table(
+                f"HTTP via wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "
+                f"gunicorn {args.workers} sync workers",
+                report["http"],
+                ["rps", "p50_ms", "p99_ms", "non_2xx"],
+            )
+        )
+    results_dir = ROOT / "bench" / "results"
+    results_dir.mkdir(exist_ok=True)
+    out = results_dir / f"read-{args.players}-{int(time.time())}.json"
+    out.write_text(json.dumps(report, indent=2))
+    print(f"\nsaved {out}")
+    if args.cleanup:
+        cleanup(args)
+
+
+if __name__ == "__main__":
+    main()
