@@ -413,6 +413,7 @@ def _http_producer() -> MatchResultProducer:
             linger_ms=2,
             # Fail an HTTP request in seconds rather than hold a web worker for a minute.
             max_block_ms=5_000,
+            bootstrap_timeout_ms=5_000,
             request_timeout_ms=5_000,
             delivery_timeout_ms=10_000,
         )

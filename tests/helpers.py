@@ -71,3 +71,14 @@ def make_result(**kwargs):
 
 def day_of(moment: datetime) -> date:
     return moment.astimezone(UTC).date()
+
+
+def subprocess_database_url() -> str:
+    """The test database's URL, for a child process that must see the test's committed rows."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    return (
+        f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}"
+    )

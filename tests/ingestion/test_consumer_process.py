@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
 from django.db.models import Max
 
 from ingestion.consumer import MatchResultConsumer
 from ingestion.models import MatchResult
 from seasons.models import ScoringRule
-from tests.helpers import make_season, wait_until
+from tests.helpers import make_season, subprocess_database_url, wait_until
 
 from .ingest_helpers import (
     Result,
@@ -37,14 +36,6 @@ from .ingest_helpers import (
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 MANAGE = Path(settings.BASE_DIR) / "manage.py"
-
-
-def _test_database_url() -> str:
-    db = connection.settings_dict
-    return (
-        f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
-        f"{db['PORT'] or 5432}/{db['NAME']}"
-    )
 
 
 class ConsumerProcess:
@@ -68,7 +59,7 @@ class ConsumerProcess:
         ]
         self.env = {
             **os.environ,
-            "DATABASE_URL": _test_database_url(),
+            "DATABASE_URL": subprocess_database_url(),
             "LEADERBOARD_KEY_PREFIX": settings.LEADERBOARD_KEY_PREFIX,
             "INGEST_MAX_POLL_RECORDS": "1000",
             "INGEST_BACKOFF_MAX_SECONDS": "1",

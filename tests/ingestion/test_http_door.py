@@ -163,3 +163,12 @@ def test_a_deactivated_token_is_403_and_publishes_nothing(topic, season, kafka_b
     response = client_with(raw_token).post(URL, result(), format="json")
     assert response.status_code == 403
     assert topic_size(topic, kafka_bootstrap) == 0
+
+
+def test_kafka_unreachable_is_503_with_retry_after(settings, season, raw_token):
+    # Nothing listens on port 9 (discard); the door must answer, not hang or 500.
+    settings.KAFKA_BOOTSTRAP_SERVERS = ["127.0.0.1:9"]
+    response = client_with(raw_token).post(URL, result(), format="json")
+    assert response.status_code == 503
+    assert int(response["Retry-After"]) > 0
+    assert "retry" in response.json()["detail"]

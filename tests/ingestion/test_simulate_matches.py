@@ -1,6 +1,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from io import StringIO
@@ -11,6 +15,7 @@ from django.core.management import CommandError, call_command
 from ingestion.schema import message_check_season, message_decode
 from ingestion.simulation import MatchGenerator, SimulationConfig
 from tests.factories import SeasonFactory
+from tests.helpers import subprocess_database_url, wait_until
 
 from .topic_reader import topic_read, topic_size
 
@@ -97,3 +102,29 @@ def test_points_stay_within_the_codec_and_activity_is_skewed() -> None:
     # The busiest fifth of all players play most matches (uniform picks would give ~35%).
     busiest = sorted(plays.values(), reverse=True)[: 10_000 // 5]
     assert sum(busiest) > 0.7 * len(results)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sigint_stops_an_endless_run_cleanly(season, kafka_topic_factory, kafka_bootstrap) -> None:
+    topic = kafka_topic_factory(prefix="simulate")
+    env = {**os.environ, "DATABASE_URL": subprocess_database_url()}
+    command = [sys.executable, "manage.py", "simulate_matches", "--season", "21"]
+    command += ["--topic", topic, "--rate", "100", "--duration", "0", "--players", "100"]
+    process = subprocess.Popen(
+        [*command, "--no-progress"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_until(lambda: topic_size(topic, kafka_bootstrap) >= 20, timeout=30, every=0.2)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    assert b"stopped early" in out
+    sent = int(out.split(b"sent ", 1)[1].split(b" ", 1)[0])
+    # Everything it says it sent was flushed to Kafka before it exited.
+    assert topic_size(topic, kafka_bootstrap) == sent
