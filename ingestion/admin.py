@@ -4,6 +4,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from leaderboard.admin import void_match_results
+
 from .models import GameServerToken, MatchResult
 from .services import game_server_token_create, game_server_tokens_deactivate
 
@@ -14,6 +16,7 @@ class MatchResultAdmin(admin.ModelAdmin):
     list_filter = ("season",)
     search_fields = ("=player_id", "=match_id")
     show_full_result_count = False  # COUNT(*) over tens of millions of rows is not free
+    actions = (void_match_results,)
 
 
 @admin.register(GameServerToken)

@@ -18,16 +18,18 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import cast
 
 import redis
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
+from ingestion.models import MatchResult
 from ingestion.selectors import (
     board_member_count,
     board_players_sample,
@@ -35,12 +37,25 @@ from ingestion.selectors import (
     board_scores_zadd_chunks,
 )
 from leaderboard import keys
-from leaderboard.models import RebuildRun, ReconcileRun, RunStatus
+from leaderboard.models import PlayerBan, RebuildRun, ReconcileRun, RunStatus
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import get_script
 from leaderboard.selectors import TOP_SNAPSHOT_SIZE, ranked_entries
-from seasons.models import ScoringRule, Season
-from seasons.selectors import SeasonRef, season_list_active
+from seasons.models import (
+    FinalStanding,
+    GrantStatus,
+    RewardGrant,
+    RewardTier,
+    ScoringRule,
+    Season,
+    SeasonStatus,
+)
+from seasons.selectors import (
+    SeasonRef,
+    StandingRow,
+    season_list_active,
+    season_standings_compute,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -742,3 +757,249 @@ def boards_reconcile_live_seasons(
         for day in reconcile_days(season=season, today=now.astimezone(UTC).date()):
             results.append(board_reconcile(season_id=season.id, day=day, sample_size=sample_size))
     return results
+
+
+# --- corrections: voids and bans ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BoardsCorrected:
+    season_id: int
+    rebuilt: tuple[str, ...]  # board keys rebuilt from PostgreSQL (season, daily, weekly)
+    # A closed season has no live boards: its final standings and grants need a review instead
+    # (season_standings_review / season_standings_correct).
+    needs_standings_review: bool
+
+    def describe(self) -> str:
+        if self.needs_standings_review:
+            return (
+                f"season {self.season_id} is closed: review the corrected final standings and "
+                "grants (season action) before they apply"
+            )
+        return f"season {self.season_id}: {len(self.rebuilt)} board(s) rebuilt"
+
+
+def boards_correct(*, season_id: int, days: Iterable[date]) -> BoardsCorrected:
+    """Rebuild what a correction touched: the season board, the given days' daily boards that
+    exist, and the weekly boards that exist for those days' weeks.
+
+    Raises RebuildInProgressError when one of them is being rebuilt: that rebuild may read a
+    snapshot from before the correction, so the caller retries (the task does) rather than
+    skip it.
+    """
+    season = Season.objects.get(pk=season_id)
+    if season.status == SeasonStatus.CLOSED:
+        return BoardsCorrected(season_id, (), needs_standings_review=True)
+    client = get_board_redis()
+    rebuilt = [board_rebuild(season_id=season_id, reason="correction").board_key]
+    weeks: set[tuple[int, int]] = set()
+    for day in sorted(set(days)):
+        # A daily board that expired stays expired: nothing reads it any more.
+        if client.exists(keys.daily_board(season_id=season_id, day=day)):
+            rebuilt.append(
+                board_rebuild(season_id=season_id, day=day, reason="correction").board_key
+            )
+        iso = day.isocalendar()
+        weeks.add((iso.year, iso.week))
+    ref = SeasonRef.from_model(season)
+    for iso_year, iso_week in sorted(weeks):
+        weekly = keys.weekly_board(season_id=season_id, iso_year=iso_year, iso_week=iso_week)
+        # A missing weekly board is built on demand from the (now corrected) daily boards.
+        if client.exists(weekly):
+            weekly_board_build(season=ref, iso_year=iso_year, iso_week=iso_week)
+            rebuilt.append(weekly)
+    return BoardsCorrected(season_id, tuple(rebuilt), needs_standings_review=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    season_id: int
+    days: tuple[date, ...]  # the UTC days whose boards the correction touches
+    changed: bool  # False when it was already in effect (voided before, banned before)
+
+
+def match_result_void(*, result_id: int, reason: str) -> Correction:
+    """Void a result: it stays for audit, no longer counts. The boards are corrected by
+    boards_correct (the caller queues it: a season board rebuild is not a request's work)."""
+    reason = reason.strip()
+    if not reason:
+        raise ValidationError("a void needs a reason")
+    with transaction.atomic():
+        result = MatchResult.objects.select_for_update().get(pk=result_id)
+        changed = result.voided_at is None
+        if changed:
+            result.voided_at = timezone.now()
+            result.void_reason = reason[:500]
+            result.save(update_fields=["voided_at", "void_reason"])
+    return Correction(result.season_id, (result.achieved_at.astimezone(UTC).date(),), changed)
+
+
+def player_ban(
+    *, season_id: int, player_id: int, reason: str, created_by_id: int | None = None
+) -> Correction:
+    """Ban a player from a season: none of their results count. Boards: see boards_correct."""
+    reason = reason.strip()
+    if not reason:
+        raise ValidationError("a ban needs a reason")
+    if player_id <= 0:
+        raise ValidationError(f"player ids are positive integers, got {player_id}")
+    _, created = PlayerBan.objects.get_or_create(
+        season_id=season_id,
+        player_id=player_id,
+        defaults={"reason": reason[:500], "created_by_id": created_by_id},
+    )
+    return Correction(season_id, _player_days(season_id=season_id, player_id=player_id), created)
+
+
+def player_unban(*, season_id: int, player_id: int) -> Correction:
+    deleted, _ = PlayerBan.objects.filter(season_id=season_id, player_id=player_id).delete()
+    days = _player_days(season_id=season_id, player_id=player_id)
+    return Correction(season_id, days, bool(deleted))
+
+
+def _player_days(*, season_id: int, player_id: int) -> tuple[date, ...]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT (achieved_at AT TIME ZONE 'UTC')::date FROM ingestion_matchresult"
+            " WHERE season_id = %s AND player_id = %s ORDER BY 1",
+            [season_id, player_id],
+        )
+        return tuple(row[0] for row in cursor.fetchall())
+
+
+# --- corrections of a closed season: standings and grants, reviewed before they apply -----------
+
+
+@dataclass(frozen=True, slots=True)
+class StandingChange:
+    player_id: int
+    old_rank: int | None
+    new_rank: int | None
+    old_points: int | None
+    new_points: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GrantChange:
+    player_id: int
+    action: str  # "grant", "revoke", "reinstate", "change"
+    old: str  # "#3 2 x gems (delivered)" or ""
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class StandingsReview:
+    season_id: int
+    standings: tuple[StandingChange, ...]
+    grants: tuple[GrantChange, ...]
+    # Identifies exactly these changes: applying checks it, so staff apply what they reviewed.
+    fingerprint: str
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.standings or self.grants)
+
+
+def _grant_label(*, rank: int, tier: RewardTier | None, name: str, quantity: int) -> str:
+    return f"#{rank} {quantity} x {name}" + ("" if tier else " (tier deleted)")
+
+
+def _standings_plan(
+    season: Season,
+) -> tuple[list[StandingRow], dict[int, tuple[RewardTier, StandingRow]], StandingsReview]:
+    rows = season_standings_compute(season=season, limit=settings.FINAL_STANDINGS_SIZE)
+    old = {s.player_id: s for s in FinalStanding.objects.filter(season=season)}
+    new = {r.player_id: r for r in rows}
+    standing_changes = []
+    for player in sorted(set(old) | set(new)):
+        o, n = old.get(player), new.get(player)
+        if o and n and (o.rank, o.points, o.reached_at) == (n.rank, n.points, n.reached_at):
+            continue
+        standing_changes.append(
+            StandingChange(
+                player,
+                o.rank if o else None,
+                n.rank if n else None,
+                o.points if o else None,
+                n.points if n else None,
+            )
+        )
+    standing_changes.sort(key=lambda c: (c.new_rank or 10**12, c.old_rank or 10**12))
+    wanted: dict[int, tuple[RewardTier, StandingRow]] = {}
+    for tier in RewardTier.objects.filter(season=season).order_by("rank_from"):
+        for row in rows[tier.rank_from - 1 : tier.rank_to]:
+            wanted[row.player_id] = (tier, row)
+    grants = {g.player_id: g for g in RewardGrant.objects.filter(season=season)}
+    grant_changes = []
+    for player in sorted(set(wanted) | set(grants)):
+        g = grants.get(player)
+        w = wanted.get(player)
+        old_label = (
+            _grant_label(rank=g.rank, tier=g.tier, name=g.reward_name, quantity=g.quantity)
+            + f" ({g.status})"
+            if g
+            else ""
+        )
+        if w is None:
+            if g and g.status != GrantStatus.REVOKED:
+                grant_changes.append(GrantChange(player, "revoke", old_label, ""))
+            continue
+        tier, row = w
+        new_label = _grant_label(
+            rank=row.rank, tier=tier, name=tier.reward_name, quantity=tier.quantity
+        )
+        if g is None:
+            grant_changes.append(GrantChange(player, "grant", "", new_label))
+        elif g.status == GrantStatus.REVOKED:
+            grant_changes.append(GrantChange(player, "reinstate", old_label, new_label))
+        elif (g.rank, g.tier_id) != (row.rank, tier.id):
+            grant_changes.append(GrantChange(player, "change", old_label, new_label))
+    digest = hashlib.sha256(repr((standing_changes, grant_changes)).encode()).hexdigest()[:16]
+    review = StandingsReview(season.id, tuple(standing_changes), tuple(grant_changes), digest)
+    return rows, wanted, review
+
+
+def season_standings_review(*, season_id: int) -> StandingsReview:
+    """What a closed season's final standings and grants become after voids and bans."""
+    season = Season.objects.get(pk=season_id)
+    if season.status != SeasonStatus.CLOSED:
+        raise ValidationError(f"season {season_id} is {season.status}, not closed")
+    return _standings_plan(season)[2]
+
+
+@transaction.atomic
+def season_standings_correct(*, season_id: int, fingerprint: str) -> StandingsReview:
+    """Apply the reviewed changes; refuses if they are no longer what staff reviewed."""
+    season = Season.objects.select_for_update().get(pk=season_id)
+    if season.status != SeasonStatus.CLOSED:
+        raise ValidationError(f"season {season_id} is {season.status}, not closed")
+    rows, wanted, review = _standings_plan(season)
+    if review.fingerprint != fingerprint:
+        raise ValidationError("the corrections changed since the review: review them again")
+    FinalStanding.objects.filter(season=season).delete()
+    FinalStanding.objects.bulk_create(
+        FinalStanding(
+            season=season,
+            rank=r.rank,
+            player_id=r.player_id,
+            points=r.points,
+            reached_at=r.reached_at,
+        )
+        for r in rows
+    )
+    grants = {g.player_id: g for g in RewardGrant.objects.filter(season=season)}
+    for change in review.grants:
+        g = grants.get(change.player_id)
+        if change.action == "revoke" and g is not None:
+            g.status = GrantStatus.REVOKED
+            g.save(update_fields=["status", "updated_at"])
+            continue
+        tier, row = wanted[change.player_id]
+        if g is None:
+            g = RewardGrant(season=season, player_id=change.player_id)
+        if change.action == "reinstate":
+            g.status = GrantStatus.PENDING
+        g.tier, g.rank = tier, row.rank
+        g.reward_name, g.quantity = tier.reward_name, tier.quantity
+        g.save()
+    return review

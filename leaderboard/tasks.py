@@ -18,6 +18,7 @@ from django.utils import timezone
 from leaderboard.services import (
     RebuildInProgressError,
     board_rebuild,
+    boards_correct,
     boards_reconcile_live_seasons,
     top_snapshots_refresh,
     weekly_boards_build,
@@ -65,3 +66,20 @@ def boards_reconcile_task() -> int:
     """Hourly: compare every running season's boards with PostgreSQL and repair drift."""
     results = boards_reconcile_live_seasons(now=timezone.now())
     return sum(1 for r in results if r.drift_found)
+
+
+# A board being rebuilt may be reading a snapshot from before the correction: retry after it.
+@shared_task(
+    name="leaderboard.tasks.boards_correct_task",
+    autoretry_for=(RebuildInProgressError, ConnectionError),
+    retry_backoff=15,
+    retry_kwargs={"max_retries": 10},
+    soft_time_limit=3000,
+    time_limit=3300,
+    acks_late=True,
+    ignore_result=True,
+)
+def boards_correct_task(season_id: int, days: list[str]) -> str:
+    """After a void or a ban: rebuild the season, daily and weekly boards it touched."""
+    result = boards_correct(season_id=season_id, days=[date.fromisoformat(d) for d in days])
+    return result.describe()

@@ -23,6 +23,8 @@ from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.utils.safestring import SafeString, mark_safe
 
+from leaderboard.admin import review_final_standings
+
 from .models import FinalStanding, RewardGrant, RewardTier, Season, SeasonStatus
 from .selectors import season_board_overview_get
 from .services import (
@@ -122,6 +124,25 @@ def rebuild_board(season: Season) -> str:
 
 
 @confirmed_action(
+    description="Reconcile the selected seasons' boards with PostgreSQL",
+    explanation=(
+        "Compares each season board's size and a sample of scores with PostgreSQL, records the "
+        "drift (see Reconcile runs) and, if any, rebuilds the board."
+    ),
+)
+def reconcile_boards(season: Season) -> str:
+    from leaderboard.services import board_reconcile
+
+    result = board_reconcile(season_id=season.id)
+    if result.run_id is None:
+        return f"season {season.id}: a rebuild is running; nothing compared"
+    if not result.drift_found:
+        return f"season {season.id}: the board matches PostgreSQL"
+    repaired = "rebuilt" if result.rebuilt else "NOT rebuilt (a rebuild was running)"
+    return f"season {season.id}: drift found (reconcile run #{result.run_id}); board {repaired}"
+
+
+@confirmed_action(
     description="Start the selected seasons now (active)",
     explanation="Each scheduled season starts taking results now, even before its start date.",
 )
@@ -187,7 +208,14 @@ class SeasonAdmin(admin.ModelAdmin):
     list_filter = ("status", "rule")
     search_fields = ("name", "=id")
     inlines = [RewardTierInline]
-    actions = [close_season, rebuild_board, make_active, make_closing]
+    actions = [
+        close_season,
+        rebuild_board,
+        reconcile_boards,
+        review_final_standings,
+        make_active,
+        make_closing,
+    ]
     _always_read_only = (
         "status",
         "time_bits",

@@ -1,0 +1,246 @@
+from __future__ import annotations
+
+import random
+from datetime import UTC, timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+
+from ingestion.models import MatchResult
+from leaderboard import keys
+from leaderboard.models import PlayerBan
+from leaderboard.services import (
+    boards_correct,
+    match_result_void,
+    player_ban,
+    season_standings_correct,
+    season_standings_review,
+    weekly_board_build,
+)
+from leaderboard_project.celery import app as celery_app
+from seasons.models import FinalStanding, GrantStatus, RewardGrant, ScoringRule, SeasonStatus
+from seasons.selectors import SeasonRef
+from seasons.services import reward_tier_create, season_close
+from tests.helpers import expected_board, make_season
+from tests.leaderboard import live
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+RULES = [ScoringRule.BEST, ScoringRule.CUMULATIVE]
+
+
+def _ingest(client, season, n=60, seed=11):
+    rng = random.Random(seed)
+    return [
+        live.ingest(
+            client,
+            season,
+            player_id=rng.randint(1, 12),
+            points=rng.choice([3, 10, 40]),
+            at=season.starts_at + timedelta(days=rng.randint(0, 5), seconds=rng.randint(0, 86399)),
+        )
+        for _ in range(n)
+    ]
+
+
+def _week_expected(season, results, iso, banned=()):
+    in_week = [r for r in results if r.achieved_at.astimezone(UTC).isocalendar()[:2] == iso]
+    return expected_board(season, in_week, banned=banned)
+
+
+def _reload(results):
+    return list(MatchResult.objects.filter(pk__in=[r.pk for r in results]))
+
+
+def _assert_boards(client, season, results, days, banned=()):
+    assert live.board(client, keys.season_board(season_id=season.id)) == expected_board(
+        season, results, banned=banned
+    )
+    for day in days:
+        assert live.board(client, keys.daily_board(season_id=season.id, day=day)) == expected_board(
+            season, results, day=day, banned=banned
+        )
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_a_void_is_followed_by_the_right_rebuilt_boards(board_redis, rule):
+    season = make_season(rule=rule, status=SeasonStatus.ACTIVE)
+    results = _ingest(board_redis, season)
+    board = expected_board(season, results)
+    # A result that counts: it alone gives its player's score (best) or adds points (cumulative).
+    victim = next(
+        r
+        for r in results
+        if (r.points > 0
+        and expected_board(season, [r])[r.player_id] == board[r.player_id])
+        or (rule == ScoringRule.CUMULATIVE and r.points > 0)
+    )
+    day = victim.achieved_at.astimezone(UTC).date()
+    iso = tuple(day.isocalendar())[:2]
+    ref = SeasonRef.from_model(season)
+    weekly = keys.weekly_board(season_id=season.id, iso_year=iso[0], iso_week=iso[1])
+    weekly_board_build(season=ref, iso_year=iso[0], iso_week=iso[1])
+    assert live.board(board_redis, weekly) == _week_expected(season, results, iso)
+
+    before = live.board(board_redis, keys.season_board(season_id=season.id))
+    correction = match_result_void(result_id=victim.pk, reason="desync")
+    assert (correction.season_id, correction.days, correction.changed) == (season.id, (day,), True)
+    assert not match_result_void(result_id=victim.pk, reason="again").changed
+    outcome = boards_correct(season_id=season.id, days=correction.days)
+    assert weekly in outcome.rebuilt
+
+    results = _reload(results)
+    assert MatchResult.objects.get(pk=victim.pk).void_reason == "desync"
+    _assert_boards(board_redis, season, results, [day])
+    assert live.board(board_redis, weekly) == _week_expected(season, results, iso)
+    # Not vacuous: the void changed the player's score.
+    after = live.board(board_redis, keys.season_board(season_id=season.id))
+    assert after.get(victim.player_id) != before.get(victim.player_id)
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_a_ban_is_followed_by_the_right_rebuilt_boards(board_redis, rule):
+    season = make_season(rule=rule, status=SeasonStatus.ACTIVE)
+    results = _ingest(board_redis, season)
+    cheater = 5
+    days = sorted({r.achieved_at.astimezone(UTC).date() for r in results if r.player_id == cheater})
+    assert days
+    correction = player_ban(season_id=season.id, player_id=cheater, reason="aimbot")
+    assert correction.days == tuple(days)
+    boards_correct(season_id=season.id, days=correction.days)
+    all_days = sorted({r.achieved_at.astimezone(UTC).date() for r in results})
+    _assert_boards(board_redis, season, results, all_days, banned=[cheater])
+    assert board_redis.zscore(keys.season_board(season_id=season.id), str(cheater)) is None
+    with pytest.raises(ValidationError):
+        player_ban(season_id=season.id, player_id=6, reason="  ")
+
+
+def test_a_closed_season_lists_corrected_standings_and_grants_for_review(board_redis, settings):
+    settings.FINAL_STANDINGS_SIZE = 3
+    season = make_season(status=SeasonStatus.ACTIVE)
+    for player, points in [(1, 50), (2, 40), (3, 30), (4, 20)]:
+        live.ingest(board_redis, season, player_id=player, points=points, at=season.starts_at)
+    reward_tier_create(season_id=season.id, rank_from=1, rank_to=1, reward_name="crown")
+    reward_tier_create(season_id=season.id, rank_from=2, rank_to=3, reward_name="gems")
+    assert season_close(season_id=season.id, grace_seconds=0).standings == 3
+    RewardGrant.objects.filter(player_id=2).update(status=GrantStatus.DELIVERED)
+
+    correction = player_ban(season_id=season.id, player_id=1, reason="cheat")
+    outcome = boards_correct(season_id=season.id, days=correction.days)
+    assert outcome.needs_standings_review
+    assert outcome.rebuilt == ()
+    assert not board_redis.exists(keys.season_board(season_id=season.id))  # stays unlinked
+
+    review = season_standings_review(season_id=season.id)
+    assert [(c.player_id, c.old_rank, c.new_rank) for c in review.standings] == [
+        (2, 2, 1),
+        (3, 3, 2),
+        (4, None, 3),
+        (1, 1, None),
+    ]
+    assert [(g.player_id, g.action) for g in review.grants] == [
+        (1, "revoke"),
+        (2, "change"),
+        (3, "change"),
+        (4, "grant"),
+    ]
+    # Nothing changes until staff apply exactly what they reviewed.
+    assert FinalStanding.objects.filter(season=season, player_id=1).exists()
+    with pytest.raises(ValidationError, match="review them again"):
+        season_standings_correct(season_id=season.id, fingerprint="stale")
+    season_standings_correct(season_id=season.id, fingerprint=review.fingerprint)
+
+    assert list(
+        FinalStanding.objects.filter(season=season).values_list("rank", "player_id", "points")
+    ) == [(1, 2, 40), (2, 3, 30), (3, 4, 20)]
+    grants = {
+        g.player_id: (g.rank, g.reward_name, g.status)
+        for g in RewardGrant.objects.filter(season=season)
+    }
+    assert grants == {
+        1: (1, "crown", GrantStatus.REVOKED),
+        2: (1, "crown", GrantStatus.DELIVERED),
+        3: (2, "gems", GrantStatus.PENDING),
+        4: (3, "gems", GrantStatus.PENDING),
+    }
+    assert not season_standings_review(season_id=season.id).has_changes
+
+
+@pytest.fixture
+def eager_celery():
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def staff_client(client):
+    user = get_user_model().objects.create_superuser("staff", "staff@example.com", "pw")
+    client.force_login(user)
+    return client
+
+
+def test_admin_void_asks_a_reason_then_voids_and_rebuilds(board_redis, staff_client, eager_celery):
+    season = make_season(status=SeasonStatus.ACTIVE)
+    results = _ingest(board_redis, season, n=20)
+    victim = results[0]
+    url = "/admin/ingestion/matchresult/"
+    form = {"action": "void_match_results", "_selected_action": [victim.pk]}
+    page = staff_client.post(url, form)
+    assert page.status_code == 200
+    assert b"Reason (required)" in page.content
+    done = staff_client.post(url, {**form, "confirmed": "yes", "reason": "server bug"}, follow=True)
+    assert b"1 result(s) voided." in done.content
+    assert MatchResult.objects.get(pk=victim.pk).voided_at is not None
+    _assert_boards(board_redis, season, _reload(results), [])
+
+
+def test_admin_ban_rebuilds_and_records_the_staff_user(board_redis, staff_client, eager_celery):
+    season = make_season(status=SeasonStatus.ACTIVE)
+    results = _ingest(board_redis, season, n=20)
+    response = staff_client.post(
+        "/admin/leaderboard/playerban/add/",
+        {"season": season.id, "player_id": 3, "reason": "smurf"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    ban = PlayerBan.objects.get()
+    assert (ban.player_id, ban.created_by.username if ban.created_by else None) == (3, "staff")
+    _assert_boards(board_redis, season, results, [], banned=[3])
+
+
+def test_admin_review_page_renders_and_applies(board_redis, staff_client, settings):
+    settings.FINAL_STANDINGS_SIZE = 2
+    season = make_season(status=SeasonStatus.ACTIVE)
+    for player, points in [(1, 50), (2, 40), (3, 30)]:
+        live.ingest(board_redis, season, player_id=player, points=points, at=season.starts_at)
+    season_close(season_id=season.id, grace_seconds=0)
+    PlayerBan.objects.create(season=season, player_id=1, reason="x")
+    url = "/admin/seasons/season/"
+    page = staff_client.post(
+        url, {"action": "review_final_standings", "_selected_action": [season.id]}
+    )
+    assert page.status_code == 200
+    assert b"Apply these changes" in page.content
+    fingerprint = season_standings_review(season_id=season.id).fingerprint
+    staff_client.post(
+        url,
+        {
+            "action": "review_final_standings",
+            "_selected_action": [season.id],
+            "fingerprint": fingerprint,
+        },
+    )
+    assert list(
+        FinalStanding.objects.filter(season=season).values_list("player_id", flat=True)
+    ) == [2, 3]
+
+
+def test_admin_corrections_refuse_non_staff(client):
+    user = get_user_model().objects.create_user("player", "p@example.com", "pw")
+    client.force_login(user)
+    for url in ("/admin/leaderboard/playerban/add/", "/admin/ingestion/matchresult/"):
+        response = client.get(url)
+        assert response.status_code == 302
+        assert "/admin/login/" in response["Location"]
