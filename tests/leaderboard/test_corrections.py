@@ -72,8 +72,7 @@ def test_a_void_is_followed_by_the_right_rebuilt_boards(board_redis, rule):
     victim = next(
         r
         for r in results
-        if (r.points > 0
-        and expected_board(season, [r])[r.player_id] == board[r.player_id])
+        if (r.points > 0 and expected_board(season, [r])[r.player_id] == board[r.player_id])
         or (rule == ScoringRule.CUMULATIVE and r.points > 0)
     )
     day = victim.achieved_at.astimezone(UTC).date()
