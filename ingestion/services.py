@@ -150,19 +150,27 @@ class StoredResult:
 
 _TABLE = MatchResult._meta.db_table
 
-# One statement for the whole batch: arrays in, unnest, conflicts ignored. pg_current_xact_id
-# records the transaction for rebuilds running meanwhile (docs/ingestion.md).
+# The batch goes in by COPY into a per-connection temp table, then one INSERT ... SELECT with
+# conflicts ignored: measured about twice as fast as one INSERT over unnest(<arrays>), whose
+# per-element array adaptation dominates (docs/ingestion.md). pg_current_xact_id records the
+# transaction for rebuilds running meanwhile.
+_STAGE = "ingest_match_result_stage"
+_STAGE_SQL = f"""
+    CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (
+        match_id uuid, player_id bigint, season_id integer, points bigint,
+        achieved_at timestamptz, kafka_partition integer, kafka_offset bigint
+    ) ON COMMIT DELETE ROWS
+"""
+_COPY_SQL = f"COPY {_STAGE} FROM STDIN"
 _INSERT_SQL = f"""
     INSERT INTO {_TABLE} (match_id, player_id, season_id, points, achieved_at, ingested_at,
                           void_reason, kafka_partition, kafka_offset, ingest_xid)
-    SELECT t.match_id, t.player_id, t.season_id, t.points, t.achieved_at, now(), '',
-           t.kafka_partition, t.kafka_offset, pg_current_xact_id()::text::bigint
-    FROM unnest(%s::uuid[], %s::bigint[], %s::integer[], %s::bigint[], %s::timestamptz[],
-                %s::integer[], %s::bigint[])
-         AS t(match_id, player_id, season_id, points, achieved_at, kafka_partition, kafka_offset)
+    SELECT s.match_id, s.player_id, s.season_id, s.points, s.achieved_at, now(), '',
+           s.kafka_partition, s.kafka_offset, pg_current_xact_id()::text::bigint
+    FROM {_STAGE} s
     ON CONFLICT (match_id, player_id) DO NOTHING
     RETURNING match_id, player_id, ingest_xid
-"""  # noqa: S608 -- the table name is the model's, every value is a parameter
+"""  # noqa: S608 -- table names are constants, every value comes in by COPY
 
 _EXISTING_SQL = f"""
     SELECT r.match_id, r.player_id, r.kafka_partition, r.kafka_offset, r.ingest_xid,
@@ -177,18 +185,15 @@ def match_results_store(*, results: Sequence[ValidResult]) -> list[StoredResult]
     """Insert the batch (conflicts on (match_id, player_id) ignored) and classify each result."""
     if not results:
         return []
-    columns: tuple[list[object], ...] = ([], [], [], [], [], [], [])
-    for r in results:
-        m = r.message
-        for column, value in zip(
-            columns,
-            (m.match_id, m.player_id, m.season_id, m.points, m.achieved_at, r.partition, r.offset),
-            strict=True,
-        ):
-            column.append(value)
     stored: list[StoredResult] = []
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(_INSERT_SQL, list(columns))
+        cursor.execute(_STAGE_SQL)
+        with cursor.cursor.copy(_COPY_SQL) as copy:
+            for r in results:
+                m = r.message
+                row = (m.match_id, m.player_id, m.season_id, m.points, m.achieved_at)
+                copy.write_row((*row, r.partition, r.offset))
+        cursor.execute(_INSERT_SQL)
         inserted = {(row[0], row[1]): int(row[2]) for row in cursor.fetchall()}
         missing = [r for r in results if (r.message.match_id, r.message.player_id) not in inserted]
         existing: dict[tuple[uuid.UUID, int], tuple[int | None, int | None, int | None, bool]] = {}

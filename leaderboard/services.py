@@ -524,8 +524,27 @@ def daily_board_expire_at(*, day: date, now: datetime) -> int:
     return int((max(end_of_day, now) + ttl).timestamp())
 
 
+class _BoardNames:
+    """Board keys of one batch, built once per season and per (season, day)."""
+
+    def __init__(self) -> None:
+        self._season: dict[int, str] = {}
+        self._daily: dict[tuple[int, date], str] = {}
+
+    def of(self, r: CountedResult) -> tuple[str, str]:
+        season_key = self._season.get(r.season_id)
+        if season_key is None:
+            season_key = self._season[r.season_id] = keys.season_board(season_id=r.season_id)
+        daily_key = self._daily.get((r.season_id, r.day))
+        if daily_key is None:
+            daily_key = self._daily[(r.season_id, r.day)] = keys.daily_board(
+                season_id=r.season_id, day=r.day
+            )
+        return season_key, daily_key
+
+
 def _collapse(
-    results: Sequence[CountedResult], seasons: Mapping[int, Season]
+    results: Sequence[CountedResult], seasons: Mapping[int, Season], names: _BoardNames
 ) -> dict[tuple[str, int, int], tuple[int, int]]:
     """One write per (board, player, xid): the batch's contribution under the season's rule.
 
@@ -535,10 +554,7 @@ def _collapse(
     merged: dict[tuple[str, int, int], tuple[int, int]] = {}
     for r in results:
         best = seasons[r.season_id].rule == ScoringRule.BEST
-        for board in (
-            keys.season_board(season_id=r.season_id),
-            keys.daily_board(season_id=r.season_id, day=r.day),
-        ):
+        for board in names.of(r):
             slot = (board, r.player_id, r.xid)
             old = merged.get(slot)
             if old is None:
@@ -559,11 +575,14 @@ def _script_args(
     seasons: Mapping[int, Season],
 ) -> tuple[list[str], list[str], list[str | int]]:
     """(board keys in script order, KEYS after the watermark, ARGV) of one partition's call."""
+    names = _BoardNames()
     boards: dict[str, tuple[Season, date | None]] = {}
     for r in results:
-        season = seasons[r.season_id]
-        boards[keys.season_board(season_id=r.season_id)] = (season, None)
-        boards[keys.daily_board(season_id=r.season_id, day=r.day)] = (season, r.day)
+        season_key, daily_key = names.of(r)
+        if daily_key not in boards:
+            season = seasons[r.season_id]
+            boards[season_key] = (season, None)
+            boards[daily_key] = (season, r.day)
     now = datetime.now(UTC)
     index: dict[str, int] = {}
     key_args: list[str] = []
@@ -579,7 +598,7 @@ def _script_args(
         expire_at = 0 if day is None else daily_board_expire_at(day=day, now=now)
         board_args += [season.rule, season.time_bits, season.codec.max_points, expire_at]
     entry_args: list[str | int] = []
-    for (board, player, xid), (points, ticks) in _collapse(results, seasons).items():
+    for (board, player, xid), (points, ticks) in _collapse(results, seasons, names).items():
         entry_args += [index[board], player, points, ticks, xid]
     head: list[str | int] = [partition, min(r.offset for r in results), handled_offset, len(boards)]
     return list(boards), key_args, head + board_args + entry_args

@@ -37,11 +37,13 @@ for i = 1, nboards do
   }
 end
 
--- Pass 1: compute every board score, with no write, so an overflow cannot leave half a batch.
+-- Pass 1: compute every cumulative board score, with no write, so an overflow cannot leave half
+-- a batch applied. The best rule cannot overflow: ZADD GT alone compares and writes.
 local first = 5 + nboards * 4
 local current = {}   -- "i member" -> score (false = not on the board)
 local dirty = {}
 local order = {}
+local best = {}
 local entries = {}
 local overflow = {}
 for j = first, #ARGV, 5 do
@@ -50,17 +52,22 @@ for j = first, #ARGV, 5 do
   local member = ARGV[j + 1]
   local points = tonumber(ARGV[j + 2])
   local ticks = tonumber(ARGV[j + 3])
-  local slot = i .. ' ' .. member
-  local old = current[slot]
-  if old == nil then
-    local stored = redis.call('ZSCORE', board.key, member)
-    old = stored and tonumber(stored) or false
-  end
-  local new, err = merged_score(old or nil, points, ticks, board.rule, board.time_bits, board.max_points)
-  if new == false then
-    overflow[#overflow + 1] = slot
+  local ok = true
+  if board.rule == 'best' then
+    local scale = 2 ^ board.time_bits
+    best[#best + 1] = {i, member, points * scale + (scale - 1 - ticks)}
   else
-    if new ~= nil then
+    local slot = i .. ' ' .. member
+    local old = current[slot]
+    if old == nil then
+      local stored = redis.call('ZSCORE', board.key, member)
+      old = stored and tonumber(stored) or false
+    end
+    local new = merged_score(old or nil, points, ticks, board.rule, board.time_bits, board.max_points)
+    if new == false then
+      overflow[#overflow + 1] = slot
+      ok = false
+    elseif new ~= nil then
       current[slot] = new
       if not dirty[slot] then
         dirty[slot] = true
@@ -69,14 +76,23 @@ for j = first, #ARGV, 5 do
     else
       current[slot] = old
     end
+  end
+  if ok then
     entries[#entries + 1] = {i, member, points, ticks, tonumber(ARGV[j + 4])}
   end
 end
 
 -- Pass 2: write.
+local changed = 0
 for _, pair in ipairs(order) do
   local board = boards[pair[1]]
   redis.call('ZADD', board.key, score_str(current[pair[1] .. ' ' .. pair[2]]), pair[2])
+  board.touched = true
+  changed = changed + 1
+end
+for _, write in ipairs(best) do
+  local board = boards[write[1]]
+  changed = changed + redis.call('ZADD', board.key, 'GT', 'CH', score_str(write[3]), write[2])
   board.touched = true
 end
 for _, board in ipairs(boards) do
@@ -110,7 +126,7 @@ if not applied or tonumber(applied) < handled_offset then
   redis.call('HSET', KEYS[1], field, score_str(handled_offset))
 end
 
-local reply = {1, #order}
+local reply = {1, changed}
 for _, slot in ipairs(overflow) do
   reply[#reply + 1] = slot
 end
