@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import socket
+import subprocess
+import sys
+import threading
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -16,7 +23,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from ingestion.consumer import ConsumerOptions
 from leaderboard import keys
 from seasons.models import Season
-from tests.helpers import expected_board
+from tests.helpers import expected_board, subprocess_database_url
 
 
 @dataclass(frozen=True)
@@ -144,3 +151,107 @@ def unique_results(results: Iterable[Result]) -> list[Result]:
     for r in results:
         seen.setdefault((r.match_id, r.player_id), r)
     return list(seen.values())
+
+
+class TcpProxy:
+    """A loopback TCP proxy that can cut its clients off, to play a dependency going away.
+
+    While cut, every connection (open or new) is closed at once: to the client the service is
+    unreachable. ``restore`` lets connections through again.
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self._target_port = target_port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._cut = threading.Event()
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self._cut.is_set():
+                client.close()
+                continue
+            upstream = socket.create_connection(("127.0.0.1", self._target_port))
+            with self._lock:
+                self._open += [client, upstream]
+            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        self._cut.set()
+        with self._lock:
+            for s in self._open:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            self._open.clear()
+
+    def restore(self) -> None:
+        self._cut.clear()
+
+    def close(self) -> None:
+        self._closed.set()
+        self.cut()
+        self._listener.close()
+
+
+MANAGE = Path(settings.BASE_DIR) / "manage.py"
+
+
+class ConsumerProcess:
+    """The consumer command against this test's database, key prefix, topics and group."""
+
+    def __init__(self, *, topic: str, dlq: str, group: str, log: Path) -> None:
+        self.args = [
+            sys.executable,
+            str(MANAGE),
+            "consume_match_results",
+            "--topic",
+            topic,
+            "--dead-letter-topic",
+            dlq,
+            "--group",
+            group,
+            "--instance-id",
+            f"{group}-0",
+            "--stats-interval",
+            "1",
+        ]
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": subprocess_database_url(),
+            "LEADERBOARD_KEY_PREFIX": settings.LEADERBOARD_KEY_PREFIX,
+            "INGEST_MAX_POLL_RECORDS": "1000",
+            "INGEST_BACKOFF_MAX_SECONDS": "1",
+        }
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(self.args, env=self.env, stdout=out, stderr=out)
+
+    def signal(self, signum: int) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signum)
+        return self.proc.wait(timeout=60)

@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from dataclasses import replace
 from datetime import timedelta
 from functools import partial
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.db.models import Max
 
 from ingestion.consumer import MatchResultConsumer
 from ingestion.models import MatchResult
 from seasons.models import ScoringRule
-from tests.helpers import make_season, subprocess_database_url, wait_until
+from tests.helpers import make_season, wait_until
 
 from .ingest_helpers import (
+    ConsumerProcess,
     Result,
     assert_boards_match,
     committed_offsets,
@@ -34,47 +30,6 @@ from .ingest_helpers import (
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-MANAGE = Path(settings.BASE_DIR) / "manage.py"
-
-
-class ConsumerProcess:
-    """The consumer command against this test's database, key prefix, topics and group."""
-
-    def __init__(self, *, topic: str, dlq: str, group: str, log: Path) -> None:
-        self.args = [
-            sys.executable,
-            str(MANAGE),
-            "consume_match_results",
-            "--topic",
-            topic,
-            "--dead-letter-topic",
-            dlq,
-            "--group",
-            group,
-            "--instance-id",
-            f"{group}-0",
-            "--stats-interval",
-            "1",
-        ]
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": subprocess_database_url(),
-            "LEADERBOARD_KEY_PREFIX": settings.LEADERBOARD_KEY_PREFIX,
-            "INGEST_MAX_POLL_RECORDS": "1000",
-            "INGEST_BACKOFF_MAX_SECONDS": "1",
-        }
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(self.args, env=self.env, stdout=out, stderr=out)
-
-    def signal(self, signum: int) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signum)
-        return self.proc.wait(timeout=60)
 
 
 def _results(season, *, count: int, players: int, seed: int) -> list[Result]:

@@ -1,0 +1,136 @@
+"""Dependencies going away under a running consumer: it waits, logs, commits nothing, resumes."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import uuid
+from datetime import timedelta
+from urllib.parse import urlparse
+
+import pytest
+from django.db import connection
+
+from ingestion.consumer import MatchResultConsumer
+from ingestion.models import MatchResult
+from seasons.models import ScoringRule
+from tests.helpers import make_season, wait_until
+
+from .ingest_helpers import (
+    ConsumerProcess,
+    Result,
+    TcpProxy,
+    assert_boards_match,
+    committed_offsets,
+    consumer_options,
+    end_offsets,
+    publish_results,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def _results(season, count: int, first_player: int) -> list[Result]:
+    return [
+        Result(
+            uuid.uuid4(),
+            first_player + n % 50,
+            season.id,
+            n % 97,
+            season.starts_at + timedelta(hours=n),
+        )
+        for n in range(count)
+    ]
+
+
+def _committed_total(topic: str, group: str) -> int:
+    return sum(o or 0 for o in committed_offsets(topic, group).values())
+
+
+def test_redis_outage_waits_and_resumes_without_loss_or_double_count(
+    kafka_topic_factory, settings, board_redis, caplog
+) -> None:
+    caplog.set_level(logging.INFO, logger="ingestion.consumer")
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    topic, dlq = kafka_topic_factory("redis-down", partitions=2), kafka_topic_factory("dlq")
+    redis_port = urlparse(settings.CACHES["boards"]["LOCATION"]).port or 6379
+    proxy = TcpProxy(redis_port)
+    boards = dict(settings.CACHES["boards"])
+    db = urlparse(boards["LOCATION"]).path
+    boards["LOCATION"] = f"redis://127.0.0.1:{proxy.port}{db}"
+    settings.CACHES = {**settings.CACHES, "boards": boards}
+    options = consumer_options(topic=topic, dead_letter_topic=dlq)
+    consumer = MatchResultConsumer(options)
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            consumer.run()
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    before = _results(season, 300, first_player=1)
+    during = _results(season, 300, first_player=1000)
+    publish_results(topic, before)
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        wait_until(lambda: _committed_total(topic, options.group_id) == len(before), timeout=60)
+        proxy.cut()
+        publish_results(topic, during)
+        wait_until(lambda: "waiting for Redis" in caplog.text, timeout=30)
+        wait_until(lambda: MatchResult.objects.count() > len(before), timeout=30)
+        # Stored in PostgreSQL but not on the boards: nothing of it may be committed.
+        assert _committed_total(topic, options.group_id) == len(before)
+
+        proxy.restore()
+        wait_until(
+            lambda: committed_offsets(topic, options.group_id) == end_offsets(topic), timeout=60
+        )
+    finally:
+        consumer.request_stop()
+        thread.join(timeout=60)
+        proxy.close()
+    assert not failures
+    assert "Redis is back" in caplog.text
+    assert consumer.totals.applied == len(before) + len(during)
+    assert_boards_match(board_redis, season, before + during)
+
+
+def test_postgresql_outage_waits_and_resumes_without_loss_or_double_count(
+    kafka_topic_factory, board_redis, tmp_path
+) -> None:
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    topic, dlq = kafka_topic_factory("pg-down", partitions=2), kafka_topic_factory("dlq")
+    db = connection.settings_dict
+    proxy = TcpProxy(int(db["PORT"] or 5432))
+    group = f"test-pg-down-{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "consumer.log"
+    process = ConsumerProcess(topic=topic, dlq=dlq, group=group, log=log)
+    process.env["DATABASE_URL"] = (
+        f"postgres://{db['USER']}:{db['PASSWORD']}@127.0.0.1:{proxy.port}/{db['NAME']}"
+    )
+    before = _results(season, 300, first_player=1)
+    during = _results(season, 300, first_player=1000)
+    publish_results(topic, before)
+    try:
+        process.start()
+        wait_until(lambda: _committed_total(topic, group) == len(before), timeout=60)
+        proxy.cut()
+        publish_results(topic, during)
+        wait_until(lambda: "waiting for PostgreSQL" in log.read_text(), timeout=30)
+        assert _committed_total(topic, group) == len(before)
+
+        proxy.restore()
+        wait_until(lambda: committed_offsets(topic, group) == end_offsets(topic), timeout=60)
+        assert process.signal(signal.SIGTERM) == 0
+    finally:
+        if process.proc is not None and process.proc.poll() is None:
+            process.proc.kill()
+        proxy.close()
+    assert "PostgreSQL is back" in log.read_text()
+    assert MatchResult.objects.count() == len(before) + len(during)
+    assert_boards_match(board_redis, season, before + during)
