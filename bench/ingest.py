@@ -288,6 +288,80 @@ def _paced_produce(
     return sent, sent / (time.monotonic() - started)
 
 
+def _topic_size(bootstrap: list[str], topic: str) -> int:
+    from kafka import TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+    try:
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        return sum(consumer.end_offsets(partitions).values())
+    finally:
+        consumer.close()
+
+
+def _start_loaders(
+    *,
+    count: int,
+    season_id: int,
+    topic: str,
+    rate: float,
+    seconds: float,
+    players: int,
+    bootstrap: list[str],
+    produced: int,
+) -> list[subprocess.Popen[bytes]]:
+    """``count`` simulate_matches processes sharing ``rate``; returns once they all send.
+
+    One Python process cannot offer 20,000 results/s while the consumers share its cores.
+    """
+    loaders = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "manage.py"),
+                "simulate_matches",
+                "--season",
+                str(season_id),
+                "--topic",
+                topic,
+                "--rate",
+                f"{rate / count:.0f}",
+                "--duration",
+                str(seconds),
+                "--players",
+                str(players),
+                "--seed",
+                str(n),
+                "--no-progress",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        for n in range(count)
+    ]
+    # Django start-up takes a while; the probes start when the load does.
+    deadline = time.monotonic() + 60
+    while loaders and time.monotonic() < deadline:
+        if _topic_size(bootstrap, topic) > produced + count * 10:
+            break
+        time.sleep(0.1)
+    return loaders
+
+
+def _wait_loaders(loaders: list[subprocess.Popen[bytes]]) -> tuple[int, float]:
+    """(messages the helper processes sent, their summed achieved rate)."""
+    sent = 0
+    rate = 0.0
+    for loader in loaders:
+        out, _ = loader.communicate(timeout=600)
+        # "sent N messages in X.Ys (R/s): ..."
+        words = out.decode().split("sent ", 1)[1].split()
+        sent += int(words[0])
+        rate += int(words[0]) / float(words[3].rstrip("s"))
+    return sent, rate
+
+
 def _timed(label: str, total: int, fn: Callable[[tqdm], None]) -> float:
     with tqdm(total=total, desc=label, unit="res", leave=False) as bar:
         started = time.perf_counter()
@@ -458,16 +532,31 @@ def run(args: argparse.Namespace) -> Report:
                 continue
             watcher = ProbeWatcher(board)
             watcher.start()
+            helpers = args.burst_producers if phase == "burst" else 0
+            loaders = _start_loaders(
+                count=helpers,
+                season_id=e2e_id,
+                topic=topic,
+                rate=rate * (1 - 1 / args.probe_every),
+                seconds=seconds,
+                players=args.players,
+                bootstrap=bootstrap,
+                produced=produced,
+            )
             with MatchResultProducer.from_settings(topic=topic, client_id="bench") as producer:
                 sent, achieved = _paced_produce(
                     producer,
                     results,
-                    rate=rate,
+                    # With helper processes this one sends the probes only.
+                    rate=rate / args.probe_every if loaders else rate,
                     seconds=seconds,
-                    probe_every=args.probe_every,
+                    probe_every=1 if loaders else args.probe_every,
                     watcher=watcher,
-                    desc=f"{phase} {rate:.0f}/s",
+                    desc=f"{phase} {rate:.0f}/s" + (" (probes)" if loaders else ""),
                 )
+            loaded, loaded_rate = _wait_loaders(loaders)
+            sent += loaded
+            achieved += loaded_rate
             ended = time.monotonic()
             produced += sent
             _, drained = _wait_applied(
@@ -571,6 +660,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--burst-rate", type=float, default=20_000)
     parser.add_argument("--burst-seconds", type=float, default=10)
     parser.add_argument("--probe-every", type=int, default=20)
+    parser.add_argument(
+        "--burst-producers", type=int, default=2, help="simulate_matches processes in the burst"
+    )
     parser.add_argument("--timeout", type=float, default=300, help="max wait per drain")
     args = parser.parse_args(argv)
     report = run(args)
