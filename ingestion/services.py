@@ -145,10 +145,12 @@ class StoredResult:
     # True when the row was inserted by this batch, or earlier by this very message (same
     # partition and offset: stored, then a crash before it reached the boards).
     from_this_message: bool
-    voided: bool
+    # Voided, or the player is banned from the season: stored, but not counted.
+    excluded: bool
 
 
 _TABLE = MatchResult._meta.db_table
+_BANS = PlayerBan._meta.db_table
 
 # The batch goes in by COPY into a per-connection temp table, then one INSERT ... SELECT with
 # conflicts ignored: measured about twice as fast as one INSERT over unnest(<arrays>), whose
@@ -169,12 +171,18 @@ _INSERT_SQL = f"""
            s.kafka_partition, s.kafka_offset, pg_current_xact_id()::text::bigint
     FROM {_STAGE} s
     ON CONFLICT (match_id, player_id) DO NOTHING
-    RETURNING match_id, player_id, ingest_xid
+    RETURNING match_id, player_id, ingest_xid, EXISTS (
+        SELECT 1 FROM {_BANS} b
+        WHERE b.season_id = {_TABLE}.season_id AND b.player_id = {_TABLE}.player_id
+    )
 """  # noqa: S608 -- table names are constants, every value comes in by COPY
 
 _EXISTING_SQL = f"""
     SELECT r.match_id, r.player_id, r.kafka_partition, r.kafka_offset, r.ingest_xid,
-           r.voided_at IS NOT NULL
+           r.voided_at IS NOT NULL OR EXISTS (
+               SELECT 1 FROM {_BANS} b
+               WHERE b.season_id = r.season_id AND b.player_id = r.player_id
+           )
     FROM {_TABLE} r
     JOIN unnest(%s::uuid[], %s::bigint[]) AS t(match_id, player_id)
       ON r.match_id = t.match_id AND r.player_id = t.player_id
@@ -194,7 +202,7 @@ def match_results_store(*, results: Sequence[ValidResult]) -> list[StoredResult]
                 row = (m.match_id, m.player_id, m.season_id, m.points, m.achieved_at)
                 copy.write_row((*row, r.partition, r.offset))
         cursor.execute(_INSERT_SQL)
-        inserted = {(row[0], row[1]): int(row[2]) for row in cursor.fetchall()}
+        inserted = {(row[0], row[1]): (int(row[2]), bool(row[3])) for row in cursor.fetchall()}
         missing = [r for r in results if (r.message.match_id, r.message.player_id) not in inserted]
         existing: dict[tuple[uuid.UUID, int], tuple[int | None, int | None, int | None, bool]] = {}
         if missing:
@@ -206,12 +214,13 @@ def match_results_store(*, results: Sequence[ValidResult]) -> list[StoredResult]
     for r in results:
         result_key = (r.message.match_id, r.message.player_id)
         if result_key in inserted:
-            stored.append(StoredResult(r, inserted[result_key], True, False))
+            new_xid, banned = inserted[result_key]
+            stored.append(StoredResult(r, new_xid, True, banned))
             continue
         # Absent from both only if deleted in between; treat it as not ours to count.
-        partition, offset, xid, voided = existing.get(result_key, (None, None, None, True))
+        partition, offset, old_xid, excluded = existing.get(result_key, (None, None, None, True))
         same_message = (partition, offset) == (r.partition, r.offset)
-        stored.append(StoredResult(r, xid, same_message, voided))
+        stored.append(StoredResult(r, old_xid, same_message, excluded))
     return stored
 
 
@@ -224,24 +233,11 @@ def applied_offsets_get(*, topic: str, partitions: Sequence[int]) -> dict[int, i
     return {p: -1 if v is None else int(v) for p, v in zip(partitions, raw, strict=True)}
 
 
-def _banned(stored: Sequence[StoredResult]) -> set[tuple[int, int]]:
-    pairs = {(s.result.message.season_id, s.result.message.player_id) for s in stored}
-    if not pairs:
-        return set()
-    return set(
-        PlayerBan.objects.filter(
-            season_id__in={season for season, _ in pairs},
-            player_id__in={player for _, player in pairs},
-        ).values_list("season_id", "player_id")
-    )
-
-
 def _counted(
     stored: Sequence[StoredResult],
     *,
     applied_offsets: Mapping[int, int],
     seasons: Mapping[int, Season],
-    banned: set[tuple[int, int]],
 ) -> tuple[list[CountedResult], int, int]:
     """(results to put on the boards, duplicates, excluded) per the exactly-once rule.
 
@@ -257,7 +253,7 @@ def _counted(
         if not s.from_this_message or r.offset <= applied_offsets[r.partition]:
             duplicates += 1
             continue
-        if s.voided or (m.season_id, m.player_id) in banned or s.xid is None:
+        if s.excluded or s.xid is None:
             excluded += 1
             continue
         season = seasons[m.season_id]
@@ -304,12 +300,11 @@ def match_results_ingest(
     if decoded.dead_letters:
         retrying("Kafka", lambda: dead_letters.publish(letters=decoded.dead_letters))
     stored = retrying("PostgreSQL", lambda: match_results_store(results=decoded.valid))
-    banned = retrying("PostgreSQL", lambda: _banned(stored))
 
     def apply() -> tuple[int, int, int]:
         applied_offsets = applied_offsets_get(topic=topic, partitions=sorted(handled))
         counted, duplicates, excluded = _counted(
-            stored, applied_offsets=applied_offsets, seasons=decoded.seasons, banned=banned
+            stored, applied_offsets=applied_offsets, seasons=decoded.seasons
         )
         if not counted:
             return 0, duplicates, excluded

@@ -597,11 +597,12 @@ def _script_args(
         ]
         expire_at = 0 if day is None else daily_board_expire_at(day=day, now=now)
         board_args += [season.rule, season.time_bits, season.codec.max_points, expire_at]
-    entry_args: list[str | int] = []
-    for (board, player, xid), (points, ticks) in _collapse(results, seasons, names).items():
-        entry_args += [index[board], player, points, ticks, xid]
+    entries = ";".join(
+        f"{index[board]} {player} {points} {ticks} {xid}"
+        for (board, player, xid), (points, ticks) in _collapse(results, seasons, names).items()
+    )
     head: list[str | int] = [partition, min(r.offset for r in results), handled_offset, len(boards)]
-    return list(boards), key_args, head + board_args + entry_args
+    return list(boards), key_args, [*head, *board_args, entries]
 
 
 def board_results_apply(

@@ -7,7 +7,9 @@
 -- ARGV[3]            the highest offset the caller has handled in this partition
 -- ARGV[4]            number of boards n
 -- ARGV[5..4+4n]      per board: rule, time_bits, max_points, expire_at (unix seconds, 0 = none)
--- then               per result: board index (1-based), member, points, ticks, xid
+-- ARGV[5+4n]         the results, one string: "board_index member points ticks xid" entries
+--                    separated by ";" (one argument instead of five per result: packing
+--                    arguments was the client's largest cost)
 --
 -- Returns {0, applied_offset} when some of these offsets are already on the boards (another
 -- consumer of the partition got there first: the caller drops them and calls again), or
@@ -39,19 +41,17 @@ end
 
 -- Pass 1: compute every cumulative board score, with no write, so an overflow cannot leave half
 -- a batch applied. The best rule cannot overflow: ZADD GT alone compares and writes.
-local first = 5 + nboards * 4
 local current = {}   -- "i member" -> score (false = not on the board)
 local dirty = {}
 local order = {}
 local best = {}
 local entries = {}
 local overflow = {}
-for j = first, #ARGV, 5 do
-  local i = tonumber(ARGV[j])
+for si, member, spoints, sticks, sxid in string.gmatch(ARGV[5 + nboards * 4], '(%d+) (%d+) (%d+) (%d+) (%d+)') do
+  local i = tonumber(si)
   local board = boards[i]
-  local member = ARGV[j + 1]
-  local points = tonumber(ARGV[j + 2])
-  local ticks = tonumber(ARGV[j + 3])
+  local points = tonumber(spoints)
+  local ticks = tonumber(sticks)
   local ok = true
   if board.rule == 'best' then
     local scale = 2 ^ board.time_bits
@@ -78,7 +78,7 @@ for j = first, #ARGV, 5 do
     end
   end
   if ok then
-    entries[#entries + 1] = {i, member, points, ticks, tonumber(ARGV[j + 4])}
+    entries[#entries + 1] = {i, member, points, ticks, tonumber(sxid)}
   end
 end
 

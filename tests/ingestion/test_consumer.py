@@ -12,6 +12,7 @@ import pytest
 from ingestion.consumer import IngestTotals, MatchResultConsumer
 from ingestion.models import MatchResult
 from leaderboard import keys
+from leaderboard.models import PlayerBan
 from seasons.models import ScoringRule, SeasonStatus
 from tests.helpers import make_season
 
@@ -227,3 +228,19 @@ def test_daily_boards_expire_and_consumer_stats_are_published(
     body = client.get("/metrics").json()["ingestion"]
     [mine] = [c for c in body["consumers"] if c["consumerId"] == options.consumer_id]
     assert (mine["applied"], mine["deadLetters"], mine["lag"]) == (1, 0, 0)
+
+
+def test_results_of_a_banned_player_are_stored_but_not_counted(topics, board_redis) -> None:
+    season = make_season(rule=ScoringRule.BEST)
+    PlayerBan.objects.create(season=season, player_id=66, reason="cheating")
+    topic, dlq = topics
+    when = season.starts_at + timedelta(days=1)
+    banned = [Result(uuid.uuid4(), 66, season.id, 900 + n, when) for n in range(3)]
+    fair = [Result(uuid.uuid4(), 67 + n, season.id, 100, when) for n in range(3)]
+    publish_results(topic, banned + fair)
+
+    totals = _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=6)
+
+    assert (totals.applied, totals.not_counted) == (3, 3)
+    assert MatchResult.objects.count() == 6
+    assert_boards_match(board_redis, season, fair)
