@@ -309,12 +309,17 @@ def _ms(text: str) -> float:
 
 
 def wrk(
-    args: argparse.Namespace, path: str, script_args: list[str] | None = None
+    args: argparse.Namespace,
+    path: str,
+    script_args: list[str] | None = None,
+    *,
+    threads: int,
+    connections: int,
 ) -> dict[str, float]:
     command = [
         "wrk",
-        f"-t{args.threads}",
-        f"-c{args.connections}",
+        f"-t{threads}",
+        f"-c{connections}",
         f"-d{args.duration}s",
         "--latency",
     ]
@@ -394,7 +399,11 @@ def http_benchmarks(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         results: dict[str, dict[str, float]] = {}
         for name, (paths, script_args) in runs.items():
             print(f"wrk: {name} ...")
-            results[name] = wrk(args, paths[0], script_args)
+            results[f"{name} · load"] = wrk(
+                args, paths[0], script_args, threads=args.threads, connections=args.connections
+            )
+            # One connection: latency without queueing behind other requests.
+            results[f"{name} · 1 conn"] = wrk(args, paths[0], script_args, threads=1, connections=1)
         return results
     finally:
         stop.set()
@@ -430,6 +439,32 @@ def table(title: str, rows: dict[str, dict[str, float]], columns: list[str]) -> 
     return "\n".join(lines)
 
 
+def summarize(report: dict[str, Any]) -> list[str]:
+    """The issue's targets, computed from figures of this run."""
+    python = report["python"]
+    lines = [
+        f"selector p99: player entry {python['selector: player entry (Lua)']['p99_ms']:.3f} ms, "
+        f"around {python['selector: around r=5 (Lua)']['p99_ms']:.3f} ms (target <= 1 ms)",
+    ]
+    if "postgres: rank (count above)" in python:
+        ratio = (
+            python["postgres: rank (count above)"]["p50_ms"] / python["redis: ZREVRANK"]["p50_ms"]
+        )
+        lines.append(f"rank p50: PostgreSQL / ZREVRANK = {ratio:,.0f}x (target >= 1000x at 10M)")
+    http = report.get("http")
+    if http:
+        rtt = python["redis: ZREVRANK"]["p50_ms"]
+        bare = http["bare Django view · 1 conn"]["p50_ms"]
+        player = http["player entry · 1 conn"]["p50_ms"]
+        lines.append(
+            f"player entry p50 (1 conn) {player:.3f} ms vs 2 x (bare {bare:.3f} + Redis RTT "
+            f"{rtt:.3f}) = {2 * (bare + rtt):.3f} ms"
+        )
+        top = http["top 100 (snapshot) · load"]["rps"] / http["bare Django view · load"]["rps"]
+        lines.append(f"top-100 throughput = {top:.0%} of the bare view's (target >= 50%)")
+    return lines
+
+
 def main() -> None:
     args = parse_args()
     configure(args)
@@ -456,6 +491,10 @@ def main() -> None:
                 ["rps", "p50_ms", "p99_ms", "non_2xx"],
             )
         )
+    summary = summarize(report)
+    print()
+    print("\n".join(f"- {line}" for line in summary))
+    report["summary"] = summary
     results_dir = ROOT / "bench" / "results"
     results_dir.mkdir(exist_ok=True)
     out = results_dir / f"read-{args.players}-{int(time.time())}.json"
