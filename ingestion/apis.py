@@ -23,6 +23,9 @@ RETRY_AFTER_SECONDS = 5
 
 
 class RejectedItemSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "MatchResultRejectedItem"
+
     index = serializers.IntegerField()
     code = serializers.CharField()
     field = serializers.CharField(allow_null=True)
@@ -42,6 +45,9 @@ class MatchResultsSubmitApi(APIView):
     permission_classes = [HasActiveGameServerToken]
 
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "MatchResultsSubmitInput"
+
         # Items stay raw JSON here: the ingestion schema validates them, with the same reasons
         # the consumer would dead-letter them for.
         results = serializers.ListField(
@@ -51,9 +57,15 @@ class MatchResultsSubmitApi(APIView):
         )
 
     class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "MatchResultsSubmitOutput"
+
         accepted = serializers.IntegerField()
 
     class RejectedOutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "MatchResultsSubmitRejected"
+
         detail = serializers.CharField()
         invalid = RejectedItemSerializer(many=True)
 

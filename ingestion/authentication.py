@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.permissions import BasePermission
@@ -81,3 +82,17 @@ class HasActiveGameServerToken(BasePermission):
             # No credential at all: DRF answers 401 with WWW-Authenticate.
             return False
         return isinstance(token, GameServerToken) and token.is_active
+
+
+class GameServerTokenScheme(OpenApiAuthenticationExtension):
+    """Documents the door's Bearer token in the OpenAPI schema (registered by subclassing)."""
+
+    target_class = "ingestion.authentication.GameServerTokenAuthentication"
+    name = "gameServerToken"
+
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A game-server token created by staff in the admin (shown once).",
+        }

@@ -172,3 +172,12 @@ def test_kafka_unreachable_is_503_with_retry_after(settings, season, raw_token):
     assert response.status_code == 503
     assert int(response["Retry-After"]) > 0
     assert "retry" in response.json()["detail"]
+
+
+def test_the_door_is_in_the_openapi_schema_with_its_bearer_scheme(client):
+    response = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    schema = json.loads(response.content)
+    operation = schema["paths"]["/api/match-results"]["post"]
+    assert {"202", "400", "401", "403", "503"} <= set(operation["responses"])
+    assert operation["security"] == [{"gameServerToken": []}]
+    assert schema["components"]["securitySchemes"]["gameServerToken"]["scheme"] == "bearer"
