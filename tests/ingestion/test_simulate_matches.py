@@ -44,8 +44,9 @@ def test_a_short_run_publishes_about_rate_times_duration_valid_results(
     assert "sent " in output
 
     size = topic_size(topic, kafka_bootstrap)
-    # Pacing is to the message: within one 20 ms slice plus scheduling noise of 400.
-    assert 360 <= size <= 410, size
+    # 400 at the target rate; never above it (pacing is to the message), and below it only by
+    # what a starved process on a loaded machine could not catch up before the deadline.
+    assert 300 <= size <= 410, size
     records = topic_read(topic, kafka_bootstrap, until=lambda r: len(r) >= size)
     assert len(records) == size
     messages = [message_decode(record.value) for record in records]

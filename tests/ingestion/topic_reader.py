@@ -14,7 +14,7 @@ def topic_read(
     bootstrap: list[str],
     *,
     until: Callable[[list[ConsumerRecord]], bool],
-    timeout: float = 20.0,
+    timeout: float = 60.0,
 ) -> list[ConsumerRecord]:
     """Every record of ``topic`` from the beginning, polling until ``until(records)`` holds.
 
