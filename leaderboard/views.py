@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+from django.views.defaults import page_not_found
 from rest_framework.exceptions import ValidationError
 
 from seasons.selectors import season_get_cached, season_list
@@ -48,3 +49,10 @@ def season_board_page(request: HttpRequest, season_id: int) -> HttpResponse:
                     season=season, player_id=player_id, radius=PAGE_RADIUS
                 )
     return render(request, "leaderboard/season_board.html", context)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """404 handler: JSON under /api/ (the API's error shape), Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": f"no such endpoint: {request.path}"}, status=404)
+    return page_not_found(request, exception)

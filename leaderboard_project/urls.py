@@ -15,3 +15,6 @@ urlpatterns = [
     path("api/", include("ingestion.urls")),
     path("", include("leaderboard.page_urls")),
 ]
+
+# JSON 404s under /api/ (the API's error shape); the default page elsewhere.
+handler404 = "leaderboard.views.not_found"

@@ -247,7 +247,19 @@ def test_malformed_season_is_400(client, rest, season_id):
 
 
 def test_no_trailing_slash(client, season):
-    assert client.get(board_url(season.id, "top/")).status_code == 404
+    body = get_json(client, board_url(season.id, "top/"), status=404)
+    assert body == {"detail": f"no such endpoint: /api/seasons/{season.id}/leaderboard/top/"}
+
+
+def test_unknown_api_path_is_a_json_404(client):
+    assert get_json(client, "/api/nope", status=404) == {"detail": "no such endpoint: /api/nope"}
+    assert client.get("/no-such-page").status_code == 404
+
+
+def test_read_endpoints_refuse_writes_with_json(client, season):
+    response = client.post(board_url(season.id, "top"))
+    assert response.status_code == 405
+    assert response.json() == {"detail": 'Method "POST" not allowed.'}
 
 
 # --- no SQL per request once the season is known ----------------------------------------------
