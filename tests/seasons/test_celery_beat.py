@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import call_command
-from django.db import connection
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
@@ -23,7 +22,7 @@ from leaderboard import keys
 from seasons.models import FinalStanding, RewardGrant, Season, SeasonStatus
 from seasons.services import reward_tier_create
 from tests.factories import MatchResultFactory, SeasonFactory
-from tests.helpers import wait_until
+from tests.helpers import subprocess_database_url, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -32,19 +31,11 @@ CELERY = str(Path(sys.executable).with_name("celery"))
 BROKER_URL = "redis://127.0.0.1:6379/14"
 
 
-def _database_url() -> str:
-    db = connection.settings_dict
-    return (
-        f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
-        f"{db['PORT'] or 5432}/{db['NAME']}"
-    )
-
-
 @pytest.fixture
 def celery_processes(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
     """Start worker and beat (after the test set its data up), stop them at the end."""
     env = os.environ | {
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": subprocess_database_url(),
         "DATABASE_CONN_MAX_AGE": "0",
         "CELERY_BROKER_URL": BROKER_URL,
         "CELERY_TASK_DEFAULT_QUEUE": f"test-{uuid.uuid4().hex[:12]}",
