@@ -154,17 +154,24 @@ def board_scores_zadd_chunks(
     raw = connection.cursor()
     try:
         pg_cursor = raw.cursor  # the psycopg cursor: Django's wrapper has no copy()
-        buffer = b""
+        # libpq hands COPY data over about a row at a time: gather blocks, join once per
+        # chunk (appending to one bytes object would copy it again for every row).
+        blocks: list[bytes] = []
+        size = 0
         with pg_cursor.copy(sql, params) as copy:
             for block in copy:
-                buffer += bytes(block)
-                if len(buffer) < chunk_bytes:
+                blocks.append(bytes(block))
+                size += len(block)
+                if size < chunk_bytes:
                     continue
-                cut = buffer.rfind(b"\n") + 1
-                yield _flat_args(season, buffer[:cut])
-                buffer = buffer[cut:]
-        if buffer:
-            yield _flat_args(season, buffer)
+                text = b"".join(blocks)
+                cut = text.rfind(b"\n") + 1
+                yield _flat_args(season, text[:cut])
+                blocks = [text[cut:]]
+                size = len(blocks[0])
+        text = b"".join(blocks)
+        if text:
+            yield _flat_args(season, text)
     finally:
         raw.close()
 

@@ -4,21 +4,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 
 import redis
 from django.db import connection, transaction
 
 from ingestion.models import MatchResult
-from leaderboard import keys
-from leaderboard.scripts import LUA_DIR
+from leaderboard.services import CountedResult, board_results_apply
 from seasons.models import Season
-
-_SOURCE = (
-    (LUA_DIR / "common.lua").read_text()
-    + "\n"
-    + (Path(__file__).parent / "lua" / "reference_apply.lua").read_text()
-)
 
 
 def store(season: Season, *, player_id: int, points: int, at: datetime) -> tuple[MatchResult, int]:
@@ -39,32 +31,27 @@ def store(season: Season, *, player_id: int, points: int, at: datetime) -> tuple
 
 
 def apply(client: redis.Redis, season: Season, result: MatchResult, xid: int) -> None:
-    """Apply a stored result to its season board and daily board, protocol included."""
-    script = client.register_script(_SOURCE)
-    codec = season.codec
-    ticks = codec.ticks(result.achieved_at - season.starts_at)
-    day = result.achieved_at.astimezone(UTC).date()
-    for board in (
-        keys.season_board(season_id=season.id),
-        keys.daily_board(season_id=season.id, day=day),
-    ):
-        script(
-            keys=[
-                board,
-                keys.rebuild_marker(board_key=board),
-                keys.rebuild_pending(board_key=board),
-                keys.rebuild_delta(board_key=board),
-            ],
-            args=[
-                str(result.player_id),
-                result.points,
-                ticks,
-                xid,
-                str(season.rule),
-                codec.time_bits,
-                codec.max_points,
-            ],
-        )
+    """Apply a stored result to its season and daily boards with ingestion's own apply
+    (the apply_results script, rebuild protocol included)."""
+    del client  # the service takes the boards' client itself
+    board_results_apply(
+        # A topic of its own per call: its offset watermark never fences another call.
+        topic=f"test-live-{uuid.uuid4().hex[:12]}",
+        results=[
+            CountedResult(
+                partition=0,
+                offset=0,
+                season_id=season.id,
+                player_id=result.player_id,
+                points=result.points,
+                ticks=season.codec.ticks(result.achieved_at - season.starts_at),
+                day=result.achieved_at.astimezone(UTC).date(),
+                xid=xid,
+            )
+        ],
+        handled_offsets={0: 0},
+        seasons={season.id: season},
+    )
 
 
 def ingest(

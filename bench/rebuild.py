@@ -1,0 +1,354 @@
+"""Rebuild benchmark: a season board rebuilt from PostgreSQL while ingestion keeps running.
+
+Run on demand (never in the test suite)::
+
+    bench/rebuild                                          # 1M players / 2M results
+    bench/rebuild --players 10000000 --results 20000000    # the full-size target
+
+In one run against the local services:
+
+1. data: ``--results`` match results of ``--players`` players (every player has at least one),
+   generated in SQL (generate_series) into a database of the bench's own;
+2. baselines, each alone: the PostgreSQL aggregation alone (the rebuild's own COPY stream,
+   read to the end, no Redis) and a raw Redis load alone (the same ZADD arguments, already in
+   memory, pipelined into a scratch key; for each ``--zadd-batches`` size);
+3. a cold rebuild (no live board), then a rebuild while an ingestion thread keeps storing and
+   applying new results through the consumer's own batch handler (``match_results_ingest``,
+   no Kafka); when both are done, the board is compared with PostgreSQL member by member:
+   any result lost or counted twice shows up as a difference.
+
+Isolation: its own database (``leaderboard_bench_rebuild``, created and migrated if absent,
+emptied at the start), its own Redis key prefix; it removes its keys at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from random import Random
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+RUN_TAG = uuid.uuid4().hex[:8]
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
+os.environ["LEADERBOARD_KEY_PREFIX"] = f"bench-{RUN_TAG}"
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+# The reader thread's long COPY stays on one connection; no pooling games.
+os.environ["DATABASE_CONN_MAX_AGE"] = "0"
+
+
+def _database_url() -> str:
+    import dj_database_url
+    import psycopg
+
+    base = os.environ.get(
+        "DATABASE_URL", "postgres://leaderboard:leaderboard@127.0.0.1:5432/leaderboard"
+    )
+    parsed = dj_database_url.parse(base)
+    name = os.environ.get("BENCH_REBUILD_DATABASE_NAME", "leaderboard_bench_rebuild")
+    port = parsed["PORT"] or 5432
+    server = f"postgres://{parsed['USER']}:{parsed['PASSWORD']}@{parsed['HOST']}:{port}"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+    return f"{server}/{name}"
+
+
+os.environ["DATABASE_URL"] = _database_url()
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+from ingestion.schema import MatchResultMessage  # noqa: E402
+from ingestion.selectors import board_scores_zadd_chunks  # noqa: E402
+from ingestion.services import ConsumedRecord, match_results_ingest  # noqa: E402
+from leaderboard import keys  # noqa: E402
+from leaderboard.redis import get_board_redis  # noqa: E402
+from leaderboard.services import board_rebuild  # noqa: E402
+from seasons.models import Season, SeasonStatus  # noqa: E402
+from seasons.services import season_create  # noqa: E402
+
+SEASON_ID = 990_001
+
+
+@dataclass
+class Report:
+    started_at: str
+    args: dict[str, object]
+    generate_s: float = 0.0
+    members: int = 0
+    pg_aggregation_s: float = 0.0
+    redis_load_s: dict[str, float] = field(default_factory=dict)
+    cold_rebuild_s: float = 0.0
+    live_rebuild_s: float = 0.0
+    ingested_during_rebuild: int = 0
+    ingest_rate_during_rebuild_per_s: float = 0.0
+    delta_members: int = 0
+    board_equals_postgresql: bool = False
+    differences: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _load_avg() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def generate(*, season: Season, players: int, results: int, step: int = 1_000_000) -> None:
+    """Every player gets a first result; the rest go to random players. Bulk SQL, no Python rows."""
+    with connection.cursor() as cur:
+        # Indexes are cheaper to build once than to maintain row by row.
+        cur.execute("DROP INDEX IF EXISTS match_result_rebuild_idx")
+    sql = """
+        INSERT INTO ingestion_matchresult (match_id, player_id, season_id, points, achieved_at,
+                                           ingested_at, void_reason)
+        SELECT gen_random_uuid(),
+               CASE WHEN g <= %(players)s THEN g
+                    ELSE 1 + (hashint8(g) & 2147483647) %% %(players)s END,
+               %(season)s, (random() * 50000)::int,
+               %(start)s::timestamptz + random() * interval '80 days', now(), ''
+        FROM generate_series(%(lo)s, %(hi)s) g
+    """
+    with tqdm(total=results, desc="generate results", unit=" rows", unit_scale=True) as bar:
+        for lo in range(1, results + 1, step):
+            hi = min(results, lo + step - 1)
+            with connection.cursor() as cur:
+                cur.execute(
+                    sql,
+                    {
+                        "players": players,
+                        "season": season.id,
+                        "start": season.starts_at,
+                        "lo": lo,
+                        "hi": hi,
+                    },
+                )
+            bar.update(hi - lo + 1)
+    with connection.cursor() as cur:
+        cur.execute(
+            "CREATE INDEX match_result_rebuild_idx ON ingestion_matchresult "
+            "(season_id, player_id, points DESC, achieved_at)"
+        )
+        cur.execute("VACUUM ANALYZE ingestion_matchresult")
+
+
+def pg_aggregation_alone(season: Season) -> tuple[float, list[list[bytes]]]:
+    kept: list[list[bytes]] = []
+    started = time.monotonic()
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        with tqdm(desc="PostgreSQL aggregation alone", unit=" players", unit_scale=True) as bar:
+            for chunk in board_scores_zadd_chunks(season=season):
+                kept.append(chunk)
+                bar.update(len(chunk) // 2)
+    return time.monotonic() - started, kept
+
+
+def redis_load_alone(chunks: list[list[bytes]], batch: int) -> float:
+    client = get_board_redis()
+    scratch = f"{keys.season_board(season_id=SEASON_ID)}:bench-scratch"
+    client.delete(scratch)
+    step = 2 * batch
+    started = time.monotonic()
+    with tqdm(desc=f"Redis ZADD alone, {batch}/ZADD", unit=" players", unit_scale=True) as bar:
+        for flat in chunks:
+            pipe = client.pipeline(transaction=False)
+            for i in range(0, len(flat), step):
+                pipe.execute_command("ZADD", scratch, *flat[i : i + step])
+            pipe.execute()
+            bar.update(len(flat) // 2)
+    elapsed = time.monotonic() - started
+    client.unlink(scratch)
+    return elapsed
+
+
+class Ingestor(threading.Thread):
+    """The consumer's batch handler on a stream of new results (no Kafka in between)."""
+
+    def __init__(self, season: Season, players: int, batch: int) -> None:
+        super().__init__(daemon=True)
+        self.season, self.players, self.batch = season, players, batch
+        self.rng = Random(7)
+        self.stop = threading.Event()
+        self.offset = 0
+        self.stored = 0
+        self.errors: list[BaseException] = []
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                records = []
+                for _ in range(self.batch):
+                    message = MatchResultMessage(
+                        match_id=uuid.uuid4(),
+                        # Existing players (a cumulative sum must not double) and new ones.
+                        player_id=self.rng.randint(1, self.players + 100_000),
+                        season_id=self.season.id,
+                        points=self.rng.randint(0, 60_000),
+                        achieved_at=self.season.starts_at
+                        + timedelta(seconds=self.rng.randint(0, 80 * 86400)),
+                    )
+                    records.append(ConsumedRecord(0, self.offset, None, message.to_bytes()))
+                    self.offset += 1
+                outcome = match_results_ingest(
+                    topic=f"bench-{RUN_TAG}", records=records, dead_letters=_NoDeadLetters()
+                )
+                self.stored += outcome.applied
+        except BaseException as exc:
+            self.errors.append(exc)
+        finally:
+            connection.close()
+
+
+class _NoDeadLetters:
+    def publish(self, *, letters: object) -> None:
+        raise RuntimeError(f"the bench produced an invalid result: {letters}")
+
+
+def board_matches_postgresql(season: Season) -> int:
+    """How many members differ between the Redis board and the aggregation (0 = identical)."""
+    client = get_board_redis()
+    key = keys.season_board(season_id=season.id)
+    expected: dict[bytes, int] = {}
+    for flat in board_scores_zadd_chunks(season=season):
+        for i in range(0, len(flat), 2):
+            expected[flat[i + 1]] = int(flat[i])
+    differences = 0
+    seen = 0
+    for member, score in client.zscan_iter(key, count=5000):
+        seen += 1
+        if expected.get(member) != int(score):
+            differences += 1
+    return differences + abs(len(expected) - seen)
+
+
+def run(args: argparse.Namespace) -> Report:
+    report = Report(started_at=datetime.now(UTC).isoformat(timespec="seconds"), args=vars(args))
+    report.notes.append(f"load average at start: {_load_avg()}")
+    call_command("migrate", verbosity=0)
+    with connection.cursor() as cur:
+        # The bench's own database: start from nothing (a previous run may have stopped midway).
+        cur.execute("TRUNCATE ingestion_matchresult, leaderboard_playerban CASCADE")
+    Season.objects.filter(pk=SEASON_ID).delete()
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=10)
+    season = season_create(
+        season_id=SEASON_ID,
+        name="bench rebuild",
+        starts_at=start,
+        ends_at=start + timedelta(days=90),
+        rule=args.rule,
+    )
+    Season.objects.filter(pk=SEASON_ID).update(status=SeasonStatus.ACTIVE)
+    season.refresh_from_db()
+
+    t = time.monotonic()
+    generate(season=season, players=args.players, results=args.results)
+    report.generate_s = time.monotonic() - t
+
+    report.pg_aggregation_s, chunks = pg_aggregation_alone(season)
+    report.members = sum(len(c) for c in chunks) // 2
+    for batch in args.zadd_batches:
+        report.redis_load_s[str(batch)] = redis_load_alone(chunks, batch)
+    del chunks
+    best_batch = min(args.zadd_batches, key=lambda b: report.redis_load_s[str(b)])
+    report.notes.append(f"rebuilds use {best_batch} members per ZADD (fastest raw load)")
+
+    with tqdm(desc="cold rebuild", unit=" players", unit_scale=True) as bar:
+        result = board_rebuild(season_id=season.id, progress=bar.update, zadd_batch=best_batch)
+    report.cold_rebuild_s = result.seconds
+
+    ingestor = Ingestor(season, args.players, args.ingest_batch)
+    ingestor.start()
+    time.sleep(1.0)  # ingestion running before the rebuild starts, as in production
+    before = ingestor.stored
+    t = time.monotonic()
+    with tqdm(desc="rebuild while ingesting", unit=" players", unit_scale=True) as bar:
+        result = board_rebuild(season_id=season.id, progress=bar.update, zadd_batch=best_batch)
+    elapsed = time.monotonic() - t
+    during = ingestor.stored - before
+    time.sleep(1.0)  # and still running after the RENAME
+    ingestor.stop.set()
+    ingestor.join()
+    if ingestor.errors:
+        raise ingestor.errors[0]
+    report.live_rebuild_s = result.seconds
+    report.ingested_during_rebuild = during
+    report.ingest_rate_during_rebuild_per_s = during / elapsed
+    report.delta_members = result.delta_members
+    report.differences = board_matches_postgresql(season)
+    report.board_equals_postgresql = report.differences == 0
+    report.notes.append(f"results ingested in total by the thread: {ingestor.stored}")
+    report.notes.append(f"load average at end: {_load_avg()}")
+    return report
+
+
+def render(report: Report) -> str:
+    lines = [
+        f"players on the board: {report.members:,} (generated in {report.generate_s:.1f}s)",
+        f"baseline, PostgreSQL aggregation alone: {report.pg_aggregation_s:.1f}s",
+    ]
+    for batch, seconds in report.redis_load_s.items():
+        lines.append(
+            f"baseline, Redis ZADD load alone ({batch}/ZADD): {seconds:.1f}s "
+            f"({report.members / seconds:,.0f} members/s)"
+        )
+    serial = report.pg_aggregation_s + min(report.redis_load_s.values())
+    lines += [
+        f"sum of the two baselines (no overlap): {serial:.1f}s",
+        f"cold rebuild end to end: {report.cold_rebuild_s:.1f}s "
+        f"({report.cold_rebuild_s / serial:.2f} x the sum)",
+        f"rebuild while ingesting: {report.live_rebuild_s:.1f}s, "
+        f"{report.ingested_during_rebuild:,} results ingested meanwhile "
+        f"({report.ingest_rate_during_rebuild_per_s:,.0f}/s), "
+        f"{report.delta_members:,} via the delta",
+        f"board equals PostgreSQL after it: {report.board_equals_postgresql} "
+        f"({report.differences} differences)",
+        *report.notes,
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--players", type=int, default=1_000_000)
+    parser.add_argument("--results", type=int, default=2_000_000)
+    parser.add_argument("--rule", choices=["best", "cumulative"], default="best")
+    parser.add_argument(
+        "--zadd-batches", type=lambda s: [int(x) for x in s.split(",")], default=[250, 1000, 4000]
+    )
+    parser.add_argument("--ingest-batch", type=int, default=500, help="results per consumer batch")
+    parser.add_argument("--json", type=Path, help="also write the report here")
+    args = parser.parse_args()
+    if args.results < args.players:
+        parser.error("--results must be at least --players (every player has a result)")
+    try:
+        report = run(args)
+    finally:
+        client = get_board_redis()
+        stale = list(client.scan_iter(match=keys.prefix_pattern(), count=1000))
+        if stale:
+            client.unlink(*stale)
+    print(render(report))
+    if args.json:
+        args.json.write_text(json.dumps(asdict(report), indent=2))
+    return 0 if report.board_equals_postgresql else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
