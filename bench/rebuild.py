@@ -237,7 +237,10 @@ def board_matches_postgresql(season: Season) -> int:
 
 
 def run(args: argparse.Namespace) -> Report:
-    report = Report(started_at=datetime.now(UTC).isoformat(timespec="seconds"), args=vars(args))
+    report = Report(
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        args={k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+    )
     report.notes.append(f"load average at start: {_load_avg()}")
     call_command("migrate", verbosity=0)
     with connection.cursor() as cur:
