@@ -63,7 +63,7 @@ class SeasonStandingsApi(APIView):
 class SeasonListApi(PublicApi):
     """GET /api/seasons: every season, the most recent start first."""
 
-    class OutputSerializer(serializers.Serializer):
+    class SeasonOutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         name = serializers.CharField()
         status = serializers.CharField()
@@ -74,7 +74,7 @@ class SeasonListApi(PublicApi):
     @extend_schema(
         operation_id="seasons_list",
         summary="Every season, the most recent start first",
-        responses={200: OutputSerializer(many=True)},
+        responses={200: SeasonOutputSerializer(many=True)},
     )
     def get(self, request: Request) -> Response:
-        return Response(self.OutputSerializer(season_list(), many=True).data)
+        return Response(self.SeasonOutputSerializer(season_list(), many=True).data)

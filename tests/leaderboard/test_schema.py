@@ -39,3 +39,11 @@ def test_docs_page_renders(client):
     response = client.get("/api/docs")
     assert response.status_code == 200
     assert b"swagger" in response.content.lower()
+
+
+@pytest.mark.django_db
+def test_schema_generates_without_warnings(tmp_path):
+    from django.core.management import call_command
+
+    # --fail-on-warn: e.g. two serializers sharing a component name would silently merge.
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "s.yaml"))
