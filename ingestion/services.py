@@ -99,7 +99,6 @@ def _once(what: str, operation: Callable[[], T]) -> T:
 @dataclass(frozen=True, slots=True)
 class DecodedBatch:
     valid: list[ValidResult]
-    duplicates_in_batch: int
     dead_letters: list[DeadLetter]
     seasons: dict[int, Season]
 
@@ -115,22 +114,14 @@ def match_results_decode(*, records: Sequence[ConsumedRecord]) -> DecodedBatch:
             letters.append(DeadLetter(record, exc.code, exc.reason))
     seasons = Season.objects.in_bulk({message.season_id for _, message in parsed})
     valid: list[ValidResult] = []
-    seen: set[tuple[uuid.UUID, int]] = set()
-    duplicates = 0
     for record, message in parsed:
         try:
             message_check_season(message, seasons.get(message.season_id))
         except MessageRejected as exc:
             letters.append(DeadLetter(record, exc.code, exc.reason))
             continue
-        # The same result twice in one batch: the first message is the one that is stored.
-        result_key = (message.match_id, message.player_id)
-        if result_key in seen:
-            duplicates += 1
-            continue
-        seen.add(result_key)
         valid.append(ValidResult(record.partition, record.offset, message))
-    return DecodedBatch(valid, duplicates, letters, seasons)
+    return DecodedBatch(valid, letters, seasons)
 
 
 # --- 2. store ------------------------------------------------------------------------------
@@ -142,8 +133,8 @@ class StoredResult:
 
     result: ValidResult
     xid: int | None  # the inserting transaction (None: legacy rows stored without it)
-    # True when the row was inserted by this batch, or earlier by this very message (same
-    # partition and offset: stored, then a crash before it reached the boards).
+    # True when the stored row came from this very message (same partition and offset): it
+    # was inserted now, or earlier and then the process died before it reached the boards.
     from_this_message: bool
     # Voided, or the player is banned from the season: stored, but not counted.
     excluded: bool
@@ -171,7 +162,7 @@ _INSERT_SQL = f"""
            s.kafka_partition, s.kafka_offset, pg_current_xact_id()::text::bigint
     FROM {_STAGE} s
     ON CONFLICT (match_id, player_id) DO NOTHING
-    RETURNING match_id, player_id, ingest_xid, EXISTS (
+    RETURNING match_id, player_id, kafka_partition, kafka_offset, ingest_xid, EXISTS (
         SELECT 1 FROM {_BANS} b
         WHERE b.season_id = {_TABLE}.season_id AND b.player_id = {_TABLE}.player_id
     )
@@ -189,38 +180,45 @@ _EXISTING_SQL = f"""
 """  # noqa: S608
 
 
+# kafka_partition, kafka_offset, ingest_xid, excluded (voided or banned) of a stored row.
+_StoredRow = tuple[int | None, int | None, int | None, bool]
+
+
 def match_results_store(*, results: Sequence[ValidResult]) -> list[StoredResult]:
     """Insert the batch (conflicts on (match_id, player_id) ignored) and classify each result."""
     if not results:
         return []
-    stored: list[StoredResult] = []
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(_STAGE_SQL)
         with cursor.cursor.copy(_COPY_SQL) as copy:
             for r in results:
                 m = r.message
-                row = (m.match_id, m.player_id, m.season_id, m.points, m.achieved_at)
-                copy.write_row((*row, r.partition, r.offset))
+                values = (m.match_id, m.player_id, m.season_id, m.points, m.achieved_at)
+                copy.write_row((*values, r.partition, r.offset))
         cursor.execute(_INSERT_SQL)
-        inserted = {(row[0], row[1]): (int(row[2]), bool(row[3])) for row in cursor.fetchall()}
-        missing = [r for r in results if (r.message.match_id, r.message.player_id) not in inserted]
-        existing: dict[tuple[uuid.UUID, int], tuple[int | None, int | None, int | None, bool]] = {}
+        # The same result twice in one batch is inserted once: the row says which message won.
+        rows: dict[tuple[uuid.UUID, int], _StoredRow] = {
+            (row[0], row[1]): (row[2], row[3], row[4], bool(row[5])) for row in cursor.fetchall()
+        }
+        missing = {
+            (r.message.match_id, r.message.player_id)
+            for r in results
+            if (r.message.match_id, r.message.player_id) not in rows
+        }
         if missing:
             cursor.execute(
                 _EXISTING_SQL,
-                [[r.message.match_id for r in missing], [r.message.player_id for r in missing]],
+                [[match for match, _ in missing], [player for _, player in missing]],
             )
-            existing = {(row[0], row[1]): (row[2], row[3], row[4], row[5]) for row in cursor}
+            rows.update({(row[0], row[1]): (row[2], row[3], row[4], row[5]) for row in cursor})
+    stored: list[StoredResult] = []
     for r in results:
-        result_key = (r.message.match_id, r.message.player_id)
-        if result_key in inserted:
-            new_xid, banned = inserted[result_key]
-            stored.append(StoredResult(r, new_xid, True, banned))
-            continue
-        # Absent from both only if deleted in between; treat it as not ours to count.
-        partition, offset, old_xid, excluded = existing.get(result_key, (None, None, None, True))
+        # Absent only if deleted in between; treat it as not ours to count.
+        partition, offset, xid, excluded = rows.get(
+            (r.message.match_id, r.message.player_id), (None, None, None, True)
+        )
         same_message = (partition, offset) == (r.partition, r.offset)
-        stored.append(StoredResult(r, old_xid, same_message, excluded))
+        stored.append(StoredResult(r, xid, same_message, excluded))
     return stored
 
 
@@ -319,7 +317,7 @@ def match_results_ingest(
     return BatchOutcome(
         records=len(records),
         applied=applied,
-        duplicates=duplicates + decoded.duplicates_in_batch,
+        duplicates=duplicates,
         dead_letters=len(decoded.dead_letters),
         not_counted=excluded,
     )
