@@ -23,7 +23,7 @@ import redis
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from kafka import KafkaConsumer, KafkaProducer
-from kafka.errors import CommitFailedError, KafkaError
+from kafka.errors import CommitFailedError, KafkaError, UnknownTopicOrPartitionError
 from kafka.structs import OffsetAndMetadata, TopicPartition
 from redis.typing import EncodableT, FieldT
 
@@ -191,8 +191,7 @@ class MatchResultConsumer:
     # --- Kafka clients -----------------------------------------------------------------------
 
     def _connect_consumer(self) -> KafkaConsumer:
-        return KafkaConsumer(
-            self.options.topic,
+        consumer = KafkaConsumer(
             bootstrap_servers=list(self.options.bootstrap_servers),
             group_id=self.options.group_id,
             group_instance_id=self.options.group_instance_id,
@@ -204,6 +203,14 @@ class MatchResultConsumer:
             fetch_max_bytes=52_428_800,
             max_partition_fetch_bytes=8_388_608,
         )
+        # Join the group only once the topic's partitions are in the metadata cache: a member
+        # that joins before (a topic created a moment ago) can be left without partitions
+        # until the next periodic metadata refresh, minutes later.
+        if not consumer.partitions_for_topic(self.options.topic):
+            consumer.close(autocommit=False)
+            raise UnknownTopicOrPartitionError(f"topic {self.options.topic} has no partitions yet")
+        consumer.subscribe([self.options.topic])
+        return consumer
 
     def _connect_producer(self) -> KafkaProducer:
         return KafkaProducer(
@@ -318,8 +325,13 @@ class MatchResultConsumer:
         rate = (self.totals.applied - self._last_report_applied) / elapsed
         self._last_report, self._last_report_applied = now, self.totals.applied
         self.totals.lag = self._lag(consumer)
-        if not consumer.bootstrap_connected() and not consumer.assignment():
-            logger.warning("waiting for Kafka at %s", ",".join(self.options.bootstrap_servers))
+        if not consumer.assignment():
+            logger.warning(
+                "no partitions of %s assigned yet (group %s; Kafka at %s)",
+                self.options.topic,
+                self.options.group_id,
+                ",".join(self.options.bootstrap_servers),
+            )
         logger.info(
             "ingest: %.1f results/s applied; totals: %d records, %d applied, %d duplicates, "
             "%d dead letters, %d not counted; lag %s",

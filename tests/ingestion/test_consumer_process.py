@@ -123,7 +123,13 @@ def test_sigterm_finishes_and_commits_the_batch_in_hand(
         assert partition is not None
         assert row["last"] < (committed[partition] or 0), (row, committed)
     remaining = sum(end_offsets(topic).values()) - sum(o or 0 for o in committed.values())
-    options = replace(consumer_options(topic=topic, dead_letter_topic=dlq), group_id=group)
+    # The same static member id: it takes the partitions back at once (a new member would wait
+    # for the departed static member's session to time out).
+    options = replace(
+        consumer_options(topic=topic, dead_letter_topic=dlq),
+        group_id=group,
+        group_instance_id=f"{group}-0",
+    )
     totals = MatchResultConsumer(options).run(
         until=lambda t: t.records >= remaining, max_seconds=90
     )
