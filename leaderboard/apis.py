@@ -17,6 +17,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -72,12 +73,28 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     return response
 
 
+class JsonOnlyNegotiation(BaseContentNegotiation):
+    """The read API speaks JSON only: skip parsing Accept headers on every request."""
+
+    _renderer = JSONRenderer()
+
+    def select_parser(self, request: Request, parsers: Any) -> Any:
+        return parsers[0] if parsers else None
+
+    def select_renderer(
+        self, request: Request, renderers: Any, format_suffix: str | None = None
+    ) -> tuple[JSONRenderer, str]:
+        return self._renderer, self._renderer.media_type
+
+
 class PublicApi(APIView):
-    """Anonymous, throttled, JSON errors."""
+    """Anonymous, throttled, JSON only, JSON errors."""
 
     authentication_classes: list[type] = []
     permission_classes = [AllowAny]
     throttle_classes = [AnonFixedWindowThrottle]
+    content_negotiation_class = JsonOnlyNegotiation
+    renderer_classes = [JSONRenderer]
 
     def get_exception_handler(self):  # type: ignore[no-untyped-def]
         return api_exception_handler
