@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 
@@ -51,7 +52,7 @@ def test_around_is_consistent_while_the_board_is_written(board_redis):
         for _ in range(300):
             window = board_around_get(season=ref, player_id=250, radius=10)
             assert 250 in [entry.player_id for entry in window]
-            for above, below in zip(window, window[1:], strict=False):
+            for above, below in itertools.pairwise(window):
                 assert above.points >= below.points
                 assert above.rank <= below.rank
                 if above.rank == below.rank:
