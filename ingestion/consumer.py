@@ -23,7 +23,15 @@ import redis
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from kafka import KafkaConsumer, KafkaProducer
-from kafka.errors import CommitFailedError, KafkaError, UnknownTopicOrPartitionError
+from kafka.errors import (
+    CommitFailedError,
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    KafkaError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+    UnknownTopicOrPartitionError,
+)
 from kafka.structs import OffsetAndMetadata, TopicPartition
 from redis.typing import EncodableT, FieldT
 
@@ -104,6 +112,20 @@ class IngestTotals:
         self.dead_letters += outcome.dead_letters
         self.not_counted += outcome.not_counted
         self.batches += 1
+
+
+# Commit errors that mean "the group is rebalancing or has moved on", not "Kafka is down".
+_REBALANCING: tuple[type[BaseException], ...] = (
+    CommitFailedError,
+    RebalanceInProgressError,
+    IllegalGenerationError,
+    UnknownMemberIdError,
+    FencedInstanceIdError,
+)
+
+
+class _CommitSkipped(Exception):
+    pass
 
 
 class ConsumerStopping(Exception):
@@ -222,17 +244,22 @@ class MatchResultConsumer:
 
     def _commit(self, consumer: KafkaConsumer, offsets: dict[TopicPartition, int]) -> None:
         def commit() -> None:
-            consumer.commit(
-                offsets={tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()},
-                timeout_ms=10_000,
-            )
+            try:
+                consumer.commit(
+                    offsets={tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()},
+                    timeout_ms=10_000,
+                )
+            except _REBALANCING as exc:
+                # Not a dependency outage: the group rebalances, and only the next poll() takes
+                # part in it, so retrying here would wait forever. The batch is on both sinks;
+                # whoever owns these partitions next starts from the last committed offsets and
+                # the exactly-once rule absorbs the replay.
+                raise _CommitSkipped(exc) from exc
 
         try:
             self._retrying("Kafka (offset commit)", commit)
-        except CommitFailedError as exc:
-            # The group rebalanced and the partitions went elsewhere; their new owner starts
-            # from the last committed offsets and the exactly-once rule absorbs the replay.
-            logger.warning("offset commit rejected after a rebalance: %s", exc)
+        except _CommitSkipped as skipped:
+            logger.warning("offset commit skipped during a group rebalance: %s", skipped)
             return
         for tp, offset in offsets.items():
             self.totals.positions[tp.partition] = offset

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
 
 from ingestion.consumer import IngestTotals, MatchResultConsumer
 from ingestion.models import MatchResult
 from leaderboard import keys
 from leaderboard.models import PlayerBan
 from seasons.models import ScoringRule, SeasonStatus
-from tests.helpers import make_season
+from tests.helpers import make_season, wait_until
 
 from .ingest_helpers import (
     Result,
@@ -244,3 +247,55 @@ def test_results_of_a_banned_player_are_stored_but_not_counted(topics, board_red
     assert (totals.applied, totals.not_counted) == (3, 3)
     assert MatchResult.objects.count() == 6
     assert_boards_match(board_redis, season, fair)
+
+
+def test_consumers_joining_one_group_mid_ingest_count_everything_once(
+    kafka_topic_factory, board_redis
+) -> None:
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    topic, dlq = kafka_topic_factory("group", partitions=4), kafka_topic_factory("group-dlq")
+    rng = random.Random(5)
+    results = [
+        Result(
+            uuid.uuid4(),
+            rng.randint(1, 300),
+            season.id,
+            rng.randint(0, 100),
+            season.starts_at + timedelta(seconds=rng.randint(0, 3 * 86400)),
+        )
+        for _ in range(6000)
+    ]
+    publish_results(topic, results)
+    options = consumer_options(topic=topic, dead_letter_topic=dlq, max_poll_records=200)
+    consumers: list[MatchResultConsumer] = []
+    threads: list[threading.Thread] = []
+
+    def start() -> None:
+        consumer = MatchResultConsumer(replace(options, consumer_id=f"c{len(consumers)}"))
+
+        def run() -> None:
+            try:
+                consumer.run()
+            finally:
+                connection.close()
+
+        consumers.append(consumer)
+        threads.append(threading.Thread(target=run))
+        threads[-1].start()
+
+    start()
+    wait_until(lambda: MatchResult.objects.count() > 0, timeout=60)
+    # Each newcomer makes the group rebalance while batches are in flight.
+    start()
+    start()
+    try:
+        wait_until(
+            lambda: committed_offsets(topic, options.group_id) == end_offsets(topic), timeout=90
+        )
+    finally:
+        for consumer in consumers:
+            consumer.request_stop()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert sum(c.totals.applied for c in consumers) == len(results)
+    assert_boards_match(board_redis, season, results)

@@ -134,3 +134,47 @@ def test_postgresql_outage_waits_and_resumes_without_loss_or_double_count(
     assert "PostgreSQL is back" in log.read_text()
     assert MatchResult.objects.count() == len(before) + len(during)
     assert_boards_match(board_redis, season, before + during)
+
+
+def test_a_stop_while_redis_is_down_leaves_the_batch_uncommitted_for_redelivery(
+    kafka_topic_factory, settings, board_redis, caplog
+) -> None:
+    caplog.set_level(logging.INFO, logger="ingestion.consumer")
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    topic, dlq = kafka_topic_factory("stop-down", partitions=2), kafka_topic_factory("dlq")
+    proxy = TcpProxy(urlparse(settings.CACHES["boards"]["LOCATION"]).port or 6379)
+    direct = dict(settings.CACHES["boards"])
+    boards = {**direct, "LOCATION": f"redis://127.0.0.1:{proxy.port}/0"}
+    settings.CACHES = {**settings.CACHES, "boards": boards}
+    results = _results(season, 200, first_player=1)
+    publish_results(topic, results)
+    options = consumer_options(topic=topic, dead_letter_topic=dlq)
+    consumer = MatchResultConsumer(options)
+    proxy.cut()
+
+    def run() -> None:
+        try:
+            consumer.run()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        wait_until(lambda: "waiting for Redis" in caplog.text, timeout=60)
+        consumer.request_stop()
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+    finally:
+        proxy.close()
+    assert "will be delivered again" in caplog.text
+    assert MatchResult.objects.count() > 0  # stored, never applied
+    assert _committed_total(topic, options.group_id) == 0
+
+    # Redis is back: the same group gets the batch again and applies it once.
+    settings.CACHES = {**settings.CACHES, "boards": direct}
+    totals = MatchResultConsumer(options).run(
+        until=lambda t: t.records >= len(results), max_seconds=90
+    )
+    assert totals.applied == len(results)
+    assert_boards_match(board_redis, season, results)
