@@ -42,6 +42,7 @@ from .services import (
     BatchOutcome,
     ConsumedRecord,
     DeadLetter,
+    DeadLetterSink,
     dead_letter_headers,
     match_results_ingest,
 )
@@ -315,7 +316,10 @@ class MatchResultConsumer:
         return self.totals
 
     def _handle(
-        self, consumer: KafkaConsumer, polled: dict[TopicPartition, list[Any]], sink: Any
+        self,
+        consumer: KafkaConsumer,
+        polled: dict[TopicPartition, list[Any]],
+        sink: DeadLetterSink,
     ) -> None:
         records = [
             ConsumedRecord(tp.partition, r.offset, r.key, r.value)
