@@ -8,7 +8,6 @@ Redis), so callers never see a missing script.
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
 import redis
@@ -17,11 +16,27 @@ from redis.commands.core import Script
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 
 
-@cache
-def _source(name: str) -> str:
+def _read_sources() -> dict[str, str]:
     common = (LUA_DIR / "common.lua").read_text()
-    body = (LUA_DIR / f"{name}.lua").read_text()
-    return f"{common}\n-- ---- {name}.lua ----\n{body}"
+    return {
+        path.stem: f"{common}\n-- ---- {path.name} ----\n{path.read_text()}"
+        for path in sorted(LUA_DIR.glob("*.lua"))
+        if path.stem != "common"
+    }
+
+
+# Read once, when the process imports its Python: a process keeps running the Lua that matches
+# its code even if the files change under it (a deploy or a checkout mid-run). Read lazily, a
+# long-running process could pair its old Python with a newer script's argument layout; that
+# happened in a benchmark run, whose ingestion then silently applied nothing.
+_SOURCES = _read_sources()
+
+
+def _source(name: str) -> str:
+    try:
+        return _SOURCES[name]
+    except KeyError:
+        raise ValueError(f"no Lua script {name!r} in {LUA_DIR}") from None
 
 
 _registered: dict[tuple[int, str], Script] = {}

@@ -28,6 +28,16 @@ if applied and tonumber(applied) >= min_offset then
 end
 
 local nboards = tonumber(ARGV[4])
+-- A caller of another argument layout (e.g. a process started before a deploy, running its
+-- old Python against this file) must fail loudly: parsed leniently, its results would match
+-- nothing and the watermark would move past them, losing them without a word.
+if #ARGV ~= 5 + nboards * 4 then
+  return redis.error_reply('apply_results: expected ' .. (5 + nboards * 4) .. ' arguments, got '
+    .. #ARGV .. ' (caller and script of different versions?)')
+end
+local packed = ARGV[5 + nboards * 4]
+local _, separators = string.gsub(packed, ';', '')
+local expected_entries = (packed == '') and 0 or separators + 1
 local boards = {}
 for i = 1, nboards do
   local a = 4 + (i - 1) * 4
@@ -47,7 +57,9 @@ local order = {}
 local best = {}
 local entries = {}
 local overflow = {}
-for si, member, spoints, sticks, sxid in string.gmatch(ARGV[5 + nboards * 4], '(%d+) (%d+) (%d+) (%d+) (%d+)') do
+local parsed = 0
+for si, member, spoints, sticks, sxid in string.gmatch(packed, '(%d+) (%d+) (%d+) (%d+) (%d+)') do
+  parsed = parsed + 1
   local i = tonumber(si)
   local board = boards[i]
   local points = tonumber(spoints)
@@ -80,6 +92,11 @@ for si, member, spoints, sticks, sxid in string.gmatch(ARGV[5 + nboards * 4], '(
   if ok then
     entries[#entries + 1] = {i, member, points, ticks, tonumber(sxid)}
   end
+end
+
+if parsed ~= expected_entries then
+  return redis.error_reply('apply_results: ' .. expected_entries .. ' entries sent, '
+    .. parsed .. ' well-formed')
 end
 
 -- Pass 2: write.

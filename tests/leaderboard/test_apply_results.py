@@ -130,3 +130,53 @@ def test_a_cumulative_overflow_is_left_out_not_clamped(board_redis) -> None:
     assert outcome.overflowed == (f"{board} 1",)
     assert int(board_redis.zscore(board, "1")) == near_max
     assert _points(board_redis, season, board, player=2) == 3
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        # The layout before results were packed into one argument: five arguments per result.
+        "one-argument-per-field",
+        # A packed entry that does not parse (negative points).
+        "malformed-entry",
+    ],
+)
+def test_a_caller_of_another_argument_layout_fails_and_moves_nothing(board_redis, layout) -> None:
+    """Regression: a 1M bench run whose process had imported the Python of one version and
+    later read apply_results.lua of the next (packed arguments) applied nothing, moved the
+    watermark and returned success: its results were stored but never reached the board."""
+    from redis.exceptions import ResponseError
+
+    from leaderboard.scripts import get_script
+
+    season = _season(ScoringRule.BEST)
+    board = keys.season_board(season_id=season.id)
+    watermark = keys.ingest_applied_offsets(topic=TOPIC)
+    board_keys = [
+        board,
+        keys.rebuild_marker(board_key=board),
+        keys.rebuild_pending(board_key=board),
+        keys.rebuild_delta(board_key=board),
+    ]
+    head = [0, 5, 6, 1, "best", season.time_bits, season.codec.max_points, 0]
+    if layout == "one-argument-per-field":
+        args = [*head, 1, 42, 100, 7, 500, 1, 43, 90, 8, 500]
+    else:
+        args = [*head, "1 42 100 7 500;1 43 -90 8 500"]
+    script = get_script(board_redis, "apply_results")
+
+    with pytest.raises(ResponseError, match="apply_results"):
+        script(keys=[watermark, *board_keys], args=args)
+
+    assert board_redis.zcard(board) == 0
+    assert board_redis.hget(watermark, "0") is None
+
+
+def test_every_script_is_read_when_the_process_starts() -> None:
+    """The Lua a process runs is the Lua beside the code it imported, not what the files hold
+    when a script is first called (see the regression test above)."""
+    from leaderboard import scripts
+
+    on_disk = {p.stem for p in scripts.LUA_DIR.glob("*.lua")} - {"common"}
+    assert set(scripts._SOURCES) == on_disk
+    assert "apply_results" in on_disk
