@@ -218,14 +218,45 @@ def board_member_count(*, season: Season, day: date | None = None) -> int:
     return int(row[0]) if row else 0
 
 
+# Random starting points drawn per sampled player: duplicates (two starts landing before the
+# same player) collapse, so draw more than needed and keep the first ``size`` distinct ones.
+_SAMPLE_DRAWS_PER_PLAYER = 4
+
+
 def board_players_sample(*, season: Season, size: int, day: date | None = None) -> list[int]:
-    """Up to ``size`` random players that have a counted result (reconcile's sample)."""
+    """Up to ``size`` random players that have a counted result (reconcile's sample).
+
+    Scales with the sample, not the season: random player ids are drawn between the season's
+    lowest and highest player id (two index lookups), and each draw takes the first counted
+    player at or above it through match_result_rebuild_idx (season, player_id, ...), so no
+    query reads or sorts every result. Players after a gap in the ids are drawn more often;
+    every counted player has a chance, which is what a drift check needs.
+    """
+    draw = f"""
+        SELECT r.player_id {_counted_results_sql(day=day)}
+          AND r.player_id >= g.start
+        ORDER BY r.player_id
+        LIMIT 1
+    """
     sql = f"""
-        SELECT p.player_id FROM (SELECT DISTINCT r.player_id {_counted_results_sql(day=day)}) p
-        ORDER BY random() LIMIT %(size)s
+        WITH bounds AS (
+            SELECT MIN(player_id) AS lo, MAX(player_id) AS hi FROM ingestion_matchresult
+            WHERE season_id = %(season_id)s
+        ), starts AS (
+            SELECT b.lo + FLOOR(random() * (b.hi - b.lo + 1))::bigint AS start
+            FROM bounds b, generate_series(1, %(draws)s)
+            WHERE b.lo IS NOT NULL
+        )
+        SELECT DISTINCT picked.player_id
+        FROM starts g CROSS JOIN LATERAL ({draw}) picked
+        LIMIT %(size)s
     """  # noqa: S608
+    params = _params(season=season, day=day) | {
+        "size": int(size),
+        "draws": int(size) * _SAMPLE_DRAWS_PER_PLAYER,
+    }
     with connection.cursor() as cursor:
-        cursor.execute(sql, _params(season=season, day=day) | {"size": int(size)})
+        cursor.execute(sql, params)
         return [int(row[0]) for row in cursor.fetchall()]
 
 

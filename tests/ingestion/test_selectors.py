@@ -4,6 +4,7 @@ import random
 from datetime import timedelta
 
 import pytest
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from ingestion.models import MatchResult
@@ -115,3 +116,37 @@ def test_cumulative_overflow_is_an_error_not_a_wrong_score():
         list(board_scores_zadd_chunks(season=season))
     with pytest.raises(CodecError, match="player 1"):
         list(board_scores_chunks(season=season))
+
+
+def test_the_reconcile_sample_draws_every_counted_player_and_nothing_else():
+    season = make_season(rule=ScoringRule.BEST)
+    other = make_season(rule=ScoringRule.BEST)
+    at = season.starts_at + timedelta(hours=1)
+    for player in range(1, 6):
+        make_result(season=season, player_id=player, points=10, achieved_at=at)
+    # Not counted: a voided result, a banned player; another season's player beyond the range.
+    voided = make_result(season=season, player_id=7, points=10, achieved_at=at)
+    MatchResult.objects.filter(pk=voided.pk).update(voided_at=timezone.now())
+    make_result(season=season, player_id=8, points=10, achieved_at=at)
+    PlayerBan.objects.create(season=season, player_id=8, reason="test")
+    make_result(season=other, player_id=6, points=10, achieved_at=other.starts_at)
+
+    # 800 draws over ids 1..8: each of the five players is missed with probability < 1e-60.
+    assert sorted(board_players_sample(season=season, size=200)) == [1, 2, 3, 4, 5]
+    assert len(board_players_sample(season=season, size=3)) == 3
+    assert board_players_sample(season=season, size=5, day=at.date() + timedelta(days=1)) == []
+    empty = make_season(rule=ScoringRule.BEST)
+    assert board_players_sample(season=empty, size=5) == []
+
+
+def test_the_reconcile_sample_does_not_sort_the_season():
+    """At 10M players an ORDER BY random() over every player read and sorted the season."""
+    from django.db import connection
+
+    season = make_season(rule=ScoringRule.BEST)
+    make_result(season=season, player_id=1, points=10, achieved_at=season.starts_at)
+    with CaptureQueriesContext(connection) as queries:
+        board_players_sample(season=season, size=5)
+    (query,) = queries.captured_queries
+    assert "random()" in query["sql"]
+    assert "ORDER BY random()" not in query["sql"]

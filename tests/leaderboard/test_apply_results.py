@@ -158,7 +158,8 @@ def test_a_caller_of_another_argument_layout_fails_and_moves_nothing(board_redis
         keys.rebuild_pending(board_key=board),
         keys.rebuild_delta(board_key=board),
     ]
-    head = [0, 5, 6, 1, "best", season.time_bits, season.codec.max_points, 0]
+    head: list[str | int] = [0, 5, 6, 1, "best", season.time_bits, season.codec.max_points, 0]
+    args: list[str | int]
     if layout == "one-argument-per-field":
         args = [*head, 1, 42, 100, 7, 500, 1, 43, 90, 8, 500]
     else:
