@@ -141,12 +141,19 @@ def board_scores_chunks(
 
 
 def board_scores_zadd_chunks(
-    *, season: Season, day: date | None = None, chunk_bytes: int = 1 << 20
+    *,
+    season: Season,
+    day: date | None = None,
+    chunk_bytes: int = 1 << 20,
+    overflowed: list[int] | None = None,
 ) -> Iterator[list[bytes]]:
     """The board as flat ZADD arguments ``[score, member, score, member, ...]`` in chunks.
 
     The bulk path of a rebuild: COPY streams the rows as text, and splitting the text gives
     the Redis arguments with no per-row Python work. Runs in the caller's transaction.
+
+    A player whose cumulative points overflow the codec raises CodecError, unless
+    ``overflowed`` is given: then the player is left out and their id appended to it.
     """
     inner = _scored_sql(season=season, day=day)
     sql = f"COPY (SELECT COALESCE(score::text, 'OVERFLOW'), player_id FROM ({inner}) s) TO STDOUT"  # noqa: S608
@@ -166,21 +173,29 @@ def board_scores_zadd_chunks(
                     continue
                 text = b"".join(blocks)
                 cut = text.rfind(b"\n") + 1
-                yield _flat_args(season, text[:cut])
+                yield _flat_args(season, text[:cut], overflowed)
                 blocks = [text[cut:]]
                 size = len(blocks[0])
         text = b"".join(blocks)
         if text:
-            yield _flat_args(season, text)
+            yield _flat_args(season, text, overflowed)
     finally:
         raw.close()
 
 
-def _flat_args(season: Season, text: bytes) -> list[bytes]:
+def _flat_args(season: Season, text: bytes, overflowed: list[int] | None) -> list[bytes]:
     args = text.split()
-    if b"OVERFLOW" in args:
+    if b"OVERFLOW" not in args:
+        return args
+    if overflowed is None:
         raise _overflow(season, args[args.index(b"OVERFLOW") + 1].decode())
-    return args
+    kept: list[bytes] = []
+    for i in range(0, len(args), 2):
+        if args[i] == b"OVERFLOW":
+            overflowed.append(int(args[i + 1]))
+        else:
+            kept += args[i : i + 2]
+    return kept
 
 
 def board_scores_top(*, season: Season, limit: int, day: date | None = None) -> list[BoardScore]:
@@ -202,7 +217,9 @@ def board_scores_for_players(
     """Board scores of the given players (those with no counted result are absent)."""
     if not player_ids:
         return {}
-    sql = _scored_sql(season=season, day=day, player_filter="AND r.player_id = ANY(%(players)s)")
+    inner = _scored_sql(season=season, day=day, player_filter="AND r.player_id = ANY(%(players)s)")
+    # Players whose cumulative points overflow the codec are left off the board by a rebuild.
+    sql = f"SELECT * FROM ({inner}) s WHERE s.score IS NOT NULL"  # noqa: S608
     params = _params(season=season, day=day) | {"players": [int(p) for p in player_ids]}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -210,8 +227,16 @@ def board_scores_for_players(
 
 
 def board_member_count(*, season: Season, day: date | None = None) -> int:
-    """How many players the board has (players with at least one counted result)."""
+    """How many players the board has: players with at least one counted result, less those
+    whose cumulative points overflow the codec (a rebuild leaves them off)."""
     sql = f"SELECT COUNT(DISTINCT r.player_id) {_counted_results_sql(day=day)}"
+    if season.rule == ScoringRule.CUMULATIVE:
+        sql = f"""
+            SELECT COUNT(*) FROM (
+                SELECT r.player_id {_counted_results_sql(day=day)}
+                GROUP BY r.player_id HAVING SUM(r.points) <= %(max_points)s
+            ) p
+        """  # noqa: S608
     with connection.cursor() as cursor:
         cursor.execute(sql, _params(season=season, day=day))
         row = cursor.fetchone()

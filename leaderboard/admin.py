@@ -174,6 +174,7 @@ class RebuildRunAdmin(_RecordAdmin):
         "status",
         "members",
         "delta_members",
+        "overflowed_count",
         "reason",
         "started_at",
         "finished_at",

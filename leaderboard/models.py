@@ -42,6 +42,11 @@ class RebuildRun(models.Model):
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.RUNNING)
     members = models.BigIntegerField(default=0)
     delta_members = models.BigIntegerField(default=0)
+    # Players whose cumulative points overflow the codec: left off the board, never clamped.
+    overflowed_count = models.BigIntegerField(default=0)
+    overflowed_players = models.JSONField(
+        default=list, blank=True, help_text="The first 1000 player ids left off for overflowing."
+    )
     started_at = models.DateTimeField(default=timezone.now, editable=False)
     finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True, default="")

@@ -66,6 +66,8 @@ DEFAULT_ZADD_BATCH = 1000
 DELTA_MERGE_BATCH = 1000
 # Chunks the PostgreSQL reader may run ahead of the Redis loader.
 PREFETCH_CHUNKS = 4
+# Players left off for overflowing kept on the RebuildRun (the count is always exact).
+MAX_OVERFLOWED_RECORDED = 1000
 
 
 # Phases reported to ``on_phase`` (tests drive ingestion through each of them).
@@ -88,6 +90,8 @@ class RebuildResult:
     loaded: int
     delta_members: int
     seconds: float
+    # Players left off because their cumulative points overflow the codec (docs/operations.md).
+    overflowed: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +129,7 @@ def _read_snapshot_and_stream(
     on_phase: Callable[[str], None] | None,
     out: queue.Queue[object],
     stop: threading.Event,
+    overflowed: list[int],
 ) -> None:
     """Producer thread: one REPEATABLE READ transaction, its snapshot, then the aggregation."""
     try:
@@ -138,7 +143,7 @@ def _read_snapshot_and_stream(
             on_snapshot(str(row[0]))
             if on_phase is not None:
                 on_phase(PHASE_ACTIVATED)
-            for chunk in board_scores_zadd_chunks(season=season, day=day):
+            for chunk in board_scores_zadd_chunks(season=season, day=day, overflowed=overflowed):
                 while not stop.is_set():
                     try:
                         out.put(chunk, timeout=0.5)
@@ -183,6 +188,10 @@ def board_rebuild(
     ``progress`` is called with the number of members each loaded chunk added; ``on_phase``
     with each PHASE_* as the protocol reaches it (PHASE_ACTIVATED from the reader thread).
     Raises RebuildInProgressError when the board is already being rebuilt.
+
+    A player whose cumulative points overflow the codec is left off the board, never clamped,
+    and listed in the result and on the RebuildRun (live ingestion leaves off the result that
+    would overflow; see docs/operations.md).
     """
     started = time.monotonic()
     season = Season.objects.get(pk=season_id)
@@ -197,6 +206,7 @@ def board_rebuild(
         raise RebuildInProgressError(f"board {k.live} is already being rebuilt")
     run = RebuildRun.objects.create(season_id=season_id, day=day, reason=reason[:200])
     snapshot: list[str] = []
+    overflowed: list[int] = []
 
     def activate(snap: str) -> None:
         get_script(client, "rebuild_activate")(
@@ -215,6 +225,7 @@ def board_rebuild(
             "on_phase": on_phase,
             "out": out,
             "stop": stop,
+            "overflowed": overflowed,
         },
         name=f"rebuild-reader-{season_id}",
         daemon=True,
@@ -228,19 +239,20 @@ def board_rebuild(
         )
         if on_phase is not None:
             on_phase(PHASE_LOADED)
-        delta_seen = _merge_delta(client, k, rule_args)
+        delta_seen, merged_off = _merge_delta(client, k, rule_args)
+        overflowed += merged_off
         if on_phase is not None:
             on_phase(PHASE_MERGED)
         ttl_ms = 0
         if day is not None:
             now = timezone.now()
             ttl_ms = max(1, daily_board_expire_at(day=day, now=now) - int(now.timestamp())) * 1000
-        size = int(
-            get_script(client, "rebuild_finish")(
-                keys=[k.temp, k.live, k.marker, k.pending, k.delta],
-                args=[snapshot[0], *rule_args, ttl_ms],
-            )
+        finished = get_script(client, "rebuild_finish")(
+            keys=[k.temp, k.live, k.marker, k.pending, k.delta],
+            args=[snapshot[0], *rule_args, ttl_ms],
         )
+        size = int(finished[0])
+        overflowed += [int(member) for member in finished[1:]]
     except BaseException as exc:
         stop.set()
         if producer.is_alive():
@@ -251,11 +263,22 @@ def board_rebuild(
         )
         raise
     producer.join(timeout=30)
+    left_off = tuple(sorted(set(overflowed)))
+    if left_off:
+        logger.error(
+            "rebuild of %s: cumulative points of %d player(s) overflow the codec; left off the "
+            "board: %s",
+            k.live,
+            len(left_off),
+            list(left_off[:MAX_OVERFLOWED_RECORDED]),
+        )
     RebuildRun.objects.filter(pk=run.pk).update(
         status=RunStatus.SUCCEEDED,
         finished_at=timezone.now(),
         members=size,
         delta_members=delta_seen,
+        overflowed_count=len(left_off),
+        overflowed_players=list(left_off[:MAX_OVERFLOWED_RECORDED]),
     )
     return RebuildResult(
         season_id=season_id,
@@ -265,6 +288,7 @@ def board_rebuild(
         loaded=loaded,
         delta_members=delta_seen,
         seconds=time.monotonic() - started,
+        overflowed=left_off,
     )
 
 
@@ -296,21 +320,27 @@ def _load_temp(
     return loaded
 
 
-def _merge_delta(client: redis.Redis, k: _BoardKeys, rule_args: list[str | int]) -> int:
+def _merge_delta(
+    client: redis.Redis, k: _BoardKeys, rule_args: list[str | int]
+) -> tuple[int, list[int]]:
     """Merge the delta into the temp board in short script calls; the finish takes the rest.
 
     Returns how many delta members were merged here (ingestion may add more meanwhile, so
-    this stops once the remainder is small enough for one atomic finishing call).
+    this stops once the remainder is small enough for one atomic finishing call), and the
+    players left off because their cumulative points overflow.
     """
     merge = get_script(client, "rebuild_merge_delta")
     seen = 0
+    left_off: list[int] = []
     remaining = int(client.zcard(k.delta))
     rounds = 0
     while remaining > DELTA_MERGE_BATCH and rounds < 1000:
         seen += min(remaining, DELTA_MERGE_BATCH)
-        remaining = int(merge(keys=[k.delta, k.temp], args=[DELTA_MERGE_BATCH, *rule_args]))
+        reply = merge(keys=[k.delta, k.temp], args=[DELTA_MERGE_BATCH, *rule_args])
+        remaining = int(reply[0])
+        left_off += [int(member) for member in reply[1:]]
         rounds += 1
-    return seen + remaining
+    return seen + remaining, left_off
 
 
 # --- derived boards: top-list snapshots and weekly boards -------------------------------------

@@ -3,7 +3,8 @@
 -- and end the rebuild. An empty result deletes the live board.
 -- KEYS: temp, live, marker, pending, delta.
 -- ARGV: snapshot text, rule, time_bits, max_points, ttl ms for a board that had none live (0: none).
--- Returns the new board's size.
+-- Returns {the new board's size, members left off...} (a cumulative sum that would overflow
+-- the codec takes the member off the board, as in rebuild_merge_delta.lua).
 local snap = ARGV[1]
 local rule = ARGV[2]
 local time_bits = tonumber(ARGV[3])
@@ -12,12 +13,14 @@ local max_ticks = 2 ^ time_bits - 1
 if redis.call('GET', KEYS[3]) ~= snap then
   return redis.error_reply('rebuild marker lost or replaced: writes may have been missed, rebuild again')
 end
+local left_off = {}
 local rest = redis.call('ZRANGE', KEYS[5], 0, -1, 'WITHSCORES')
 for i = 1, #rest, 2 do
   local points, low = split_score(tonumber(rest[i + 1]), time_bits)
   local r = merge_into(KEYS[1], rest[i], points, max_ticks - low, rule, time_bits, max_points)
   if type(r) == 'string' then
-    return redis.error_reply(r)
+    redis.call('ZREM', KEYS[1], rest[i])
+    left_off[#left_off + 1] = rest[i]
   end
 end
 -- A daily board keeps the expiry it had; one rebuilt from nothing gets the default.
@@ -37,4 +40,8 @@ else
   redis.call('DEL', KEYS[1], KEYS[2])
 end
 redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
-return size
+local reply = {size}
+for _, member in ipairs(left_off) do
+  reply[#reply + 1] = member
+end
+return reply
