@@ -243,6 +243,17 @@ def board_member_count(*, season: Season, day: date | None = None) -> int:
     return int(row[0]) if row else 0
 
 
+def board_days_with_results(*, season: Season) -> list[date]:
+    """The UTC days on which the season has counted results (the daily boards it has)."""
+    sql = f"""
+        SELECT DISTINCT (r.achieved_at AT TIME ZONE 'UTC')::date {_counted_results_sql(day=None)}
+        ORDER BY 1
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, _params(season=season, day=None))
+        return [row[0] for row in cursor.fetchall()]
+
+
 # Random starting points drawn per sampled player: duplicates (two starts landing before the
 # same player) collapse, so draw more than needed and keep the first ``size`` distinct ones.
 _SAMPLE_DRAWS_PER_PLAYER = 4

@@ -26,6 +26,23 @@ def daily_board(*, season_id: int, day: date) -> str:
     return f"{_season_tag(season_id)}:d:{day.isoformat()}"
 
 
+def daily_board_pattern(*, season_id: int) -> str:
+    """SCAN pattern matching the season's daily boards (and keys derived from them: filter
+    with ``daily_board_day``)."""
+    return f"{_season_tag(season_id)}:d:*"
+
+
+def daily_board_day(*, season_id: int, key: str) -> date | None:
+    """The day of ``key`` if it is exactly one of the season's daily boards, else None."""
+    head = f"{_season_tag(season_id)}:d:"
+    if not key.startswith(head) or len(key) != len(head) + 10:
+        return None
+    try:
+        return date.fromisoformat(key[len(head) :])
+    except ValueError:
+        return None
+
+
 def weekly_board(*, season_id: int, iso_year: int, iso_week: int) -> str:
     """``lb:{s12}:w:2026-W41``: the board of one ISO week, built from the daily boards."""
     return f"{_season_tag(season_id)}:w:{iso_year:04d}-W{iso_week:02d}"

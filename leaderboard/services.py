@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from ingestion.models import MatchResult
 from ingestion.selectors import (
+    board_days_with_results,
     board_member_count,
     board_players_sample,
     board_scores_for_players,
@@ -842,23 +843,93 @@ def boards_correct(*, season_id: int, days: Iterable[date]) -> BoardsCorrected:
         return BoardsCorrected(season_id, (), needs_standings_review=True)
     client = get_board_redis()
     rebuilt = [board_rebuild(season_id=season_id, reason="correction").board_key]
-    weeks: set[tuple[int, int]] = set()
-    for day in sorted(set(days)):
-        # A daily board that expired stays expired: nothing reads it any more.
-        if client.exists(keys.daily_board(season_id=season_id, day=day)):
-            rebuilt.append(
-                board_rebuild(season_id=season_id, day=day, reason="correction").board_key
-            )
-        iso = day.isocalendar()
-        weeks.add((iso.year, iso.week))
+    # A daily board that expired stays expired: nothing reads it any more.
+    existing = [
+        d for d in sorted(set(days)) if client.exists(keys.daily_board(season_id=season_id, day=d))
+    ]
+    for day in existing:
+        rebuilt.append(board_rebuild(season_id=season_id, day=day, reason="correction").board_key)
+    rebuilt += _weekly_boards_rebuild(client, season=season, days=days)
+    return BoardsCorrected(season_id, tuple(rebuilt), needs_standings_review=False)
+
+
+def _weekly_boards_rebuild(
+    client: redis.Redis, *, season: Season, days: Iterable[date]
+) -> list[str]:
+    """Rebuild the weekly boards that exist for the weeks of ``days`` from the daily boards."""
+    weeks = {(d.isocalendar().year, d.isocalendar().week) for d in days}
     ref = SeasonRef.from_model(season)
+    rebuilt: list[str] = []
     for iso_year, iso_week in sorted(weeks):
-        weekly = keys.weekly_board(season_id=season_id, iso_year=iso_year, iso_week=iso_week)
+        weekly = keys.weekly_board(season_id=season.id, iso_year=iso_year, iso_week=iso_week)
         # A missing weekly board is built on demand from the (now corrected) daily boards.
         if client.exists(weekly):
             weekly_board_build(season=ref, iso_year=iso_year, iso_week=iso_week)
             rebuilt.append(weekly)
-    return BoardsCorrected(season_id, tuple(rebuilt), needs_standings_review=False)
+    return rebuilt
+
+
+def daily_boards_existing(*, season_id: int) -> list[date]:
+    """The days whose daily board is in Redis now (SCAN; rebuild leftovers filtered out)."""
+    client = get_board_redis()
+    days = set()
+    for raw in client.scan_iter(match=keys.daily_board_pattern(season_id=season_id), count=1000):
+        key = raw.decode() if isinstance(raw, bytes) else str(raw)
+        day = keys.daily_board_day(season_id=season_id, key=key)
+        if day is not None:
+            days.add(day)
+    return sorted(days)
+
+
+@dataclass(frozen=True, slots=True)
+class SeasonBoardsRebuilt:
+    season_id: int
+    season_board: RebuildResult
+    daily_boards: tuple[RebuildResult, ...]
+    weekly_boards: tuple[str, ...]  # keys of the weekly boards rebuilt from the daily ones
+
+    def describe(self) -> str:
+        overflowed = {p for r in (self.season_board, *self.daily_boards) for p in r.overflowed}
+        text = (
+            f"season {self.season_id}: season board rebuilt ({self.season_board.members} "
+            f"players), {len(self.daily_boards)} daily and {len(self.weekly_boards)} weekly "
+            "board(s)"
+        )
+        if overflowed:
+            text += f"; {len(overflowed)} player(s) left off for overflowing the codec"
+        return text
+
+
+def season_boards_rebuild(
+    *,
+    season_id: int,
+    all_days: bool = False,
+    reason: str = "",
+    progress: Callable[[str], Callable[[int], None] | None] | None = None,
+) -> SeasonBoardsRebuilt:
+    """Rebuild the season board, then its daily boards, then the weekly boards built from them.
+
+    Daily boards: those in Redis now; with ``all_days`` also every day with a counted result
+    (boards that had expired come back, with the default daily expiry). ``progress(board)``
+    may return a per-board progress callback (the command's bars).
+    Raises RebuildInProgressError when one of the boards is being rebuilt.
+    """
+    season = Season.objects.get(pk=season_id)
+    client = get_board_redis()
+
+    def bar(board: str) -> Callable[[int], None] | None:
+        return progress(board) if progress is not None else None
+
+    season_result = board_rebuild(season_id=season_id, reason=reason, progress=bar("season"))
+    days = set(daily_boards_existing(season_id=season_id))
+    if all_days:
+        days.update(board_days_with_results(season=season))
+    daily = tuple(
+        board_rebuild(season_id=season_id, day=day, reason=reason, progress=bar(day.isoformat()))
+        for day in sorted(days)
+    )
+    weekly = _weekly_boards_rebuild(client, season=season, days=days)
+    return SeasonBoardsRebuilt(season_id, season_result, daily, tuple(weekly))
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from leaderboard.services import (
     board_rebuild,
     boards_correct,
     boards_reconcile_live_seasons,
+    season_boards_rebuild,
     top_snapshots_refresh,
     weekly_boards_build,
 )
@@ -36,11 +37,12 @@ from leaderboard.services import (
     acks_late=True,
     ignore_result=True,
 )
-def board_rebuild_task(season_id: int, day: str | None = None, reason: str = "task") -> int:
-    result = board_rebuild(
-        season_id=season_id, day=date.fromisoformat(day) if day else None, reason=reason
-    )
-    return result.members
+def board_rebuild_task(season_id: int, day: str | None = None, reason: str = "task") -> str:
+    """One day's board, or (no day) the season board with its daily and weekly boards."""
+    if day:
+        result = board_rebuild(season_id=season_id, day=date.fromisoformat(day), reason=reason)
+        return f"season {season_id} day {day}: {result.members} players"
+    return season_boards_rebuild(season_id=season_id, reason=reason).describe()
 
 
 # A one-second task must never queue up behind itself: a late run is worthless once the next

@@ -112,15 +112,19 @@ def close_season(season: Season) -> str:
 @confirmed_action(
     description="Rebuild the selected seasons' boards from PostgreSQL",
     explanation=(
-        "Queues a rebuild of each season's board: it is recomputed from PostgreSQL and swapped "
-        "in atomically; results ingested meanwhile are kept."
+        "Queues a rebuild of each season's board and of its daily boards in Redis (the weekly "
+        "boards built from them follow): each is recomputed from PostgreSQL and swapped in "
+        "atomically; results ingested meanwhile are kept."
     ),
 )
 def rebuild_board(season: Season) -> str:
     from leaderboard.tasks import board_rebuild_task
 
     board_rebuild_task.delay(season_id=season.id, reason="admin")
-    return f"season {season.id}: rebuild queued (the worker runs it; see Rebuild runs)"
+    return (
+        f"season {season.id}: rebuild of the season, daily and weekly boards queued "
+        "(the worker runs it; see Rebuild runs)"
+    )
 
 
 @confirmed_action(

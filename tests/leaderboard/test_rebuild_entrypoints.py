@@ -40,11 +40,61 @@ def test_command_rejects_bad_input():
         call_command("rebuild_leaderboard", "--season", "1", "--day", "2026-13-01")
 
 
-def test_task_rebuilds_by_id(board_redis):
+def _two_days(board_redis, season):
+    """Results on two days; returns (season key, {day key: its live board})."""
+    days = {}
+    for hours, player in [(2, 4), (26, 5), (27, 4)]:
+        r = live.ingest(
+            board_redis,
+            season,
+            player_id=player,
+            points=hours,
+            at=season.starts_at + timedelta(hours=hours),
+        )
+        days[keys.daily_board(season_id=season.id, day=r.achieved_at.date())] = None
+    for day_key in days:
+        days[day_key] = live.board(board_redis, day_key)
+    return keys.season_board(season_id=season.id), days
+
+
+def test_task_rebuilds_the_season_its_daily_boards_and_their_weekly_boards(board_redis):
     season = make_season()
-    live.ingest(board_redis, season, player_id=4, points=9, at=season.starts_at)
-    key = keys.season_board(season_id=season.id)
+    key, days = _two_days(board_redis, season)
     expected = live.board(board_redis, key)
+    first_day, second_day = days
+    (iso_year, iso_week, _) = season.starts_at.isocalendar()
+    weekly = keys.weekly_board(season_id=season.id, iso_year=iso_year, iso_week=iso_week)
+    board_redis.zadd(weekly, {"999": 1})  # a weekly board in Redis, drifted
     board_redis.delete(key)
-    assert board_rebuild_task.apply(args=(season.id,)).get() == 1
+    board_redis.zadd(first_day, {"999": 1})  # a daily board in Redis, drifted
+    board_redis.delete(second_day)  # an expired daily board stays expired
+
+    outcome = board_rebuild_task.apply(args=(season.id,)).get()
+
+    assert "1 daily and 1 weekly" in outcome
     assert live.board(board_redis, key) == expected
+    assert live.board(board_redis, first_day) == days[first_day]
+    assert not board_redis.exists(second_day)
+    assert "999" not in {m.decode() for m in board_redis.zrange(weekly, 0, -1)}
+    assert live.board(board_redis, weekly) == days[first_day]
+    assert sorted(str(d) for d in RebuildRun.objects.values_list("day", flat=True)) == sorted(
+        ["None", first_day.rsplit(":", 1)[-1]]
+    )
+
+
+def test_command_all_days_brings_back_every_daily_board(board_redis, capsys):
+    season = make_season()
+    key, days = _two_days(board_redis, season)
+    expected = live.board(board_redis, key)
+    board_redis.delete(key, *days)
+
+    call_command("rebuild_leaderboard", "--season", str(season.id), "--all-days")
+
+    assert live.board(board_redis, key) == expected
+    for day_key, board in days.items():
+        assert live.board(board_redis, day_key) == board
+    assert "2 daily" in capsys.readouterr().out
+    with pytest.raises(CommandError, match="not allowed with"):
+        call_command(
+            "rebuild_leaderboard", "--season", str(season.id), "--all-days", "--day", "2026-10-01"
+        )

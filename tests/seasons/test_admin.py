@@ -133,7 +133,9 @@ def test_rebuild_action_rebuilds_the_board(staff: Client, season: Season, board_
         page = run_action(staff, "rebuild_board", season, confirmed=True)
     finally:
         app.conf.task_always_eager = False
-    assert f"Season {season.id}: rebuild queued" in page.content.decode()
+    assert f"Season {season.id}: rebuild of the season, daily and weekly boards queued" in (
+        page.content.decode()
+    )
     assert [m.decode() for m in board_redis.zrevrange(board, 0, -1)] == ["12", "13", "11"]
 
 

@@ -1,14 +1,21 @@
-"""``python manage.py rebuild_leaderboard --season 12 [--day 2026-10-12]``."""
+"""``python manage.py rebuild_leaderboard --season 12 [--day 2026-10-12 | --all-days]``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import date
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from leaderboard.services import RebuildInProgressError, board_rebuild
+from leaderboard.services import (
+    RebuildInProgressError,
+    RebuildResult,
+    board_rebuild,
+    season_boards_rebuild,
+)
 from seasons.models import Season
 
 
@@ -19,32 +26,63 @@ def _day(value: str) -> date:
         raise CommandError(f"--day {value!r} is not a date (YYYY-MM-DD)") from exc
 
 
+def _overflow_note(result: RebuildResult) -> str:
+    if not result.overflowed:
+        return ""
+    return f"; {len(result.overflowed)} player(s) left off: cumulative points overflow the codec"
+
+
 class Command(BaseCommand):
     help = (
-        "Rebuild a season's board (or one UTC day's board) from PostgreSQL, without losing "
-        "results ingested meanwhile and without readers ever seeing a partial board."
+        "Rebuild a season's board (or one UTC day's board, or the season board and every daily "
+        "board) from PostgreSQL, without losing results ingested meanwhile and without readers "
+        "ever seeing a partial board."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--season", type=int, required=True, help="season id")
-        parser.add_argument("--day", type=_day, default=None, help="UTC day, YYYY-MM-DD")
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument("--day", type=_day, default=None, help="UTC day, YYYY-MM-DD")
+        which.add_argument(
+            "--all-days",
+            action="store_true",
+            help="also every daily board: those in Redis and every day with a counted result "
+            "(then the weekly boards in Redis built from them)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         season_id: int = options["season"]
         day: date | None = options["day"]
         if not Season.objects.filter(pk=season_id).exists():
             raise CommandError(f"season {season_id} does not exist")
-        board = f"season {season_id}" + (f" day {day.isoformat()}" if day else "")
-        with tqdm(desc=f"rebuild {board}", unit=" players", unit_scale=True) as bar:
-            try:
+        try:
+            if options["all_days"]:
+                self._all_days(season_id)
+                return
+            board = f"season {season_id}" + (f" day {day.isoformat()}" if day else "")
+            with tqdm(desc=f"rebuild {board}", unit=" players", unit_scale=True) as bar:
                 result = board_rebuild(
                     season_id=season_id, day=day, progress=bar.update, reason="command"
                 )
-            except RebuildInProgressError as exc:
-                raise CommandError(str(exc)) from exc
+        except RebuildInProgressError as exc:
+            raise CommandError(str(exc)) from exc
         self.stdout.write(
             self.style.SUCCESS(
                 f"Rebuilt {board}: {result.members} players ({result.delta_members} written "
-                f"during the rebuild) in {result.seconds:.1f}s"
+                f"during the rebuild) in {result.seconds:.1f}s{_overflow_note(result)}"
             )
         )
+
+    def _all_days(self, season_id: int) -> None:
+        with ExitStack() as bars:
+
+            def progress(board: str) -> Callable[[int], None]:
+                bar = bars.enter_context(
+                    tqdm(desc=f"rebuild {board}", unit=" players", unit_scale=True)
+                )
+                return bar.update
+
+            rebuilt = season_boards_rebuild(
+                season_id=season_id, all_days=True, reason="command --all-days", progress=progress
+            )
+        self.stdout.write(self.style.SUCCESS(f"Rebuilt {rebuilt.describe()}"))
