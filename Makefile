@@ -17,6 +17,7 @@ help:
 	@echo "make services-stop    stop them"
 	@echo "make services-status  tell whether they run"
 	@echo "make lint             ruff + mypy"
+	@echo "make bench            how to run each benchmark (on demand, never in the suite)"
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON_BIN) >/dev/null || { echo "$(PYTHON_BIN) is required"; exit 1; }
@@ -55,6 +56,14 @@ run: migrate
 	$(PY) manage.py setup_periodic_tasks
 	@echo "Starting every process (Ctrl-C stops them all); web on http://127.0.0.1:$${PORT:-8000}/"
 	PORT=$${PORT:-8000} $(VENV)/bin/honcho start -f Procfile
+
+# Benchmarks take minutes and load the whole machine: this only says how to run each one.
+bench:
+	@echo "Benchmarks (each documents its options in --help; results go to docs/benchmarks.md):"
+	@echo "  bench/ingest                  ingestion throughput and produce-to-visible latency"
+	@echo "  $(PY) bench/read/run.py --players 1000000   read path: Redis vs raw vs PostgreSQL"
+	@echo "  bench/rebuild                 rebuild from PostgreSQL while ingestion keeps running"
+	@echo "They need the local services (make services) and the venv (make venv)."
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -57,36 +57,11 @@ PROBE_BASE = 5_000_000_000  # probe player ids: never used by background results
 RESULTS_DIR = ROOT / "bench" / "results"
 
 
-def _bench_database_url() -> str:
-    import dj_database_url
+from bench.database import bench_database_url  # noqa: E402
 
-    base = os.environ.get(
-        "DATABASE_URL", "postgres://leaderboard:leaderboard@127.0.0.1:5432/leaderboard"
-    )
-    parsed = dj_database_url.parse(base)
-    name = os.environ.get("BENCH_DATABASE_NAME", "leaderboard_bench")
-    return (
-        f"postgres://{parsed['USER']}:{parsed['PASSWORD']}@{parsed['HOST']}:"
-        f"{parsed['PORT'] or 5432}/{name}"
-    )
-
-
-def _ensure_database(url: str) -> None:
-    import dj_database_url
-    import psycopg
-
-    parsed = dj_database_url.parse(url)
-    admin_url = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        exists = conn.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [parsed["NAME"]]
-        ).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{parsed["NAME"]}"')
-
-
-os.environ["DATABASE_URL"] = _bench_database_url()
-_ensure_database(os.environ["DATABASE_URL"])
+os.environ["DATABASE_URL"] = bench_database_url(
+    name=os.environ.get("BENCH_DATABASE_NAME", "leaderboard_bench")
+)
 
 import django  # noqa: E402
 

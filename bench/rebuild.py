@@ -46,24 +46,11 @@ os.environ.setdefault("LOG_LEVEL", "WARNING")
 os.environ["DATABASE_CONN_MAX_AGE"] = "0"
 
 
-def _database_url() -> str:
-    import dj_database_url
-    import psycopg
+from bench.database import bench_database_url  # noqa: E402
 
-    base = os.environ.get(
-        "DATABASE_URL", "postgres://leaderboard:leaderboard@127.0.0.1:5432/leaderboard"
-    )
-    parsed = dj_database_url.parse(base)
-    name = os.environ.get("BENCH_REBUILD_DATABASE_NAME", "leaderboard_bench_rebuild")
-    port = parsed["PORT"] or 5432
-    server = f"postgres://{parsed['USER']}:{parsed['PASSWORD']}@{parsed['HOST']}:{port}"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-    return f"{server}/{name}"
-
-
-os.environ["DATABASE_URL"] = _database_url()
+os.environ["DATABASE_URL"] = bench_database_url(
+    name=os.environ.get("BENCH_REBUILD_DATABASE_NAME", "leaderboard_bench_rebuild")
+)
 
 import django  # noqa: E402
 

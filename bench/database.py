@@ -1,0 +1,27 @@
+"""The database a benchmark runs in: its own, on the server ``DATABASE_URL`` points at.
+
+Imported by the bench scripts before Django is set up (they set ``DATABASE_URL`` from it), so
+nothing here touches Django.
+"""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_DATABASE_URL = "postgres://leaderboard:leaderboard@127.0.0.1:5432/leaderboard"
+
+
+def bench_database_url(*, name: str) -> str:
+    """The URL of database ``name`` beside the configured one, created if it does not exist."""
+    import dj_database_url
+    import psycopg
+
+    parsed = dj_database_url.parse(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL))
+    server = (
+        f"postgres://{parsed['USER']}:{parsed['PASSWORD']}@{parsed['HOST']}:"
+        f"{parsed['PORT'] or 5432}"
+    )
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+    return f"{server}/{name}"
