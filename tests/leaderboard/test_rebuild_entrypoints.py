@@ -42,7 +42,7 @@ def test_command_rejects_bad_input():
 
 def _two_days(board_redis, season):
     """Results on two days; returns (season key, {day key: its live board})."""
-    days = {}
+    day_keys: list[str] = []
     for hours, player in [(2, 4), (26, 5), (27, 4)]:
         r = live.ingest(
             board_redis,
@@ -51,9 +51,10 @@ def _two_days(board_redis, season):
             points=hours,
             at=season.starts_at + timedelta(hours=hours),
         )
-        days[keys.daily_board(season_id=season.id, day=r.achieved_at.date())] = None
-    for day_key in days:
-        days[day_key] = live.board(board_redis, day_key)
+        day_key = keys.daily_board(season_id=season.id, day=r.achieved_at.date())
+        if day_key not in day_keys:
+            day_keys.append(day_key)
+    days = {day_key: live.board(board_redis, day_key) for day_key in day_keys}
     return keys.season_board(season_id=season.id), days
 
 
