@@ -61,6 +61,8 @@ UNKNOWN_SEASON = "unknown_season"
 OUTSIDE_SEASON = "outside_season"
 SEASON_CLOSED = "season_closed"
 POINTS_TOO_LARGE = "points_too_large"
+# A check failed in a way it should not (a bug): the message is set aside, never a stop.
+UNEXPECTED = "unexpected_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,12 +138,12 @@ def parse_rfc3339(value: str, *, field: str = "achievedAt") -> datetime:
             field=field,
         )
     try:
-        moment = datetime.fromisoformat(value.upper())
-    except ValueError as exc:
+        # Year 1 or 9999 with an offset can fall outside datetime's range once in UTC.
+        return datetime.fromisoformat(value.upper()).astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
         raise MessageRejected(
             INVALID_VALUE, f"{field} {value!r} is not a valid date-time: {exc}", field=field
         ) from exc
-    return moment.astimezone(UTC)
 
 
 def message_validate(data: object) -> MatchResultMessage:

@@ -33,6 +33,7 @@ from seasons.models import Season
 from .models import GameServerToken, MatchResult
 from .producer import MatchResultProducer
 from .schema import (
+    UNEXPECTED,
     MatchResultMessage,
     MessageRejected,
     message_check_season,
@@ -112,6 +113,11 @@ def match_results_decode(*, records: Sequence[ConsumedRecord]) -> DecodedBatch:
             parsed.append((record, message_decode(record.value)))
         except MessageRejected as exc:
             letters.append(DeadLetter(record, exc.code, exc.reason))
+        except Exception as exc:
+            # Untrusted bytes met a case the checks do not foresee: one message must never
+            # stop the consumer, so it goes to the dead-letter topic and the bug to the log.
+            logger.exception("unexpected error validating offset %d", record.offset)
+            letters.append(DeadLetter(record, UNEXPECTED, f"{type(exc).__name__}: {exc}"))
     seasons = Season.objects.in_bulk({message.season_id for _, message in parsed})
     valid: list[ValidResult] = []
     for record, message in parsed:
@@ -119,6 +125,10 @@ def match_results_decode(*, records: Sequence[ConsumedRecord]) -> DecodedBatch:
             message_check_season(message, seasons.get(message.season_id))
         except MessageRejected as exc:
             letters.append(DeadLetter(record, exc.code, exc.reason))
+            continue
+        except Exception as exc:
+            logger.exception("unexpected error checking offset %d", record.offset)
+            letters.append(DeadLetter(record, UNEXPECTED, f"{type(exc).__name__}: {exc}"))
             continue
         valid.append(ValidResult(record.partition, record.offset, message))
     return DecodedBatch(valid, letters, seasons)

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from ingestion import services
 from ingestion.models import MatchResult
 from ingestion.schema import message_decode
 from ingestion.services import (
@@ -69,3 +70,32 @@ def test_the_same_result_twice_in_one_batch_counts_once(board_redis) -> None:
 
     assert (outcome.applied, outcome.duplicates) == (1, 2)
     assert_boards_match(board_redis, season, [result])
+
+
+def test_a_message_that_breaks_validation_unexpectedly_is_dead_lettered(
+    board_redis, monkeypatch
+) -> None:
+    season = make_season(rule=ScoringRule.BEST)
+    good = [
+        Result(uuid.uuid4(), n, season.id, 10 * n, season.starts_at + timedelta(hours=n))
+        for n in (1, 2)
+    ]
+    poison = b'{"poison": true}'
+    real_decode = services.message_decode
+
+    def decode(raw: bytes | None):
+        if raw == poison:
+            raise RuntimeError("a case the checks did not foresee")
+        return real_decode(raw)
+
+    monkeypatch.setattr(services, "message_decode", decode)
+    letters = _Letters()
+    batch = [_record(good[0], 0, 1), ConsumedRecord(0, 2, b"x", poison), _record(good[1], 0, 3)]
+
+    outcome = match_results_ingest(topic=TOPIC, records=batch, dead_letters=letters)
+
+    assert (outcome.applied, outcome.dead_letters) == (2, 1)
+    [letter] = letters.letters
+    assert (letter.code, letter.record.value) == ("unexpected_error", poison)
+    assert "did not foresee" in letter.reason
+    assert_boards_match(board_redis, season, good)

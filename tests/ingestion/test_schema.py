@@ -104,6 +104,8 @@ def test_names_each_missing_field(field: str) -> None:
         ({"achievedAt": "2026-10-12T10:15Z"}, schema.INVALID_VALUE, "achievedAt"),
         ({"achievedAt": "2026-13-12T10:15:00Z"}, schema.INVALID_VALUE, "achievedAt"),
         ({"achievedAt": "yesterday"}, schema.INVALID_VALUE, "achievedAt"),
+        ({"achievedAt": "0001-01-01T00:00:00+01:00"}, schema.INVALID_VALUE, "achievedAt"),
+        ({"achievedAt": "9999-12-31T23:59:59-01:00"}, schema.INVALID_VALUE, "achievedAt"),
     ],
 )
 def test_rejects_mistyped_and_out_of_range_fields(
