@@ -58,6 +58,11 @@ _TRANSIENT: tuple[type[BaseException], ...] = (
     InterfaceError,
     redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
+    # Refused before anything ran (a script is rejected whole): a replica promoted mid-failover,
+    # maxmemory reached. Waiting is the fix; exiting would only restart into the same wait.
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.OutOfMemoryError,
+    redis.exceptions.TryAgainError,
     KafkaError,
 )
 
