@@ -7,7 +7,7 @@ One UTF-8 JSON object per player result (see DESIGN.md, "Contracts > Kafka")::
 
 Everything here is pure: no database, no network. ``message_decode`` and ``message_validate``
 check what the message alone can tell; ``message_check_season`` checks it against the season it
-names (window, status, the season codec's point range) once the caller has loaded that season.
+names (window, closed status, the season codec's point range) once the caller has loaded that season.
 The Kafka consumer and the HTTP door share all three, so both reject exactly the same input with
 the same reasons. Unknown extra fields are ignored so producers can add fields before consumers
 know them.
@@ -34,8 +34,11 @@ _POINTS_CEILING = (1 << 52) - 1
 _RFC3339 = re.compile(
     r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$"
 )
-# Statuses in which a season no longer accepts results (close-out is snapshotting it).
-SEASON_STATUSES_REJECTING = frozenset({"closing", "closed"})
+# Statuses in which a season no longer accepts results. Only "closed": the window decides
+# otherwise. A "closing" season still takes results achieved inside its window (queued in Kafka
+# when it switched; its close-out waits for the consumer to drain them), and so does a
+# "scheduled" one whose start passed before the status sync ran.
+SEASON_STATUSES_REJECTING = frozenset({"closed"})
 
 REQUIRED_FIELDS = ("matchId", "playerId", "seasonId", "points", "achievedAt")
 
@@ -192,7 +195,7 @@ def message_validate(data: object) -> MatchResultMessage:
 
 
 def message_check_season(message: MatchResultMessage, season: Season | None) -> None:
-    """Reject a message its season cannot take: unknown, closing/closed, out of window/range.
+    """Reject a message its season cannot take: unknown, closed, out of window/range.
 
     ``season`` is the season named by ``message.season_id`` (None when it does not exist).
     """

@@ -146,8 +146,10 @@ CACHES = {
 }
 # Every board key starts with this; tests give each test its own prefix.
 LEADERBOARD_KEY_PREFIX = _env("LEADERBOARD_KEY_PREFIX", "lb")
-# Daily boards expire this many days after their day ends (weekly boards are built from them).
-LEADERBOARD_DAILY_TTL_DAYS = _env_int("LEADERBOARD_DAILY_TTL_DAYS", 8)
+# Daily boards expire this many days after their day ends; the one daily expiry, for ingestion
+# and rebuilds alike. 15 days cover the current and the previous ISO week, which the weekly
+# boards are built from and the reconcile compares.
+LEADERBOARD_DAILY_TTL_DAYS = _env_int("LEADERBOARD_DAILY_TTL_DAYS", 15)
 
 # --- Kafka ---------------------------------------------------------------------------------------
 

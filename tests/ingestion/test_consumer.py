@@ -179,7 +179,13 @@ def test_every_kind_of_bad_message_is_dead_lettered_with_its_reason(topics, boar
         (bad(achievedAt="2026-10-02T00:00:00"), "invalid_value"),
         (bad(achievedAt=(season.starts_at - timedelta(seconds=1)).isoformat()), "outside_season"),
         (bad(achievedAt=(season.ends_at + timedelta(seconds=1)).isoformat()), "outside_season"),
-        (bad(seasonId=closing.id, achievedAt=closing.starts_at.isoformat()), "season_closed"),
+        # A closing season still takes results inside its window, not one after its end.
+        (
+            bad(
+                seasonId=closing.id, achievedAt=(closing.ends_at + timedelta(seconds=1)).isoformat()
+            ),
+            "outside_season",
+        ),
         (bad(seasonId=closed.id, achievedAt=closed.starts_at.isoformat()), "season_closed"),
     ]
     goods = [
@@ -211,7 +217,7 @@ def test_every_kind_of_bad_message_is_dead_lettered_with_its_reason(topics, boar
 def test_daily_boards_expire_and_consumer_stats_are_published(
     topics, board_redis, settings, client
 ) -> None:
-    settings.LEADERBOARD_DAILY_TTL_DAYS = 8
+    settings.LEADERBOARD_DAILY_TTL_DAYS = 3
     season = make_season(rule=ScoringRule.BEST)
     topic, dlq = topics
     result = Result(uuid.uuid4(), 5, season.id, 10, season.starts_at + timedelta(days=2))
@@ -222,7 +228,7 @@ def test_daily_boards_expire_and_consumer_stats_are_published(
 
     daily = keys.daily_board(season_id=season.id, day=result.achieved_at.date())
     # The day is long past: the board lives TTL days from this late write.
-    expected = datetime.now(UTC) + timedelta(days=8)
+    expected = datetime.now(UTC) + timedelta(days=3)
     assert abs(board_redis.expiretime(daily) - expected.timestamp()) < 60
     assert board_redis.ttl(keys.season_board(season_id=season.id)) == -1
     stats = board_redis.hgetall(keys.ingest_consumer_stats(consumer_id=options.consumer_id))

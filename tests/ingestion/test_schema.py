@@ -148,7 +148,6 @@ def test_the_season_window_is_inclusive() -> None:
     ("season_kwargs", "overrides", "code"),
     [
         (None, {}, schema.UNKNOWN_SEASON),
-        ({"status": "closing"}, {}, schema.SEASON_CLOSED),
         ({"status": "closed"}, {}, schema.SEASON_CLOSED),
         ({}, {"achievedAt": "2026-09-30T23:59:59Z"}, schema.OUTSIDE_SEASON),
         ({}, {"achievedAt": "2026-12-31T00:00:01Z"}, schema.OUTSIDE_SEASON),
@@ -163,6 +162,21 @@ def test_season_checks(
     with pytest.raises(MessageRejected) as caught:
         schema.message_check_season(message, season)
     assert caught.value.code == code
+
+
+@pytest.mark.parametrize("status", ["scheduled", "active", "closing"])
+def test_the_window_decides_until_the_season_is_closed(status: str) -> None:
+    # Results queued in Kafka when the season switched to closing (or achieved before a lagging
+    # status sync activated it) still count; only the window and "closed" reject them.
+    season = _season(status=status)
+    for moment in (season.starts_at, season.ends_at):
+        schema.message_check_season(
+            schema.message_validate(_good(achievedAt=moment.isoformat())), season
+        )
+    late = schema.message_validate(_good(achievedAt="2026-12-31T00:00:01Z"))
+    with pytest.raises(MessageRejected) as caught:
+        schema.message_check_season(late, season)
+    assert caught.value.code == schema.OUTSIDE_SEASON
 
 
 def test_the_codec_maximum_itself_is_accepted() -> None:
