@@ -7,7 +7,7 @@ One UTF-8 JSON object per player result (see DESIGN.md, "Contracts > Kafka")::
 
 Everything here is pure: no database, no network. ``message_decode`` and ``message_validate``
 check what the message alone can tell; ``message_check_season`` checks it against the season it
-names (window, closed status, the season codec's point range) once the caller has loaded that season.
+names (window, closed status, the season codec's point range) once the caller has loaded it.
 The Kafka consumer and the HTTP door share all three, so both reject exactly the same input with
 the same reasons. Unknown extra fields are ignored so producers can add fields before consumers
 know them.
