@@ -272,3 +272,6 @@ FINAL_STANDINGS_SIZE = _env_int("FINAL_STANDINGS_SIZE", 1000)
 # Seconds between a season's switch to "closing" and its final standings: the consumer's
 # in-flight batches (which read the season as active before the switch) commit meanwhile.
 SEASON_CLOSE_GRACE_SECONDS = _env_int("SEASON_CLOSE_GRACE_SECONDS", 30)
+# How long one close-out run waits for the consumer group to commit up to the topic's end
+# offsets recorded when the drain began; past it, it finalizes nothing and says what lags.
+SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS = _env_float("SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS", 600.0)

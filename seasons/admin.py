@@ -100,13 +100,16 @@ def csv_export_action(*, fields: tuple[str, ...], filename: str) -> Callable[...
 @confirmed_action(
     description="Close out the selected seasons",
     explanation=(
-        "Each season stops taking results now. Once the consumer has drained (the grace "
-        "period), its final standings are copied from PostgreSQL, rewards are granted by tier "
-        "and its Redis keys are dropped. Running it again grants nothing twice."
+        "Each season stops taking new results now (those achieved before its end and still "
+        "queued are still counted). Once the consumer has drained the topic, its final "
+        "standings are copied from PostgreSQL, rewards are granted by tier and its Redis keys "
+        "are dropped; until then the periodic close-out keeps checking. Running it again "
+        "grants nothing twice."
     ),
 )
 def close_season(season: Season) -> str:
-    return season_close(season_id=season.id).describe()
+    # One look at the consumer's offsets, no waiting inside a web request.
+    return season_close(season_id=season.id, drain_timeout_seconds=0).describe()
 
 
 @confirmed_action(
@@ -158,8 +161,8 @@ def make_active(season: Season) -> str:
 @confirmed_action(
     description="Stop taking results (closing)",
     explanation=(
-        "Each season stops taking results now; the close-out task finishes it after the "
-        "drain grace. It can be reopened before its end date."
+        "Each season stops taking results achieved after its end; the close-out task "
+        "finishes it once the consumer has drained. It can be reopened before its end date."
     ),
 )
 def make_closing(season: Season) -> str:

@@ -44,6 +44,10 @@ class Season(models.Model):
     closed_at = models.DateTimeField(null=True, blank=True, editable=False)
     # When the season stopped taking results: the drain grace of close-out counts from here.
     closing_since = models.DateTimeField(null=True, blank=True, editable=False)
+    # The match-results topic's end offsets when the close-out began waiting for the drain:
+    # {"topic": ..., "recorded_at": ISO 8601, "partitions": {"<partition>": <end offset>}}.
+    # The close-out finalizes only once the consumer group committed up to them (seasons/services).
+    drain_end_offsets = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-starts_at"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -11,6 +12,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from kafka.errors import KafkaError
 
 from leaderboard import keys
 from leaderboard.codec import CodecError, ScoreCodec
@@ -25,7 +27,12 @@ from .models import (
     Season,
     SeasonStatus,
 )
-from .selectors import season_standings_compute
+from .selectors import (
+    consumer_group_lag_get,
+    kafka_offsets_reader,
+    season_standings_compute,
+    topic_end_offsets_get,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +144,9 @@ def season_status_transition(
         )
     season.status = to_status
     season.closing_since = now if to_status == SeasonStatus.CLOSING else None
-    season.save(update_fields=["status", "closing_since", "updated_at"])
+    # A reopened season drains afresh at its next close-out.
+    season.drain_end_offsets = None
+    season.save(update_fields=["status", "closing_since", "drain_end_offsets", "updated_at"])
     logger.info("season %s: status set to %s by staff", season.id, to_status)
     return season
 
@@ -184,7 +193,8 @@ def reward_grant_status_set(*, grant_id: int, status: str) -> RewardGrant:
 class CloseOutcome(StrEnum):
     CLOSED = "closed"
     ALREADY_CLOSED = "already_closed"
-    DRAINING = "draining"
+    DRAINING = "draining"  # within the grace after the switch to closing
+    LAGGING = "lagging"  # the consumer has not drained the topic within the drain timeout
     IN_PROGRESS = "in_progress"
 
 
@@ -196,8 +206,15 @@ class SeasonCloseResult:
     grants_created: int = 0
     keys_unlinked: int = 0
     drain_until: datetime | None = None
+    lagging: str = ""  # what the consumer has not drained yet (LAGGING)
 
     def describe(self) -> str:
+        if self.outcome == CloseOutcome.LAGGING:
+            return (
+                f"season {self.season_id} is closing but NOT finalized: {self.lagging}. "
+                "Nothing was copied or granted; the periodic close-out tries again (or run "
+                "close_season again; --force finalizes without the queued results)"
+            )
         if self.outcome == CloseOutcome.DRAINING:
             assert self.drain_until is not None
             return (
@@ -219,14 +236,24 @@ class SeasonCloseResult:
 
 
 def season_close(
-    *, season_id: int, now: datetime | None = None, grace_seconds: int | None = None
+    *,
+    season_id: int,
+    now: datetime | None = None,
+    grace_seconds: int | None = None,
+    drain_timeout_seconds: float | None = None,
+    force: bool = False,
 ) -> SeasonCloseResult:
     """Close a season out; safe to run any number of times, and to resume after a crash.
 
-    1. Stop taking results: status "closing" (ingestion rejects closing and closed seasons).
-    2. Let the consumer drain: finish only ``grace_seconds`` (SEASON_CLOSE_GRACE_SECONDS) after
-       the season started closing, so a batch that read the season as active before the switch
-       has committed. Until then the call returns DRAINING and changes nothing else.
+    1. Status "closing". Ingestion still takes results achieved inside the window (those queued
+       in Kafka at the switch must count), and rejects only closed seasons.
+    2. Let the consumer drain. (a) A short grace, ``grace_seconds`` (SEASON_CLOSE_GRACE_SECONDS)
+       after the switch, for results game servers publish just after the end; until then the
+       call returns DRAINING. (b) Then the match-results topic's end offsets are recorded once on
+       the season (``drain_end_offsets``), and the call polls until the consumer group has
+       committed up to them on every partition, for at most ``drain_timeout_seconds``
+       (SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS); otherwise it returns LAGGING naming the partitions
+       and finalizes nothing. A rerun waits on the same recorded offsets. ``force`` skips both.
     3. In ONE transaction: the final top FINAL_STANDINGS_SIZE computed from PostgreSQL (the
        source a rebuild reads; Redis may have lost writes), a grant per player of each tier,
        status "closed". A crash before the commit leaves the season "closing": a rerun redoes it.
@@ -235,6 +262,8 @@ def season_close(
     """
     now = now or timezone.now()
     grace = settings.SEASON_CLOSE_GRACE_SECONDS if grace_seconds is None else grace_seconds
+    if drain_timeout_seconds is None:
+        drain_timeout_seconds = settings.SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS
     in_progress = SeasonCloseResult(season_id=season_id, outcome=CloseOutcome.IN_PROGRESS)
     with transaction.atomic():
         # SKIP LOCKED: a close-out that finds another one running (a slow standings query, a
@@ -248,14 +277,29 @@ def season_close(
         if not already_closed and season.status != SeasonStatus.CLOSING:
             season.status = SeasonStatus.CLOSING
             season.closing_since = now
-            season.save(update_fields=["status", "closing_since", "updated_at"])
+            season.drain_end_offsets = None
+            season.save(
+                update_fields=["status", "closing_since", "drain_end_offsets", "updated_at"]
+            )
             logger.info("season %s: closing (close-out asked for)", season.id)
     if not already_closed:
         drain_until = (season.closing_since or now) + timedelta(seconds=grace)
-        if now < drain_until:
+        if now < drain_until and not force:
             return SeasonCloseResult(
                 season_id=season_id, outcome=CloseOutcome.DRAINING, drain_until=drain_until
             )
+        if force:
+            logger.warning(
+                "season %s: close-out forced, without waiting for the consumer to drain", season_id
+            )
+        else:
+            lagging = _season_drain_wait(season=season, timeout_seconds=drain_timeout_seconds)
+            if lagging:
+                result = SeasonCloseResult(
+                    season_id=season_id, outcome=CloseOutcome.LAGGING, lagging=lagging
+                )
+                logger.warning(result.describe())
+                return result
         finalized = _season_finalize(season_id=season_id, now=now)
         if finalized is None:
             return in_progress
@@ -276,6 +320,59 @@ def season_close(
     )
     logger.info(result.describe())
     return result
+
+
+# How often a waiting close-out asks Kafka for the consumer group's committed offsets.
+_DRAIN_POLL_SECONDS = 0.25
+
+
+def _season_drain_end_offsets(*, season: Season) -> dict[str, object]:
+    """The end offsets the drain waits for: recorded once per closing, then reused by reruns."""
+    if season.drain_end_offsets is not None:
+        return season.drain_end_offsets
+    topic = settings.KAFKA_MATCH_RESULTS_TOPIC
+    ends = topic_end_offsets_get(topic=topic)
+    record: dict[str, object] = {
+        "topic": topic,
+        "recorded_at": timezone.now().isoformat(),
+        "partitions": {str(p): offset for p, offset in sorted(ends.items())},
+    }
+    # Only the first close-out records them; a concurrent one uses what that one stored.
+    Season.objects.filter(
+        id=season.id, status=SeasonStatus.CLOSING, drain_end_offsets__isnull=True
+    ).update(drain_end_offsets=record)
+    stored = Season.objects.filter(id=season.id).values_list("drain_end_offsets", flat=True).get()
+    logger.info("season %s: draining %s up to %s", season.id, topic, stored)
+    return stored if stored is not None else record
+
+
+def _season_drain_wait(*, season: Season, timeout_seconds: float) -> str:
+    """Wait until the consumer drained the topic up to the recorded end offsets; "" once it
+    has, else (at the timeout, or when Kafka cannot tell) what still lags, for humans."""
+    group = settings.KAFKA_CONSUMER_GROUP
+    deadline = time.monotonic() + max(0.0, timeout_seconds)
+    try:
+        record = _season_drain_end_offsets(season=season)
+        topic = str(record["topic"])
+        raw_ends = record["partitions"]
+        assert isinstance(raw_ends, dict)
+        ends = {int(p): int(offset) for p, offset in raw_ends.items()}
+        with kafka_offsets_reader(group_id=group) as reader:
+            while True:
+                lag = consumer_group_lag_get(reader=reader, topic=topic, end_offsets=ends)
+                if not lag:
+                    return ""
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return (
+                        f"consumer group {group} has not drained topic {topic} up to the end "
+                        f"offsets recorded at {record['recorded_at']} within "
+                        f"{timeout_seconds:g} s; lagging: "
+                        + ", ".join(partition.describe() for partition in lag)
+                    )
+                time.sleep(min(_DRAIN_POLL_SECONDS, remaining))
+    except KafkaError as exc:
+        return f"Kafka cannot tell whether the consumer drained the results ({exc!r})"
 
 
 @transaction.atomic

@@ -33,6 +33,10 @@ _QUICK_TASK: dict[str, Any] = {
 }
 
 
+# Seconds one close-out task waits for the consumer to drain before leaving it to the next sweep.
+_TASK_DRAIN_WAIT_SECONDS = 10.0
+
+
 @shared_task(**_QUICK_TASK)
 def season_statuses_sync_task() -> dict[str, list[int]]:
     result = season_statuses_sync()
@@ -63,4 +67,9 @@ def seasons_close_due_task() -> list[int]:
     time_limit=660,
 )
 def season_close_task(*, season_id: int) -> str:
-    return season_close(season_id=season_id).describe()
+    # A short wait for the drain, not SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS: a worker slot held for
+    # minutes would stall the every-second top-list refresh. A season still lagging stays
+    # closing, unfinalized, and the sweep (seasons_close_due_task, every minute) queues this
+    # again: that is the retry, and never two retry chains per season.
+    wait = min(settings.SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS, _TASK_DRAIN_WAIT_SECONDS)
+    return season_close(season_id=season_id, drain_timeout_seconds=wait).describe()

@@ -82,3 +82,13 @@ def kafka_topic_factory(kafka_bootstrap) -> Iterator[Callable[..., str]]:
             admin.close()
     else:
         admin.close()
+
+
+@pytest.fixture
+def drained_match_results(settings, kafka_topic_factory) -> str:
+    """An empty match-results topic and a fresh consumer group of its own: a close-out finds
+    nothing queued (a test that never consumes must not wait on the shared topic's backlog)."""
+    topic = kafka_topic_factory("match-results")
+    settings.KAFKA_MATCH_RESULTS_TOPIC = topic
+    settings.KAFKA_CONSUMER_GROUP = f"test-{uuid.uuid4().hex[:12]}"
+    return topic

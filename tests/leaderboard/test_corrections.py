@@ -115,7 +115,9 @@ def test_a_ban_is_followed_by_the_right_rebuilt_boards(board_redis, rule):
         player_ban(season_id=season.id, player_id=6, reason="  ")
 
 
-def test_a_closed_season_lists_corrected_standings_and_grants_for_review(board_redis, settings):
+def test_a_closed_season_lists_corrected_standings_and_grants_for_review(
+    board_redis, settings, drained_match_results
+):
     settings.FINAL_STANDINGS_SIZE = 3
     season = make_season(status=SeasonStatus.ACTIVE)
     for player, points in [(1, 50), (2, 40), (3, 30), (4, 20)]:
@@ -209,7 +211,9 @@ def test_admin_ban_rebuilds_and_records_the_staff_user(board_redis, staff_client
     _assert_boards(board_redis, season, results, [], banned=[3])
 
 
-def test_admin_review_page_renders_and_applies(board_redis, staff_client, settings):
+def test_admin_review_page_renders_and_applies(
+    board_redis, staff_client, settings, drained_match_results
+):
     settings.FINAL_STANDINGS_SIZE = 2
     season = make_season(status=SeasonStatus.ACTIVE)
     for player, points in [(1, 50), (2, 40), (3, 30)]:

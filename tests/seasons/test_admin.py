@@ -87,7 +87,9 @@ def test_season_pages_show_the_live_board(staff: Client, season: Season) -> None
 
 
 @pytest.mark.django_db
-def test_close_action_asks_then_closes(staff: Client, season: Season, settings) -> None:
+def test_close_action_asks_then_closes(
+    staff: Client, season: Season, settings, drained_match_results
+) -> None:
     settings.SEASON_CLOSE_GRACE_SECONDS = 0
     confirm = run_action(staff, "close_season", season, confirmed=False)
     assert confirm.status_code == 200
@@ -191,7 +193,9 @@ def test_overlapping_tiers_are_refused_in_the_form(staff: Client, season: Season
 
 
 @pytest.mark.django_db
-def test_standings_and_grants_are_read_only_with_csv(staff: Client, season: Season) -> None:
+def test_standings_and_grants_are_read_only_with_csv(
+    staff: Client, season: Season, drained_match_results
+) -> None:
     season_close(season_id=season.id, grace_seconds=0)
     assert staff.get("/admin/seasons/finalstanding/").status_code == 200
     assert staff.get("/admin/seasons/finalstanding/add/").status_code == 403

@@ -32,7 +32,9 @@ BROKER_URL = "redis://127.0.0.1:6379/14"
 
 
 @pytest.fixture
-def celery_processes(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+def celery_processes(
+    tmp_path: Path, drained_match_results: str
+) -> Iterator[list[subprocess.Popen[bytes]]]:
     """Start worker and beat (after the test set its data up), stop them at the end."""
     env = os.environ | {
         "DATABASE_URL": subprocess_database_url(),
@@ -41,6 +43,9 @@ def celery_processes(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
         "CELERY_TASK_DEFAULT_QUEUE": f"test-{uuid.uuid4().hex[:12]}",
         "LEADERBOARD_KEY_PREFIX": settings.LEADERBOARD_KEY_PREFIX,
         "SEASON_CLOSE_GRACE_SECONDS": "1",
+        # The close-out waits for this (empty) topic to drain, not for the shared one.
+        "KAFKA_MATCH_RESULTS_TOPIC": drained_match_results,
+        "KAFKA_CONSUMER_GROUP": settings.KAFKA_CONSUMER_GROUP,
         "DJANGO_TEST_DATABASE_NAME": "",
     }
     started: list[subprocess.Popen[bytes]] = []

@@ -15,6 +15,9 @@ START = datetime(2026, 10, 1, tzinfo=UTC)
 END = START + timedelta(days=30)
 AFTER = END + timedelta(hours=1)
 
+# A close-out waits for the match-results topic to drain: give it an empty one.
+pytestmark = pytest.mark.usefixtures("drained_match_results")
+
 
 def at(seconds: float) -> datetime:
     return START + timedelta(seconds=seconds)

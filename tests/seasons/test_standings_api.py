@@ -12,6 +12,9 @@ from tests.factories import MatchResultFactory, SeasonFactory
 START = datetime(2026, 10, 1, tzinfo=UTC)
 END = START + timedelta(days=30)
 
+# A close-out waits for the match-results topic to drain: give it an empty one.
+pytestmark = pytest.mark.usefixtures("drained_match_results")
+
 
 @pytest.fixture
 def api() -> APIClient:
