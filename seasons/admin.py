@@ -28,6 +28,7 @@ from leaderboard.admin import review_final_standings
 from .models import FinalStanding, RewardGrant, RewardTier, Season, SeasonStatus
 from .selectors import season_board_overview_get
 from .services import (
+    CloseOutcome,
     season_close,
     season_create,
     season_status_transition,
@@ -109,7 +110,10 @@ def csv_export_action(*, fields: tuple[str, ...], filename: str) -> Callable[...
 )
 def close_season(season: Season) -> str:
     # One look at the consumer's offsets, no waiting inside a web request.
-    return season_close(season_id=season.id, drain_timeout_seconds=0).describe()
+    result = season_close(season_id=season.id, drain_timeout_seconds=0)
+    if result.outcome == CloseOutcome.LAGGING:
+        raise ValidationError(result.describe())  # shown as an error, not a success
+    return result.describe()
 
 
 @confirmed_action(

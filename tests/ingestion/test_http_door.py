@@ -128,6 +128,20 @@ def test_every_bad_item_is_listed_with_its_index(topic, season, raw_token):
     ]
 
 
+def test_a_closing_season_takes_results_of_its_window_only(topic, raw_token, kafka_bootstrap):
+    # A game server posting a result achieved before the end, after the switch to closing.
+    season = SeasonFactory.create(id=12, status=SeasonStatus.CLOSING)
+    response = client_with(raw_token).post(
+        URL, result(7, achievedAt=season.ends_at.isoformat()), format="json"
+    )
+    assert response.status_code == 202, response.content
+    assert len(topic_read_count(topic, kafka_bootstrap, 1)) == 1
+    late = result(8, achievedAt=(season.ends_at + timedelta(seconds=1)).isoformat())
+    response = client_with(raw_token).post(URL, late, format="json")
+    assert response.status_code == 400
+    assert response.json()["invalid"][0]["code"] == "outside_season"
+
+
 def test_a_closed_season_takes_nothing(topic, raw_token):
     SeasonFactory(id=12, status=SeasonStatus.CLOSED)
     response = client_with(raw_token).post(URL, result(), format="json")

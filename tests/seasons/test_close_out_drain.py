@@ -161,6 +161,39 @@ def test_a_reopened_season_drains_afresh(drain, season):
     assert Season.objects.get(id=season.id).drain_end_offsets is None
 
 
+def test_the_task_waits_briefly_and_leaves_it_to_the_next_sweep(drain, season, settings):
+    from seasons.tasks import season_close_task
+
+    topic, _, _ = drain
+    publish_results(topic, [result(season, 1, 5, END - timedelta(seconds=3))])
+    settings.SEASON_CLOSE_GRACE_SECONDS = 0
+    said = season_close_task.run(season_id=season.id)
+    assert "is closing but NOT finalized" in said
+    assert "lagging: partition" in said
+    assert Season.objects.get(id=season.id).status == SeasonStatus.CLOSING
+    assert RewardGrant.objects.count() == 0
+
+
+def test_the_admin_action_reports_a_lagging_drain_as_an_error(drain, season, admin_client):
+    from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+
+    topic, _, _ = drain
+    publish_results(topic, [result(season, 1, 5, END - timedelta(seconds=3))])
+    Season.objects.filter(id=season.id).update(
+        status=SeasonStatus.CLOSING, closing_since=NOW - timedelta(hours=1)
+    )
+    page = admin_client.post(
+        "/admin/seasons/season/",
+        {"action": "close_season", ACTION_CHECKBOX_NAME: [str(season.id)], "confirmed": "yes"},
+        follow=True,
+    )
+    [message] = list(page.context["messages"])
+    assert message.level_tag == "error"
+    assert f"season {season.id} is closing but NOT finalized" in message.message
+    assert "lagging: partition" in message.message
+    assert Season.objects.get(id=season.id).status == SeasonStatus.CLOSING
+
+
 def test_kafka_unreachable_finalizes_nothing(drain, season, settings):
     settings.KAFKA_BOOTSTRAP_SERVERS = ["127.0.0.1:1"]
     result_ = season_close(season_id=season.id, grace_seconds=0)
