@@ -269,8 +269,8 @@ LOGGING = {
 
 # How many final entries a close-out copies into PostgreSQL (and the standings API serves).
 FINAL_STANDINGS_SIZE = _env_int("FINAL_STANDINGS_SIZE", 1000)
-# Seconds between a season's switch to "closing" and its final standings: the consumer's
-# in-flight batches (which read the season as active before the switch) commit meanwhile.
+# Seconds between a season's switch to "closing" and the moment its close-out records the
+# topic's end offsets to drain: results game servers publish just after the end still count.
 SEASON_CLOSE_GRACE_SECONDS = _env_int("SEASON_CLOSE_GRACE_SECONDS", 30)
 # How long one close-out run waits for the consumer group to commit up to the topic's end
 # offsets recorded when the drain began; past it, it finalizes nothing and says what lags.

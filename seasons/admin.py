@@ -233,6 +233,7 @@ class SeasonAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
         "closing_since",
+        "drain_end_offsets",
         "closed_at",
     )
     _live_fields = ("board_size", "last_snapshot_refresh", "live_top_100")
@@ -260,7 +261,9 @@ class SeasonAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Season, form: Any, change: bool) -> None:
         if change:
             obj.full_clean(exclude=["time_bits"])
-            obj.save()
+            # Only what the form changed: a full save would write back the status, closing and
+            # drain fields as loaded, undoing a close-out that ran while the form was open.
+            obj.save(update_fields=[*form.changed_data, "updated_at"])
             return
         # Through the service, which fixes the codec split from the season's length.
         created = season_create(

@@ -266,3 +266,32 @@ def test_staff_without_permissions_get_403(client: Client, season: Season) -> No
     )
     assert response.status_code == 403
     assert Season.objects.get(id=season.id).status == SeasonStatus.ACTIVE
+
+
+@pytest.mark.django_db
+def test_editing_a_season_saves_what_the_form_changed(staff: Client, season: Season) -> None:
+    recorded = {"topic": "t", "recorded_at": "2026-10-31T00:00:00+00:00", "partitions": {"0": 3}}
+    Season.objects.filter(id=season.id).update(drain_end_offsets=recorded)
+    data = {
+        "name": "Renamed",
+        "ends_at_0": "2026-11-02",
+        "ends_at_1": "00:00:00",
+        "reward_tiers-TOTAL_FORMS": "1",
+        "reward_tiers-INITIAL_FORMS": "1",
+        "reward_tiers-MIN_NUM_FORMS": "0",
+        "reward_tiers-MAX_NUM_FORMS": "1000",
+    }
+    tier = RewardTier.objects.get(season=season)
+    data |= {
+        "reward_tiers-0-id": str(tier.id),
+        "reward_tiers-0-season": str(season.id),
+        "reward_tiers-0-rank_from": str(tier.rank_from),
+        "reward_tiers-0-rank_to": str(tier.rank_to),
+        "reward_tiers-0-reward_name": tier.reward_name,
+        "reward_tiers-0-quantity": str(tier.quantity),
+    }
+    page = staff.post(f"{SEASONS}{season.id}/change/", data)
+    assert page.status_code == 302, page.content.decode()[:2000]
+    saved = Season.objects.get(id=season.id)
+    assert (saved.name, saved.ends_at.date().isoformat()) == ("Renamed", "2026-11-02")
+    assert (saved.status, saved.drain_end_offsets) == (SeasonStatus.ACTIVE, recorded)
