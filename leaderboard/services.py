@@ -57,6 +57,7 @@ from seasons.selectors import (
     season_list_active,
     season_standings_compute,
 )
+from seasons.services import final_standings_replace
 
 logger = logging.getLogger(__name__)
 
@@ -1097,17 +1098,7 @@ def season_standings_correct(*, season_id: int, fingerprint: str) -> StandingsRe
     rows, wanted, review = _standings_plan(season)
     if review.fingerprint != fingerprint:
         raise ValidationError("the corrections changed since the review: review them again")
-    FinalStanding.objects.filter(season=season).delete()
-    FinalStanding.objects.bulk_create(
-        FinalStanding(
-            season=season,
-            rank=r.rank,
-            player_id=r.player_id,
-            points=r.points,
-            reached_at=r.reached_at,
-        )
-        for r in rows
-    )
+    final_standings_replace(season=season, rows=rows)
     grants = {g.player_id: g for g in RewardGrant.objects.filter(season=season)}
     for change in review.grants:
         g = grants.get(change.player_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -28,6 +29,7 @@ from .models import (
     SeasonStatus,
 )
 from .selectors import (
+    StandingRow,
     consumer_group_lag_get,
     kafka_offsets_reader,
     season_standings_compute,
@@ -375,15 +377,8 @@ def _season_drain_wait(*, season: Season, timeout_seconds: float) -> str:
         return f"Kafka cannot tell whether the consumer drained the results ({exc!r})"
 
 
-@transaction.atomic
-def _season_finalize(*, season_id: int, now: datetime) -> tuple[int | None, int] | None:
-    """(standings, grants created); (None, 0) when no longer closing; None when locked."""
-    season = Season.objects.select_for_update(skip_locked=True).filter(id=season_id).first()
-    if season is None:
-        return None
-    if season.status != SeasonStatus.CLOSING:
-        return None, 0
-    rows = season_standings_compute(season=season, limit=settings.FINAL_STANDINGS_SIZE)
+def final_standings_replace(*, season: Season, rows: Sequence[StandingRow]) -> None:
+    """Replace the season's final standings by ``rows``; runs in the caller's transaction."""
     FinalStanding.objects.filter(season=season).delete()
     FinalStanding.objects.bulk_create(
         FinalStanding(
@@ -395,6 +390,18 @@ def _season_finalize(*, season_id: int, now: datetime) -> tuple[int | None, int]
         )
         for row in rows
     )
+
+
+@transaction.atomic
+def _season_finalize(*, season_id: int, now: datetime) -> tuple[int | None, int] | None:
+    """(standings, grants created); (None, 0) when no longer closing; None when locked."""
+    season = Season.objects.select_for_update(skip_locked=True).filter(id=season_id).first()
+    if season is None:
+        return None
+    if season.status != SeasonStatus.CLOSING:
+        return None, 0
+    rows = season_standings_compute(season=season, limit=settings.FINAL_STANDINGS_SIZE)
+    final_standings_replace(season=season, rows=rows)
     already_granted = set(
         RewardGrant.objects.filter(season=season).values_list("player_id", flat=True)
     )

@@ -5,6 +5,6 @@
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
+redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
 redis.call('SET', KEYS[1], 'pending', 'EX', tonumber(ARGV[1]))
 return 1

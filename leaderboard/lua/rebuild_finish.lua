@@ -29,7 +29,11 @@ if ttl < 0 then
   ttl = tonumber(ARGV[5])
 end
 local size = redis.call('ZCARD', KEYS[1])
+-- UNLINK, never an implicit delete: RENAME over a live board of millions of members would free
+-- the old one inside this call and block Redis for seconds (seen at 10M members). UNLINK frees
+-- it on a background thread; the script stays atomic, so no reader sees the key missing.
 if size > 0 then
+  redis.call('UNLINK', KEYS[2])
   redis.call('RENAME', KEYS[1], KEYS[2])
   if ttl > 0 then
     redis.call('PEXPIRE', KEYS[2], ttl)
@@ -37,9 +41,9 @@ if size > 0 then
     redis.call('PERSIST', KEYS[2])
   end
 else
-  redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('UNLINK', KEYS[1], KEYS[2])
 end
-redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
+redis.call('UNLINK', KEYS[3], KEYS[4], KEYS[5])
 local reply = {size}
 for _, member in ipairs(left_off) do
   reply[#reply + 1] = member
