@@ -67,13 +67,15 @@ KAFKA_OUT="$KAFKA_LOGS/kafka.out"
 IS_ROOT=0; [ "$(id -u)" -eq 0 ] && IS_ROOT=1
 PG_OS_USER=postgres; [ "$IS_ROOT" -eq 1 ] || PG_OS_USER="$(id -un)"
 
-# Run a command as the PostgreSQL OS user (postgres refuses to run as root).
+# Run a command as the PostgreSQL OS user (postgres refuses to run as root). From /, because
+# the caller's directory may be one the postgres user cannot enter (a 0700 clone under /tmp);
+# every path handed over is absolute.
 as_pg() {
     if [ "$IS_ROOT" -eq 1 ]; then
         if command -v runuser >/dev/null 2>&1; then
-            runuser -u "$PG_OS_USER" -- "$@"
+            (cd / && runuser -u "$PG_OS_USER" -- "$@")
         else
-            su -s /bin/sh "$PG_OS_USER" -c "$(printf '%q ' "$@")"
+            (cd / && su -s /bin/sh "$PG_OS_USER" -c "$(printf '%q ' "$@")")
         fi
     else
         "$@"
