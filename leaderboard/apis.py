@@ -116,6 +116,28 @@ def parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str
     return dict(prototype.run_validation(data))
 
 
+_json = JSONRenderer()
+
+
+def json_response(
+    serializer_class: type[serializers.Serializer], instance: Any, *, many: bool = False
+) -> HttpResponse:
+    """``instance`` through ``serializer_class``, rendered as JSON.
+
+    A DRF ``Response`` is a template response rendered after the view returns, and a serializer
+    instance deep-copies its fields: on the hot endpoints the two cost as much as the Redis read,
+    so the output goes through one prototype per class and is rendered here.
+    """
+    prototype = _prototypes.get(serializer_class)
+    if prototype is None:
+        prototype = _prototypes[serializer_class] = serializer_class()
+    if many:
+        data: Any = [prototype.to_representation(item) for item in instance]
+    else:
+        data = prototype.to_representation(instance)
+    return HttpResponse(_json.render(data), content_type="application/json")
+
+
 def season_or_404(season_id: int) -> SeasonRef:
     season = season_get_cached(season_id=season_id)
     if season is None:
@@ -217,12 +239,12 @@ class BoardPlayerApi(PublicApi):
             404: OpenApiResponse(ErrorSerializer, description="Unknown season, or no score."),
         },
     )
-    def get(self, request: Request, season: str, player: str) -> Response:
+    def get(self, request: Request, season: str, player: str) -> HttpResponse:
         path = parse(PlayerPathSerializer, {"season": season, "player": player})
         standing = board_player_get(season=season_or_404(path["season"]), player_id=path["player"])
         if standing is None:
             raise NotFound(f"player {path['player']} has no score in season {path['season']}")
-        return Response(PlayerStandingSerializer(standing).data)
+        return json_response(PlayerStandingSerializer, standing)
 
 
 class BoardAroundApi(PublicApi):
@@ -232,13 +254,13 @@ class BoardAroundApi(PublicApi):
         parameters=[_SEASON_PARAM, _PLAYER_PARAM, AroundQuerySerializer],
         responses={200: _LIST, **_ERRORS},
     )
-    def get(self, request: Request, season: str, player: str) -> Response:
+    def get(self, request: Request, season: str, player: str) -> HttpResponse:
         path = parse(PlayerPathSerializer, {"season": season, "player": player})
         query = parse(AroundQuerySerializer, request.query_params)
         entries = board_around_get(
             season=season_or_404(path["season"]), player_id=path["player"], radius=query["radius"]
         )
-        return Response(RankingEntrySerializer(entries, many=True).data)
+        return json_response(RankingEntrySerializer, entries, many=True)
 
 
 class BoardRanksApi(PublicApi):
@@ -248,13 +270,13 @@ class BoardRanksApi(PublicApi):
         parameters=[_SEASON_PARAM, RanksQuerySerializer],
         responses={200: _LIST, **_ERRORS},
     )
-    def get(self, request: Request, season: str) -> Response:
+    def get(self, request: Request, season: str) -> HttpResponse:
         path = parse(SeasonPathSerializer, {"season": season})
         query = parse(RanksQuerySerializer, request.query_params)
         entries = board_ranks_get(
             season=season_or_404(path["season"]), start_rank=query["start"], count=query["count"]
         )
-        return Response(RankingEntrySerializer(entries, many=True).data)
+        return json_response(RankingEntrySerializer, entries, many=True)
 
 
 class BoardFriendsApi(PublicApi):
@@ -265,11 +287,11 @@ class BoardFriendsApi(PublicApi):
         parameters=[_SEASON_PARAM, FriendsQuerySerializer],
         responses={200: _LIST, **_ERRORS},
     )
-    def get(self, request: Request, season: str) -> Response:
+    def get(self, request: Request, season: str) -> HttpResponse:
         path = parse(SeasonPathSerializer, {"season": season})
         query = parse(FriendsQuerySerializer, request.query_params)
         entries = board_friends_get(season=season_or_404(path["season"]), player_ids=query["ids"])
-        return Response(RankingEntrySerializer(entries, many=True).data)
+        return json_response(RankingEntrySerializer, entries, many=True)
 
 
 class DailyTopApi(PublicApi):
