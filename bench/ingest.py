@@ -112,6 +112,10 @@ class Report:
     burst_rate_achieved_per_s: float = 0.0
     burst_latency: Latency | None = None
     burst_drain_after_end_s: float | None = None
+    # CPU seconds each kind of process used per 1,000 results during the end-to-end drain, and
+    # the machine's share of busy CPU over it (where the time goes when the drain is CPU-bound).
+    e2e_cpu_ms_per_1000: dict[str, float] = field(default_factory=dict)
+    e2e_cpu_busy_share: float | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -337,6 +341,47 @@ def _wait_loaders(loaders: list[subprocess.Popen[bytes]]) -> tuple[int, float]:
     return sent, rate
 
 
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_by_kind(consumer_pids: set[int]) -> dict[str, float]:
+    """CPU seconds used so far by the consumers and by each service, from /proc."""
+    totals: dict[str, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue  # gone meanwhile
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        seconds = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime + stime
+        pid = int(entry.name)
+        if pid in consumer_pids:
+            kind = "consumers"
+        elif comm.startswith("postgres"):
+            kind = "postgresql"
+        elif comm.startswith("redis-server"):
+            kind = "redis"
+        elif comm == "java" and b"kafka.Kafka" in cmdline:
+            kind = "kafka"
+        elif pid == os.getpid():
+            kind = "bench process"
+        else:
+            continue
+        totals[kind] = totals.get(kind, 0.0) + seconds
+    return totals
+
+
+def _machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return (sum(values) - idle) / _CLOCK_TICKS, sum(values) / _CLOCK_TICKS
+
+
 def _timed(label: str, total: int, fn: Callable[[tqdm], None]) -> float:
     with tqdm(total=total, desc=label, unit="res", leave=False) as bar:
         started = time.perf_counter()
@@ -487,14 +532,25 @@ def run(args: argparse.Namespace) -> Report:
                     stderr=subprocess.STDOUT,
                 )
             )
+        pids = {c.pid for c in consumers}
+        # From here to the end of the drain (start-up included, which the consumers' share
+        # carries: about a second of imports each).
+        cpu_before, busy_before = _cpu_by_kind(pids), _machine_busy()
         first, done = _wait_applied(
             topic, args.partitions, len(backlog), timeout=args.timeout, desc="e2e drain"
         )
+        cpu_after, busy_after = _cpu_by_kind(pids), _machine_busy()
         if done is None or first is None:
             report.notes.append("the consumers did not apply the backlog within the timeout")
             return report
         report.e2e_drain_per_s = len(backlog) / (done - first)
         report.e2e_drain_incl_startup_per_s = len(backlog) / (done - started)
+        report.e2e_cpu_ms_per_1000 = {
+            kind: round((cpu_after[kind] - cpu_before.get(kind, 0.0)) * 1e6 / len(backlog), 1)
+            for kind in sorted(cpu_after)
+        }
+        busy = busy_after[0] - busy_before[0]
+        report.e2e_cpu_busy_share = round(busy / max(busy_after[1] - busy_before[1], 1e-9), 3)
 
         # --- steady and burst: produce-to-visible latency ------------------------------------
         produced = len(backlog)
@@ -617,6 +673,13 @@ def render(report: Report) -> str:
         )
     if report.burst_drain_after_end_s is not None:
         lines.append(f"\nlag drained {report.burst_drain_after_end_s:.1f} s after the burst ended")
+    if report.e2e_cpu_ms_per_1000:
+        lines += [
+            "",
+            "CPU during the end-to-end drain (ms of CPU per 1,000 results applied; "
+            f"machine busy {report.e2e_cpu_busy_share:.0%} of its CPU time):",
+            *(f"- {kind}: {ms:,.1f}" for kind, ms in report.e2e_cpu_ms_per_1000.items()),
+        ]
     lines += [f"note: {note}" for note in report.notes]
     return "\n".join(lines)
 

@@ -22,6 +22,7 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from itertools import pairwise
 from typing import Any
 
 from django.db import connection
@@ -64,7 +65,8 @@ def _per_player_sql(*, season: Season, day: date | None, player_filter: str = ""
     """One row per player: player_id, points, achieved_at (the time that counts)."""
     counted = _counted_results_sql(day=day) + player_filter
     if season.rule == ScoringRule.BEST:
-        # Reads match_result_rebuild_idx (season, player_id, -points, achieved_at) in order.
+        # Reads match_result_counted_idx (season, player_id, -points, achieved_at) in order,
+        # index only.
         return f"""
             SELECT DISTINCT ON (r.player_id) r.player_id, r.points, r.achieved_at
             {counted}
@@ -146,18 +148,100 @@ def board_scores_zadd_chunks(
     day: date | None = None,
     chunk_bytes: int = 1 << 20,
     overflowed: list[int] | None = None,
+    sorted_runs: int | None = None,
 ) -> Iterator[list[bytes]]:
     """The board as flat ZADD arguments ``[score, member, score, member, ...]`` in chunks.
 
     The bulk path of a rebuild: COPY streams the rows as text, and splitting the text gives
     the Redis arguments with no per-row Python work. Runs in the caller's transaction.
 
+    Without ``sorted_runs`` the rows come in player order. With it, the players are split into
+    about that many ranges of player ids, and each range comes sorted by score, highest first:
+    Redis inserts neighbouring scores into a sorted set far faster than scattered ones (its
+    skiplist walks stay in cache; docs/benchmarks.md, "Rebuild"), and PostgreSQL sorts one range
+    while the caller loads the previous one.
+
     A player whose cumulative points overflow the codec raises CodecError, unless
     ``overflowed`` is given: then the player is left out and their id appended to it.
     """
-    inner = _scored_sql(season=season, day=day)
-    sql = f"COPY (SELECT COALESCE(score::text, 'OVERFLOW'), player_id FROM ({inner}) s) TO STDOUT"  # noqa: S608
     params = _params(season=season, day=day)
+    if sorted_runs is None:
+        inner = _scored_sql(season=season, day=day)
+        sql = (
+            f"COPY (SELECT COALESCE(score::text, 'OVERFLOW'), player_id FROM ({inner}) s) TO STDOUT"  # noqa: S608
+        )
+        yield from _copy_chunks(sql, params, season, chunk_bytes, overflowed)
+        return
+    inner = _scored_sql(
+        season=season,
+        day=day,
+        player_filter="AND r.player_id >= %(run_low)s AND r.player_id < %(run_high)s",
+    )
+    sql = f"""
+        COPY (SELECT COALESCE(score::text, 'OVERFLOW'), player_id FROM ({inner}) s
+              ORDER BY s.score DESC NULLS FIRST) TO STDOUT
+    """  # noqa: S608
+    with connection.cursor() as cursor:
+        # Each run is sorted in memory; the setting ends with the caller's transaction.
+        cursor.execute("SELECT set_config('work_mem', %s, true)", [SORTED_RUN_WORK_MEM])
+    for low, high in player_id_runs(season=season, day=day, runs=sorted_runs):
+        run_params = params | {"run_low": low, "run_high": high}
+        yield from _copy_chunks(sql, run_params, season, chunk_bytes, overflowed)
+
+
+# Memory for sorting one run of a rebuild (about 100 bytes a player).
+SORTED_RUN_WORK_MEM = "256MB"
+
+
+def player_id_runs(*, season: Season, day: date | None, runs: int) -> list[tuple[int, int]]:
+    """At most ``runs`` half-open ranges ``[low, high)`` covering the season's player ids.
+
+    The split points are quantiles of player_id from PostgreSQL's statistics on the results
+    table (kept by ANALYZE), so clustered ids still give ranges of similar sizes; without
+    statistics, or when they fall outside this board's ids, the ranges are of equal width.
+    """
+    with connection.cursor() as cursor:
+        # Two lookups in match_result_counted_idx. Filtering by day or ban here would read
+        # every result; at worst a few ranges have nobody in them.
+        cursor.execute(
+            "SELECT min(player_id), max(player_id) FROM ingestion_matchresult "
+            "WHERE season_id = %s AND voided_at IS NULL",
+            [season.id],
+        )
+        row = cursor.fetchone()
+        if row is None or row[0] is None:
+            return []
+        cursor.execute(
+            "SELECT histogram_bounds::text FROM pg_stats WHERE schemaname = current_schema() "
+            "AND tablename = 'ingestion_matchresult' AND attname = 'player_id'"
+        )
+        stats = cursor.fetchone()
+    bounds = sorted({int(v) for v in stats[0].strip("{}").split(",")}) if stats and stats[0] else []
+    return player_id_split(low=int(row[0]), high=int(row[1]) + 1, runs=runs, bounds=bounds)
+
+
+def player_id_split(*, low: int, high: int, runs: int, bounds: list[int]) -> list[tuple[int, int]]:
+    """``[low, high)`` cut into at most ``runs`` ranges, at quantiles from ``bounds`` (sorted
+    distinct ids) when enough of them fall inside, else at equal widths."""
+    runs = max(1, runs)
+    inside = [b for b in bounds if low < b < high]
+    if len(inside) >= runs - 1 and runs > 1:
+        step = len(inside) / runs
+        points = sorted({inside[int(step * i)] for i in range(1, runs)})
+    else:
+        width = -(-(high - low) // runs)
+        points = list(range(low + width, high, width)) if width > 0 else []
+    edges = [low, *points, high]
+    return [(a, b) for a, b in pairwise(edges) if a < b]
+
+
+def _copy_chunks(
+    sql: str,
+    params: dict[str, Any],
+    season: Season,
+    chunk_bytes: int,
+    overflowed: list[int] | None,
+) -> Iterator[list[bytes]]:
     raw = connection.cursor()
     try:
         pg_cursor = raw.cursor  # the psycopg cursor: Django's wrapper has no copy()
@@ -264,7 +348,7 @@ def board_players_sample(*, season: Season, size: int, day: date | None = None) 
 
     Scales with the sample, not the season: random player ids are drawn between the season's
     lowest and highest player id (two index lookups), and each draw takes the first counted
-    player at or above it through match_result_rebuild_idx (season, player_id, ...), so no
+    player at or above it through match_result_counted_idx (season, player_id, ...), so no
     query reads or sorts every result. Players after a gap in the ids are drawn more often;
     every counted player has a chance, which is what a drift check needs.
     """
@@ -277,7 +361,7 @@ def board_players_sample(*, season: Season, size: int, day: date | None = None) 
     sql = f"""
         WITH bounds AS (
             SELECT MIN(player_id) AS lo, MAX(player_id) AS hi FROM ingestion_matchresult
-            WHERE season_id = %(season_id)s
+            WHERE season_id = %(season_id)s AND voided_at IS NULL
         ), starts AS (
             SELECT b.lo + FLOOR(random() * (b.hi - b.lo + 1))::bigint AS start
             FROM bounds b, generate_series(1, %(draws)s)

@@ -66,8 +66,13 @@ MARKER_TTL_SECONDS = 600
 # Members per ZADD, and per delta-merge script call (short calls keep Redis responsive).
 DEFAULT_ZADD_BATCH = 1000
 DELTA_MERGE_BATCH = 1000
-# Chunks the PostgreSQL reader may run ahead of the Redis loader.
-PREFETCH_CHUNKS = 4
+# Chunks (about 1 MB of text, 40,000 players each) the PostgreSQL reader may run ahead of the
+# Redis loader: a whole sorted run, so PostgreSQL aggregates and sorts the next run while Redis
+# loads this one (at most ~130 MB of a rebuild's memory).
+PREFETCH_CHUNKS = 32
+# A rebuild reads the board in this many player-id ranges, each sorted by score: Redis loads
+# such runs several times faster than members in player order (docs/benchmarks.md, "Rebuild").
+REBUILD_SORTED_RUNS = 10
 # Players left off for overflowing kept on the RebuildRun (the count is always exact).
 MAX_OVERFLOWED_RECORDED = 1000
 
@@ -145,7 +150,9 @@ def _read_snapshot_and_stream(
             on_snapshot(str(row[0]))
             if on_phase is not None:
                 on_phase(PHASE_ACTIVATED)
-            for chunk in board_scores_zadd_chunks(season=season, day=day, overflowed=overflowed):
+            for chunk in board_scores_zadd_chunks(
+                season=season, day=day, overflowed=overflowed, sorted_runs=REBUILD_SORTED_RUNS
+            ):
                 while not stop.is_set():
                     try:
                         out.put(chunk, timeout=0.5)
@@ -983,7 +990,7 @@ def _player_days(*, season_id: int, player_id: int) -> tuple[date, ...]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT DISTINCT (achieved_at AT TIME ZONE 'UTC')::date FROM ingestion_matchresult"
-            " WHERE season_id = %s AND player_id = %s ORDER BY 1",
+            " WHERE season_id = %s AND player_id = %s AND voided_at IS NULL ORDER BY 1",
             [season_id, player_id],
         )
         return tuple(row[0] for row in cursor.fetchall())

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import random
 from datetime import timedelta
 
@@ -15,6 +16,7 @@ from ingestion.selectors import (
     board_scores_for_players,
     board_scores_top,
     board_scores_zadd_chunks,
+    player_id_split,
 )
 from leaderboard.codec import CodecError
 from leaderboard.models import PlayerBan
@@ -68,6 +70,7 @@ def test_aggregation_matches_the_rule_semantics(rule, resolution):
     flat = [a for chunk in board_scores_zadd_chunks(season=season, chunk_bytes=64) for a in chunk]
     assert {int(m): int(s) for s, m in zip(flat[::2], flat[1::2], strict=True)} == expected
     assert board_member_count(season=season) == len(expected)
+    assert_sorted_runs(season=season, day=None, expected=expected, runs=3)
 
     day = (season.starts_at + timedelta(days=2)).date()
     expected_day = expected_board(season, made, banned=[3], day=day)
@@ -76,6 +79,7 @@ def test_aggregation_matches_the_rule_semantics(rule, resolution):
         s.player_id: s.score for c in board_scores_chunks(season=season, day=day) for s in c
     } == expected_day
     assert board_member_count(season=season, day=day) == len(expected_day)
+    assert_sorted_runs(season=season, day=day, expected=expected_day, runs=4)
 
     top = board_scores_top(season=season, limit=5)
     assert [s.score for s in top] == sorted(expected.values(), reverse=True)[:5]
@@ -86,6 +90,46 @@ def test_aggregation_matches_the_rule_semantics(rule, resolution):
     sample = board_players_sample(season=season, size=10)
     assert len(sample) == 10
     assert set(sample) <= set(expected)
+
+
+def assert_sorted_runs(*, season, day, expected, runs):
+    """The rebuild's order: the same scores, as at most ``runs`` runs over disjoint ranges of
+    player ids, each run sorted by score, highest first."""
+    pairs = [
+        (int(s), int(m))
+        for chunk in board_scores_zadd_chunks(
+            season=season, day=day, chunk_bytes=64, sorted_runs=runs
+        )
+        for s, m in zip(chunk[::2], chunk[1::2], strict=True)
+    ]
+    assert {m: s for s, m in pairs} == expected
+    assert len(pairs) == len(expected)
+    cuts = [0] + [i for i in range(1, len(pairs)) if pairs[i][0] > pairs[i - 1][0]] + [len(pairs)]
+    assert 1 < len(cuts) - 1 <= runs
+    spans = [
+        (min(m for _, m in pairs[a:b]), max(m for _, m in pairs[a:b]))
+        for a, b in itertools.pairwise(cuts)
+    ]
+    assert all(high < low for (_, high), (low, _) in itertools.pairwise(spans))
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "runs", "bounds", "expected"),
+    [
+        # Equal widths without statistics; the last range ends at high.
+        (1, 11, 3, [], [(1, 5), (5, 9), (9, 11)]),
+        (1, 3, 5, [], [(1, 2), (2, 3)]),
+        (7, 8, 4, [], [(7, 8)]),
+        (1, 11, 1, [2, 3], [(1, 11)]),
+        # Quantiles when enough statistics fall inside: clustered ids, ranges of equal counts.
+        (1, 1001, 2, [1, 2, 3, 4, 5, 900], [(1, 4), (4, 1001)]),
+        (1, 1001, 3, [0, 2, 3, 4, 5, 6, 7, 5000], [(1, 4), (4, 6), (6, 1001)]),
+        # Statistics of other seasons' ids, outside this range: equal widths.
+        (100, 200, 2, [1, 2, 3, 500], [(100, 150), (150, 200)]),
+    ],
+)
+def test_player_id_split(low, high, runs, bounds, expected):
+    assert player_id_split(low=low, high=high, runs=runs, bounds=bounds) == expected
 
 
 def test_best_takes_the_earliest_time_of_the_max_and_cumulative_the_latest():
