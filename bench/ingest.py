@@ -227,7 +227,7 @@ class ProbeWatcher(threading.Thread):
 
 
 def _paced_produce(
-    producer: MatchResultProducer,
+    producer: MatchResultProducer | JavaLineProducer,
     results: Results,
     *,
     rate: float,
@@ -261,10 +261,78 @@ def _paced_produce(
                     key, value = background[sent % len(background)]
                     producer.send_raw(key=key, value=value)
                 sent += 1
+            if isinstance(producer, JavaLineProducer):
+                producer.pump()
             bar.update(max(0, owed))
             time.sleep(max(0.0, min(deadline, now + 0.01) - time.monotonic()))
     producer.flush(timeout=60)
     return sent, sent / (time.monotonic() - started)
+
+
+class JavaLineProducer:
+    """Kafka's own console producer (the broker's jars), fed ``key<TAB>value`` lines on stdin.
+
+    A Python producer costs about 30 us of CPU per message: at 20,000/s the producers alone
+    would take a core from the consumers they are meant to load. The Java producer costs a few
+    us per message; the bench only writes lines into its pipe, in slices, at the paced rate.
+    """
+
+    def __init__(self, *, topic: str, bootstrap: list[str], log: Path) -> None:
+        local = Path(os.environ.get("LB_LOCAL_DIR") or ROOT / ".local")
+        libs = local / "kafka" / "libs"
+        if not libs.is_dir():
+            raise RuntimeError(f"no Kafka jars in {libs}: run `make services` first")
+        self._log = log.open("wb")
+        self.process = subprocess.Popen(
+            [
+                "java",
+                "-Xmx512m",
+                "-cp",
+                f"{libs}/*",
+                "org.apache.kafka.tools.ConsoleProducer",
+                "--bootstrap-server",
+                ",".join(bootstrap),
+                "--topic",
+                topic,
+                "--property",
+                "parse.key=true",
+                "--property",
+                "key.separator=\t",
+                # As the product's producer: acknowledged by the broker, small linger.
+                "--producer-property",
+                "acks=all",
+                "--producer-property",
+                "linger.ms=5",
+                "--producer-property",
+                "batch.size=262144",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        self._lines: list[bytes] = []
+
+    def send(self, message: MatchResultMessage) -> None:
+        self.send_raw(key=match_result_key(message), value=match_result_value(message))
+
+    def send_raw(self, *, key: bytes, value: bytes) -> None:
+        self._lines.append(key + b"\t" + value + b"\n")
+
+    def pump(self) -> None:
+        """Hand the lines of this slice to the producer."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"".join(self._lines))
+        self.process.stdin.flush()
+        self._lines.clear()
+
+    def flush(self, timeout: float) -> None:
+        """Send what is left and wait until the producer has delivered it all and exited."""
+        self.pump()
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        if self.process.wait(timeout=timeout) != 0:
+            raise RuntimeError(f"the console producer failed (log: {self._log.name})")
+        self._log.close()
 
 
 def _topic_size(bootstrap: list[str], topic: str) -> int:
@@ -563,7 +631,8 @@ def run(args: argparse.Namespace) -> Report:
                 continue
             watcher = ProbeWatcher(board)
             watcher.start()
-            helpers = args.burst_producers if phase == "burst" else 0
+            java = phase == "burst" and args.burst_producer == "java"
+            helpers = args.burst_producers if phase == "burst" and not java else 0
             loaders = _start_loaders(
                 count=helpers,
                 season_id=e2e_id,
@@ -574,17 +643,40 @@ def run(args: argparse.Namespace) -> Report:
                 bootstrap=bootstrap,
                 produced=produced,
             )
-            with MatchResultProducer.from_settings(topic=topic, client_id="bench") as producer:
-                sent, achieved = _paced_produce(
-                    producer,
-                    results,
-                    # With helper processes this one sends the probes only.
-                    rate=rate / args.probe_every if loaders else rate,
-                    seconds=seconds,
-                    probe_every=1 if loaders else args.probe_every,
-                    watcher=watcher,
-                    desc=f"{phase} {rate:.0f}/s" + (" (probes)" if loaders else ""),
+            if java:
+                line_producer = JavaLineProducer(
+                    topic=topic,
+                    bootstrap=bootstrap,
+                    log=RESULTS_DIR / f"ingest-{RUN_TAG}-console-producer.log",
                 )
+                # The JVM's start-up is not part of the burst: one probe, seen arriving.
+                line_producer.send(results.probe())
+                line_producer.pump()
+                produced += 1
+                deadline = time.monotonic() + 60
+                while _topic_size(bootstrap, topic) < produced and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                sent, achieved = _paced_produce(
+                    line_producer,
+                    results,
+                    rate=rate,
+                    seconds=seconds,
+                    probe_every=args.probe_every,
+                    watcher=watcher,
+                    desc=f"{phase} {rate:.0f}/s (Java console producer)",
+                )
+            else:
+                with MatchResultProducer.from_settings(topic=topic, client_id="bench") as producer:
+                    sent, achieved = _paced_produce(
+                        producer,
+                        results,
+                        # With helper processes this one sends the probes only.
+                        rate=rate / args.probe_every if loaders else rate,
+                        seconds=seconds,
+                        probe_every=1 if loaders else args.probe_every,
+                        watcher=watcher,
+                        desc=f"{phase} {rate:.0f}/s" + (" (probes)" if loaders else ""),
+                    )
             loaded, loaded_rate = _wait_loaders(loaders)
             sent += loaded
             achieved += loaded_rate
@@ -699,7 +791,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--burst-seconds", type=float, default=10)
     parser.add_argument("--probe-every", type=int, default=20)
     parser.add_argument(
-        "--burst-producers", type=int, default=2, help="simulate_matches processes in the burst"
+        "--burst-producer",
+        choices=["java", "python"],
+        default="java",
+        help="who offers the burst: Kafka's console producer fed by this process (java), or "
+        "--burst-producers simulate_matches processes plus this one sending probes (python)",
+    )
+    parser.add_argument(
+        "--burst-producers", type=int, default=2, help="simulate_matches processes (python)"
     )
     parser.add_argument("--timeout", type=float, default=300, help="max wait per drain")
     args = parser.parse_args(argv)

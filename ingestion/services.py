@@ -172,7 +172,7 @@ _INSERT_SQL = f"""
            s.kafka_partition, s.kafka_offset, pg_current_xact_id()::text::bigint
     FROM {_STAGE} s
     ON CONFLICT (match_id, player_id) DO NOTHING
-    RETURNING match_id, player_id, kafka_partition, kafka_offset, ingest_xid, EXISTS (
+    RETURNING kafka_partition, kafka_offset, ingest_xid, EXISTS (
         SELECT 1 FROM {_BANS} b
         WHERE b.season_id = {_TABLE}.season_id AND b.player_id = {_TABLE}.player_id
     )
@@ -206,25 +206,34 @@ def match_results_store(*, results: Sequence[ValidResult]) -> list[StoredResult]
                 values = (m.match_id, m.player_id, m.season_id, m.points, m.achieved_at)
                 copy.write_row((*values, r.partition, r.offset))
         cursor.execute(_INSERT_SQL)
-        # The same result twice in one batch is inserted once: the row says which message won.
-        rows: dict[tuple[uuid.UUID, int], _StoredRow] = {
-            (row[0], row[1]): (row[2], row[3], row[4], bool(row[5])) for row in cursor.fetchall()
+        # Inserted now, keyed by the message that won the row (a Kafka record is one result,
+        # so its partition and offset name it; cheaper to match on than the uuid pair).
+        inserted: dict[tuple[int, int], tuple[int | None, bool]] = {
+            (row[0], row[1]): (row[2], bool(row[3])) for row in cursor.fetchall()
         }
+        # The rest conflicted: stored before, or by another message of this batch carrying the
+        # same result. The stored row says which message it came from.
         missing = {
             (r.message.match_id, r.message.player_id)
             for r in results
-            if (r.message.match_id, r.message.player_id) not in rows
+            if (r.partition, r.offset) not in inserted
         }
+        existing: dict[tuple[uuid.UUID, int], _StoredRow] = {}
         if missing:
             cursor.execute(
                 _EXISTING_SQL,
                 [[match for match, _ in missing], [player for _, player in missing]],
             )
-            rows.update({(row[0], row[1]): (row[2], row[3], row[4], row[5]) for row in cursor})
+            existing = {(row[0], row[1]): (row[2], row[3], row[4], row[5]) for row in cursor}
     stored: list[StoredResult] = []
     for r in results:
+        new = inserted.get((r.partition, r.offset))
+        if new is not None:
+            xid, banned = new
+            stored.append(StoredResult(r, xid, True, banned))
+            continue
         # Absent only if deleted in between; treat it as not ours to count.
-        partition, offset, xid, excluded = rows.get(
+        partition, offset, xid, excluded = existing.get(
             (r.message.match_id, r.message.player_id), (None, None, None, True)
         )
         same_message = (partition, offset) == (r.partition, r.offset)
