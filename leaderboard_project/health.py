@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -30,21 +33,34 @@ def _check_redis() -> None:
     get_board_redis().ping()
 
 
+# One admin client per process (and per fork, and per bootstrap list): a new client per check
+# would open and close broker connections on every probe of a load balancer.
+_kafka_admins: dict[tuple[int, tuple[str, ...]], Any] = {}
+_kafka_lock = threading.Lock()
+
+
 def _check_kafka() -> None:
     # A real metadata request; imported lazily so web processes that never touch Kafka pay
     # nothing at start-up.
     from kafka import KafkaAdminClient
 
-    client = KafkaAdminClient(
-        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
-        client_id="leaderboard-healthz",
-        request_timeout_ms=2000,
-        bootstrap_timeout_ms=2000,
-    )
-    try:
-        client.list_topics()
-    finally:
-        client.close()
+    key = (os.getpid(), tuple(settings.KAFKA_BOOTSTRAP_SERVERS))
+    with _kafka_lock:
+        client = _kafka_admins.get(key)
+        if client is None:
+            client = _kafka_admins[key] = KafkaAdminClient(
+                bootstrap_servers=list(key[1]),
+                client_id="leaderboard-healthz",
+                request_timeout_ms=2000,
+                bootstrap_timeout_ms=2000,
+            )
+        try:
+            client.list_topics()
+        except Exception:
+            # Start over next time: a client that failed may hold a broken connection.
+            del _kafka_admins[key]
+            client.close()
+            raise
 
 
 CHECKS: dict[str, Callable[[], None]] = {

@@ -5,11 +5,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from . import views
 
 urlpatterns = [
+    # The read API first: its hot endpoints resolve without trying the other patterns.
+    path("api/", include("leaderboard.urls")),
     path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
     path("api/", include("seasons.urls")),
-    path("api/", include("leaderboard.urls")),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/", include("ingestion.urls")),

@@ -32,3 +32,19 @@ def test_healthz_is_503_naming_a_dead_kafka(client, settings) -> None:
     response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["down"] == ["kafka"]
+
+
+@pytest.mark.django_db
+def test_the_kafka_check_keeps_one_client_and_replaces_a_failed_one(client, settings) -> None:
+    from leaderboard_project import health
+
+    assert client.get("/healthz").status_code == 200
+    key = next(k for k in health._kafka_admins if k[1] == tuple(settings.KAFKA_BOOTSTRAP_SERVERS))
+    first = health._kafka_admins[key]
+    assert client.get("/healthz").status_code == 200
+    assert health._kafka_admins[key] is first
+
+    settings.KAFKA_BOOTSTRAP_SERVERS = ["127.0.0.1:1"]
+    assert client.get("/healthz").status_code == 503
+    # A client that failed is not kept for the next probe.
+    assert (key[0], ("127.0.0.1:1",)) not in health._kafka_admins
