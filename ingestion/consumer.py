@@ -204,6 +204,10 @@ class KafkaDeadLetterSink:
             )
 
 
+# How long the group coordinator must stay unknown before the consumer says Kafka is gone.
+KAFKA_LOST_GRACE = 3.0
+
+
 class MatchResultConsumer:
     def __init__(self, options: ConsumerOptions, *, stop: threading.Event | None = None) -> None:
         self.options = options
@@ -212,6 +216,8 @@ class MatchResultConsumer:
         self._retrying = Backoff(stop=self.stop_event, max_delay=options.backoff_max_seconds)
         self._last_report = time.monotonic()
         self._last_report_applied = 0
+        self._kafka_lost_at: float | None = None
+        self._kafka_lost_logged = False
 
     def request_stop(self) -> None:
         self.stop_event.set()
@@ -306,6 +312,7 @@ class MatchResultConsumer:
                 )
                 if polled:
                     self._handle(consumer, polled, sink)
+                self._watch_kafka(consumer, polled=bool(polled))
                 self._maybe_report(consumer)
                 if until is not None and until(self.totals):
                     break
@@ -338,6 +345,34 @@ class MatchResultConsumer:
         self.totals.add(outcome)
 
     # --- observability -----------------------------------------------------------------------
+
+    def _watch_kafka(self, consumer: KafkaConsumer, *, polled: bool) -> None:
+        """Say when Kafka has gone away, and when it is back.
+
+        kafka-python reconnects by itself inside poll() and reports nothing through its public
+        API: an unreachable broker just looks like an empty poll. Its coordinator state tells
+        the two apart (it is marked dead when its connection fails), so it is read here, only
+        after an empty poll, and only trusted after a grace period (it is also unknown for a
+        moment while joining the group).
+        """
+        now = time.monotonic()
+        unreachable = not polled and consumer._coordinator.coordinator_unknown()
+        if unreachable:
+            if self._kafka_lost_at is None:
+                self._kafka_lost_at = now
+            elif not self._kafka_lost_logged and now - self._kafka_lost_at >= KAFKA_LOST_GRACE:
+                self._kafka_lost_logged = True
+                logger.warning(
+                    "waiting for Kafka: the group coordinator of %s at %s is unreachable; "
+                    "polling again until it answers (nothing is committed meanwhile)",
+                    self.options.group_id,
+                    ",".join(self.options.bootstrap_servers),
+                )
+            return
+        if self._kafka_lost_logged and self._kafka_lost_at is not None:
+            logger.info("Kafka is back after %.1fs", now - self._kafka_lost_at)
+        self._kafka_lost_at = None
+        self._kafka_lost_logged = False
 
     def _lag(self, consumer: KafkaConsumer) -> int | None:
         lag = 0

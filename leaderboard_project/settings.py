@@ -164,6 +164,10 @@ LEADERBOARD_DAILY_TTL_DAYS = _env_int("LEADERBOARD_DAILY_TTL_DAYS", 15)
 # --- Kafka ---------------------------------------------------------------------------------------
 
 KAFKA_BOOTSTRAP_SERVERS = _env_list("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+# The test suite's Kafka outage: the broker's FAULTS listener (infra/kafka/server.properties
+# .template) and the address it advertises, where the suite runs a TCP proxy it can cut.
+KAFKA_FAULTS_LISTENER = _env("KAFKA_FAULTS_LISTENER", "127.0.0.1:9094")
+KAFKA_FAULTS_PROXY = _env("KAFKA_FAULTS_PROXY", "127.0.0.1:9095")
 KAFKA_MATCH_RESULTS_TOPIC = _env("KAFKA_MATCH_RESULTS_TOPIC", "match-results")
 KAFKA_DEAD_LETTER_TOPIC = _env("KAFKA_DEAD_LETTER_TOPIC", f"{KAFKA_MATCH_RESULTS_TOPIC}.dlq")
 KAFKA_CONSUMER_GROUP = _env("KAFKA_CONSUMER_GROUP", "leaderboard-ingest")

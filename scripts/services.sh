@@ -18,6 +18,9 @@
 #   LB_REDIS_PORT             Redis port              (default 6379)
 #   LB_KAFKA_PORT             Kafka client port       (default 9092)
 #   LB_KAFKA_CONTROLLER_PORT  Kafka controller port   (default 9093)
+#   LB_KAFKA_FAULTS_PORT      Kafka listener the test suite reaches through a proxy
+#                             (default: client port + 2)
+#   LB_KAFKA_FAULTS_PROXY_PORT  the port that listener advertises (default: client port + 3)
 #   LB_START_TIMEOUT          seconds to wait for each service (default 120)
 #
 # Several checkouts / git worktrees may share one set of services: when a port
@@ -30,6 +33,8 @@ PG_PORT="${LB_PG_PORT:-5432}"
 REDIS_PORT="${LB_REDIS_PORT:-6379}"
 KAFKA_PORT="${LB_KAFKA_PORT:-9092}"
 KAFKA_CONTROLLER_PORT="${LB_KAFKA_CONTROLLER_PORT:-9093}"
+KAFKA_FAULTS_PORT="${LB_KAFKA_FAULTS_PORT:-$((KAFKA_PORT + 2))}"
+KAFKA_FAULTS_PROXY_PORT="${LB_KAFKA_FAULTS_PROXY_PORT:-$((KAFKA_PORT + 3))}"
 START_TIMEOUT="${LB_START_TIMEOUT:-120}"
 
 HOST=127.0.0.1
@@ -536,6 +541,8 @@ kafka_write_props() {
     esc_data="$(printf '%s' "$KAFKA_DATA" | sed 's/[\\&|]/\\&/g')"
     sed -e "s|@KAFKA_PORT@|$KAFKA_PORT|g" \
         -e "s|@KAFKA_CONTROLLER_PORT@|$KAFKA_CONTROLLER_PORT|g" \
+        -e "s|@KAFKA_FAULTS_PORT@|$KAFKA_FAULTS_PORT|g" \
+        -e "s|@KAFKA_FAULTS_PROXY_PORT@|$KAFKA_FAULTS_PROXY_PORT|g" \
         -e "s|@KAFKA_DATA_DIR@|$esc_data|g" \
         "$KAFKA_TEMPLATE" >"$KAFKA_PROPS"
 }
@@ -587,6 +594,9 @@ start_kafka() {
     fi
     if port_open "$KAFKA_CONTROLLER_PORT"; then
         die "Kafka controller port $KAFKA_CONTROLLER_PORT is in use ($(port_owner "$KAFKA_CONTROLLER_PORT")); stop it or set LB_KAFKA_CONTROLLER_PORT"
+    fi
+    if port_open "$KAFKA_FAULTS_PORT"; then
+        die "Kafka faults listener port $KAFKA_FAULTS_PORT is in use ($(port_owner "$KAFKA_FAULTS_PORT")); stop it or set LB_KAFKA_FAULTS_PORT"
     fi
 
     kafka_fetch_libs

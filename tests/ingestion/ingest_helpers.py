@@ -160,20 +160,21 @@ class TcpProxy:
     unreachable. ``restore`` lets connections through again.
     """
 
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, *, listen_port: int = 0) -> None:
         self._target_port = target_port
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = socket.create_server(("127.0.0.1", listen_port))
         self.port = self._listener.getsockname()[1]
         self._cut = threading.Event()
         self._closed = threading.Event()
         self._lock = threading.Lock()
         self._open: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._refusing = False
+        threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
 
-    def _accept(self) -> None:
+    def _accept(self, listener: socket.socket) -> None:
         while not self._closed.is_set():
             try:
-                client, _ = self._listener.accept()
+                client, _ = listener.accept()
             except OSError:
                 return
             if self._cut.is_set():
@@ -197,8 +198,13 @@ class TcpProxy:
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
 
-    def cut(self) -> None:
+    def cut(self, *, refuse: bool = False) -> None:
+        """Close every connection; with ``refuse``, also stop listening, so that new ones are
+        refused (a service that is down) rather than accepted and dropped."""
         self._cut.set()
+        if refuse and not self._refusing:
+            self._refusing = True
+            self._listener.close()
         with self._lock:
             for s in self._open:
                 with contextlib.suppress(OSError):
@@ -207,6 +213,10 @@ class TcpProxy:
             self._open.clear()
 
     def restore(self) -> None:
+        if self._refusing:
+            self._refusing = False
+            self._listener = socket.create_server(("127.0.0.1", self.port))
+            threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
         self._cut.clear()
 
     def close(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import threading
 import uuid
 from datetime import timedelta
@@ -178,3 +179,56 @@ def test_a_stop_while_redis_is_down_leaves_the_batch_uncommitted_for_redelivery(
     )
     assert totals.applied == len(results)
     assert_boards_match(board_redis, season, results)
+
+
+def test_kafka_outage_waits_and_resumes_without_loss_or_double_count(
+    kafka_topic_factory, settings, board_redis, tmp_path
+) -> None:
+    """The consumer reaches Kafka only through a proxy (the broker's FAULTS listener
+    advertises the proxy's address), so cutting the proxy takes Kafka away from it alone."""
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    topic, dlq = kafka_topic_factory("kafka-down", partitions=2), kafka_topic_factory("dlq")
+    _proxy_host, proxy_port = settings.KAFKA_FAULTS_PROXY.rsplit(":", 1)
+    listener_port = int(settings.KAFKA_FAULTS_LISTENER.rsplit(":", 1)[1])
+    try:
+        socket.create_connection(("127.0.0.1", listener_port), timeout=2).close()
+    except OSError:
+        pytest.fail(
+            f"Kafka has no FAULTS listener on port {listener_port}: it was started with an older "
+            "configuration; restart it (make services-stop && make services)"
+        )
+    proxy = TcpProxy(listener_port, listen_port=int(proxy_port))
+    group = f"test-kafka-down-{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "consumer.log"
+    process = ConsumerProcess(topic=topic, dlq=dlq, group=group, log=log)
+    process.env["KAFKA_BOOTSTRAP_SERVERS"] = settings.KAFKA_FAULTS_PROXY
+    before = _results(season, 300, first_player=1)
+    during = _results(season, 300, first_player=1000)
+    after = _results(season, 300, first_player=2000)
+    # Published through the broker's usual listener: only the consumer loses Kafka.
+    publish_results(topic, before)
+    try:
+        process.start()
+        wait_until(lambda: _committed_total(topic, group) == len(before), timeout=60)
+        # Refused, as when the broker is down (its clients then back off between attempts).
+        proxy.cut(refuse=True)
+        publish_results(topic, during)
+        wait_until(lambda: "waiting for Kafka" in log.read_text(), timeout=60)
+        # Cut off from Kafka it cannot fetch what was published meanwhile: nothing of it is
+        # stored, applied or committed.
+        assert MatchResult.objects.count() == len(before)
+        assert _committed_total(topic, group) == len(before)
+        assert process.proc is not None
+        assert process.proc.poll() is None
+
+        proxy.restore()
+        publish_results(topic, after)
+        wait_until(lambda: committed_offsets(topic, group) == end_offsets(topic), timeout=120)
+        assert process.signal(signal.SIGTERM) == 0
+    finally:
+        if process.proc is not None and process.proc.poll() is None:
+            process.proc.kill()
+        proxy.close()
+    assert "Kafka is back" in log.read_text()
+    assert MatchResult.objects.count() == len(before) + len(during) + len(after)
+    assert_boards_match(board_redis, season, before + during + after)
