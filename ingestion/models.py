@@ -42,13 +42,15 @@ class MatchResult(models.Model):
         ]
         indexes = [
             # The rebuild's DISTINCT ON (player_id) ... ORDER BY player_id, points DESC,
-            # achieved_at reads this index in order, no sort. Partial on the counted rows, so
-            # every column the aggregation reads is in the index: an index-only scan, about 3x
-            # faster at 20M rows than fetching each row's voided_at from the table.
+            # achieved_at reads this index in order, no sort. voided_at is carried in it, so
+            # the aggregation (which skips voided results) never visits the table: an
+            # index-only scan, about 3x faster at 20M rows than fetching each row's voided_at.
+            # Not partial on the counted rows: staff look results up by season and player,
+            # voided ones included.
             models.Index(
                 fields=["season", "player_id", "-points", "achieved_at"],
-                name="match_result_counted_idx",
-                condition=models.Q(voided_at__isnull=True),
+                name="match_result_player_idx",
+                include=["voided_at"],
             ),
         ]
 

@@ -65,7 +65,7 @@ def _per_player_sql(*, season: Season, day: date | None, player_filter: str = ""
     """One row per player: player_id, points, achieved_at (the time that counts)."""
     counted = _counted_results_sql(day=day) + player_filter
     if season.rule == ScoringRule.BEST:
-        # Reads match_result_counted_idx (season, player_id, -points, achieved_at) in order,
+        # Reads match_result_player_idx (season, player_id, -points, achieved_at) in order,
         # index only.
         return f"""
             SELECT DISTINCT ON (r.player_id) r.player_id, r.points, r.achieved_at
@@ -201,7 +201,7 @@ def player_id_runs(*, season: Season, day: date | None, runs: int) -> list[tuple
     statistics, or when they fall outside this board's ids, the ranges are of equal width.
     """
     with connection.cursor() as cursor:
-        # Two lookups in match_result_counted_idx. Filtering by day or ban here would read
+        # Two lookups in match_result_player_idx. Filtering by day or ban here would read
         # every result; at worst a few ranges have nobody in them.
         cursor.execute(
             "SELECT min(player_id), max(player_id) FROM ingestion_matchresult "
@@ -348,7 +348,7 @@ def board_players_sample(*, season: Season, size: int, day: date | None = None) 
 
     Scales with the sample, not the season: random player ids are drawn between the season's
     lowest and highest player id (two index lookups), and each draw takes the first counted
-    player at or above it through match_result_counted_idx (season, player_id, ...), so no
+    player at or above it through match_result_player_idx (season, player_id, ...), so no
     query reads or sorts every result. Players after a gap in the ids are drawn more often;
     every counted player has a chance, which is what a drift check needs.
     """
