@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import signal
 from types import FrameType
 from typing import Any
@@ -46,4 +47,10 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        # Every batch allocates tens of thousands of short-lived objects, and each full
+        # collection used to walk everything Django and kafka-python loaded at start-up too.
+        # Frozen, those are never scanned again: 52 -> 39 us of CPU per result for one consumer
+        # draining 300,000 results (docs/benchmarks.md).
+        gc.collect()
+        gc.freeze()
         consumer.run()
