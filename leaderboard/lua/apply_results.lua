@@ -99,18 +99,51 @@ if parsed ~= expected_entries then
     .. parsed .. ' well-formed')
 end
 
--- Pass 2: write.
-local changed = 0
-for _, pair in ipairs(order) do
-  local board = boards[pair[1]]
-  redis.call('ZADD', board.key, score_str(current[pair[1] .. ' ' .. pair[2]]), pair[2])
-  board.touched = true
-  changed = changed + 1
+-- Pass 2: write, one ZADD per board and up to ZADD_PAIRS members (a call from Lua into Redis
+-- costs about as much as the insert itself; unpack stays well inside Lua's stack limit).
+local ZADD_PAIRS = 500
+local function zadd_many(key, flags, flat)
+  local changed_here = 0
+  for first = 1, #flat, 2 * ZADD_PAIRS do
+    local last = math.min(first + 2 * ZADD_PAIRS - 1, #flat)
+    if flags then
+      changed_here = changed_here + redis.call('ZADD', key, 'GT', 'CH', unpack(flat, first, last))
+    else
+      redis.call('ZADD', key, unpack(flat, first, last))
+      changed_here = changed_here + (last - first + 1) / 2
+    end
+  end
+  return changed_here
 end
+
+local changed = 0
+local writes = {}  -- board index -> {score, member, ...}
+for _, pair in ipairs(order) do
+  local flat = writes[pair[1]]
+  if flat == nil then
+    flat = {}
+    writes[pair[1]] = flat
+  end
+  flat[#flat + 1] = score_str(current[pair[1] .. ' ' .. pair[2]])
+  flat[#flat + 1] = pair[2]
+end
+for i, flat in pairs(writes) do
+  changed = changed + zadd_many(boards[i].key, false, flat)
+  boards[i].touched = true
+end
+writes = {}
 for _, write in ipairs(best) do
-  local board = boards[write[1]]
-  changed = changed + redis.call('ZADD', board.key, 'GT', 'CH', score_str(write[3]), write[2])
-  board.touched = true
+  local flat = writes[write[1]]
+  if flat == nil then
+    flat = {}
+    writes[write[1]] = flat
+  end
+  flat[#flat + 1] = score_str(write[3])
+  flat[#flat + 1] = write[2]
+end
+for i, flat in pairs(writes) do
+  changed = changed + zadd_many(boards[i].key, true, flat)
+  boards[i].touched = true
 end
 for _, board in ipairs(boards) do
   if board.touched and board.expire_at > 0 then
