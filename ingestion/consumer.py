@@ -395,7 +395,8 @@ class MatchResultConsumer:
         elapsed = max(now - self._last_report, 1e-6)
         rate = (self.totals.applied - self._last_report_applied) / elapsed
         self._last_report, self._last_report_applied = now, self.totals.applied
-        self.totals.lag = self._lag(consumer)
+        # Cut off from Kafka, the high-water marks are the last ones seen: the lag is unknown.
+        self.totals.lag = None if self._kafka_lost_logged else self._lag(consumer)
         if not consumer.assignment():
             logger.warning(
                 "no partitions of %s assigned yet (group %s; Kafka at %s)",
