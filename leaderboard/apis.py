@@ -110,10 +110,14 @@ def parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str
     state on the instance, and a new serializer per request would deep-copy its fields each
     time, which cost as much as the Redis read on the hot endpoints.
     """
+    return dict(_prototype(serializer_class).run_validation(data))
+
+
+def _prototype(serializer_class: type[serializers.Serializer]) -> serializers.Serializer:
     prototype = _prototypes.get(serializer_class)
     if prototype is None:
         prototype = _prototypes[serializer_class] = serializer_class()
-    return dict(prototype.run_validation(data))
+    return prototype
 
 
 _json = JSONRenderer()
@@ -128,9 +132,7 @@ def json_response(
     instance deep-copies its fields: on the hot endpoints the two cost as much as the Redis read,
     so the output goes through one prototype per class and is rendered here.
     """
-    prototype = _prototypes.get(serializer_class)
-    if prototype is None:
-        prototype = _prototypes[serializer_class] = serializer_class()
+    prototype = _prototype(serializer_class)
     if many:
         data: Any = [prototype.to_representation(item) for item in instance]
     else:

@@ -45,7 +45,7 @@ for i = 1, nboards do
   boards[i] = {
     key = KEYS[k + 1], marker = KEYS[k + 2], pending = KEYS[k + 3], delta = KEYS[k + 4],
     rule = ARGV[a + 1], time_bits = tonumber(ARGV[a + 2]), max_points = tonumber(ARGV[a + 3]),
-    expire_at = tonumber(ARGV[a + 4]), touched = false,
+    expire_at = tonumber(ARGV[a + 4]), writes = {},
   }
 end
 
@@ -54,7 +54,6 @@ end
 local current = {}   -- "i member" -> score (false = not on the board)
 local dirty = {}
 local order = {}
-local best = {}
 local entries = {}
 local overflow = {}
 local parsed = 0
@@ -67,7 +66,9 @@ for si, member, spoints, sticks, sxid in string.gmatch(packed, '(%d+) (%d+) (%d+
   local ok = true
   if board.rule == 'best' then
     local scale = 2 ^ board.time_bits
-    best[#best + 1] = {i, member, points * scale + (scale - 1 - ticks)}
+    local writes = board.writes
+    writes[#writes + 1] = score_str(points * scale + (scale - 1 - ticks))
+    writes[#writes + 1] = member
   else
     local slot = i .. ' ' .. member
     local old = current[slot]
@@ -100,53 +101,28 @@ if parsed ~= expected_entries then
 end
 
 -- Pass 2: write, one ZADD per board and up to ZADD_PAIRS members (a call from Lua into Redis
--- costs about as much as the insert itself; unpack stays well inside Lua's stack limit).
+-- costs about as much as the insert itself; unpack stays well inside Lua's stack limit). A board
+-- has one rule: ZADD GT for best (a pair repeated in one call keeps the higher score), a plain
+-- ZADD of the sums computed above for cumulative.
+for _, pair in ipairs(order) do
+  local writes = boards[pair[1]].writes
+  writes[#writes + 1] = score_str(current[pair[1] .. ' ' .. pair[2]])
+  writes[#writes + 1] = pair[2]
+end
 local ZADD_PAIRS = 500
-local function zadd_many(key, flags, flat)
-  local changed_here = 0
-  for first = 1, #flat, 2 * ZADD_PAIRS do
-    local last = math.min(first + 2 * ZADD_PAIRS - 1, #flat)
-    if flags then
-      changed_here = changed_here + redis.call('ZADD', key, 'GT', 'CH', unpack(flat, first, last))
+local changed = 0
+for _, board in ipairs(boards) do
+  local writes = board.writes
+  for first = 1, #writes, 2 * ZADD_PAIRS do
+    local last = math.min(first + 2 * ZADD_PAIRS - 1, #writes)
+    if board.rule == 'best' then
+      changed = changed + redis.call('ZADD', board.key, 'GT', 'CH', unpack(writes, first, last))
     else
-      redis.call('ZADD', key, unpack(flat, first, last))
-      changed_here = changed_here + (last - first + 1) / 2
+      redis.call('ZADD', board.key, unpack(writes, first, last))
+      changed = changed + (last - first + 1) / 2
     end
   end
-  return changed_here
-end
-
-local changed = 0
-local writes = {}  -- board index -> {score, member, ...}
-for _, pair in ipairs(order) do
-  local flat = writes[pair[1]]
-  if flat == nil then
-    flat = {}
-    writes[pair[1]] = flat
-  end
-  flat[#flat + 1] = score_str(current[pair[1] .. ' ' .. pair[2]])
-  flat[#flat + 1] = pair[2]
-end
-for i, flat in pairs(writes) do
-  changed = changed + zadd_many(boards[i].key, false, flat)
-  boards[i].touched = true
-end
-writes = {}
-for _, write in ipairs(best) do
-  local flat = writes[write[1]]
-  if flat == nil then
-    flat = {}
-    writes[write[1]] = flat
-  end
-  flat[#flat + 1] = score_str(write[3])
-  flat[#flat + 1] = write[2]
-end
-for i, flat in pairs(writes) do
-  changed = changed + zadd_many(boards[i].key, true, flat)
-  boards[i].touched = true
-end
-for _, board in ipairs(boards) do
-  if board.touched and board.expire_at > 0 then
+  if #writes > 0 and board.expire_at > 0 then
     redis.call('EXPIREAT', board.key, board.expire_at)
   end
 end

@@ -181,3 +181,32 @@ def test_every_script_is_read_when_the_process_starts() -> None:
     on_disk = {p.stem for p in scripts.LUA_DIR.glob("*.lua")} - {"common"}
     assert set(scripts._SOURCES) == on_disk
     assert "apply_results" in on_disk
+
+
+@pytest.mark.parametrize("rule", [ScoringRule.BEST, ScoringRule.CUMULATIVE])
+def test_a_batch_larger_than_one_zadd_lands_whole_on_both_boards(board_redis, rule) -> None:
+    # 5,000 players in one call: the script writes each board in several ZADDs of 500 members.
+    season = _season(rule)
+    results = [_result(n, player=n + 1, points=n % 997) for n in range(5000)]
+    # A second result of every tenth player in the same call: merged under the rule.
+    results += [_result(5000 + n, player=n + 1, points=998) for n in range(0, 5000, 10)]
+    outcome = _apply(season, results)
+    assert outcome.applied == len(results)
+    expected: dict[int, tuple[int, int]] = {}  # player -> (points, ticks)
+    for r in results:
+        old = expected.get(r.player_id)
+        if old is None:
+            expected[r.player_id] = (r.points, r.ticks)
+        elif rule == ScoringRule.BEST:
+            # Higher points win; equal points keep the earlier time.
+            if (r.points, -r.ticks) > (old[0], -old[1]):
+                expected[r.player_id] = (r.points, r.ticks)
+        else:
+            expected[r.player_id] = (old[0] + r.points, max(old[1], r.ticks))
+    want = {
+        str(player).encode(): season.codec.encode(points=points, elapsed_ticks=ticks)
+        for player, (points, ticks) in expected.items()
+    }
+    for key in (keys.season_board(season_id=77), keys.daily_board(season_id=77, day=DAY)):
+        got = {m: int(s) for m, s in board_redis.zrange(key, 0, -1, withscores=True)}
+        assert got == want
