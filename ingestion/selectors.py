@@ -201,11 +201,10 @@ def player_id_runs(*, season: Season, day: date | None, runs: int) -> list[tuple
     statistics, or when they fall outside this board's ids, the ranges are of equal width.
     """
     with connection.cursor() as cursor:
-        # Two lookups in match_result_player_idx. Filtering by day or ban here would read
+        # Two lookups in match_result_player_idx. Filtering by day, void or ban here would read
         # every result; at worst a few ranges have nobody in them.
         cursor.execute(
-            "SELECT min(player_id), max(player_id) FROM ingestion_matchresult "
-            "WHERE season_id = %s AND voided_at IS NULL",
+            "SELECT min(player_id), max(player_id) FROM ingestion_matchresult WHERE season_id = %s",
             [season.id],
         )
         row = cursor.fetchone()
@@ -361,7 +360,7 @@ def board_players_sample(*, season: Season, size: int, day: date | None = None) 
     sql = f"""
         WITH bounds AS (
             SELECT MIN(player_id) AS lo, MAX(player_id) AS hi FROM ingestion_matchresult
-            WHERE season_id = %(season_id)s AND voided_at IS NULL
+            WHERE season_id = %(season_id)s
         ), starts AS (
             SELECT b.lo + FLOOR(random() * (b.hi - b.lo + 1))::bigint AS start
             FROM bounds b, generate_series(1, %(draws)s)

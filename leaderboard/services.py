@@ -990,7 +990,7 @@ def _player_days(*, season_id: int, player_id: int) -> tuple[date, ...]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT DISTINCT (achieved_at AT TIME ZONE 'UTC')::date FROM ingestion_matchresult"
-            " WHERE season_id = %s AND player_id = %s AND voided_at IS NULL ORDER BY 1",
+            " WHERE season_id = %s AND player_id = %s ORDER BY 1",
             [season_id, player_id],
         )
         return tuple(row[0] for row in cursor.fetchall())
