@@ -350,29 +350,31 @@ class MatchResultConsumer:
         """Say when Kafka has gone away, and when it is back.
 
         kafka-python reconnects by itself inside poll() and reports nothing through its public
-        API: an unreachable broker just looks like an empty poll. Its coordinator state tells
-        the two apart (it is marked dead when its connection fails), so it is read here, only
-        after an empty poll, and only trusted after a grace period (it is also unknown for a
-        moment while joining the group).
+        API: an unreachable broker just looks like an empty poll. Its connection to the group
+        coordinator tells the two apart (the consumer heartbeats through it, so it stays open
+        while Kafka is there). Whether kafka-python still names a coordinator is no guide: it
+        keeps naming the lost one until it happens to look again. The connection is also down
+        for a moment while joining the group, hence the grace period before saying anything.
         """
         now = time.monotonic()
-        unreachable = not polled and consumer._coordinator.coordinator_unknown()
-        if unreachable:
-            if self._kafka_lost_at is None:
-                self._kafka_lost_at = now
-            elif not self._kafka_lost_logged and now - self._kafka_lost_at >= KAFKA_LOST_GRACE:
-                self._kafka_lost_logged = True
-                logger.warning(
-                    "waiting for Kafka: the group coordinator of %s at %s is unreachable; "
-                    "polling again until it answers (nothing is committed meanwhile)",
-                    self.options.group_id,
-                    ",".join(self.options.bootstrap_servers),
-                )
+        coordinator = consumer._coordinator
+        coordinator_id = None if coordinator.coordinator_unknown() else coordinator.coordinator_id
+        if polled or (coordinator_id is not None and consumer._client.connected(coordinator_id)):
+            if self._kafka_lost_logged and self._kafka_lost_at is not None:
+                logger.info("Kafka is back after %.1fs", now - self._kafka_lost_at)
+            self._kafka_lost_at = None
+            self._kafka_lost_logged = False
             return
-        if self._kafka_lost_logged and self._kafka_lost_at is not None:
-            logger.info("Kafka is back after %.1fs", now - self._kafka_lost_at)
-        self._kafka_lost_at = None
-        self._kafka_lost_logged = False
+        if self._kafka_lost_at is None:
+            self._kafka_lost_at = now
+        elif not self._kafka_lost_logged and now - self._kafka_lost_at >= KAFKA_LOST_GRACE:
+            self._kafka_lost_logged = True
+            logger.warning(
+                "waiting for Kafka: the group coordinator of %s at %s is unreachable; "
+                "polling again until it answers (nothing is committed meanwhile)",
+                self.options.group_id,
+                ",".join(self.options.bootstrap_servers),
+            )
 
     def _lag(self, consumer: KafkaConsumer) -> int | None:
         lag = 0

@@ -11,13 +11,22 @@ from seasons.models import ScoringRule, Season
 
 
 def wait_until(
-    condition: Callable[[], bool], *, timeout: float = 10.0, every: float = 0.01
+    condition: Callable[[], bool],
+    *,
+    timeout: float = 10.0,
+    every: float = 0.01,
+    context: Callable[[], str] | None = None,
 ) -> None:
-    """Poll ``condition`` until it holds; fail the test if it doesn't within ``timeout``."""
+    """Poll ``condition`` until it holds; fail the test if it doesn't within ``timeout``.
+
+    ``context`` is called on failure and its text added to the error (a subprocess's log, say),
+    so that a failure in CI can be read without rerunning it.
+    """
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
+            detail = f"\n{context()}" if context is not None else ""
+            raise AssertionError(f"condition not met within {timeout}s{detail}")
         time.sleep(every)
 
 

@@ -228,6 +228,11 @@ class TcpProxy:
 MANAGE = Path(settings.BASE_DIR) / "manage.py"
 
 
+def _logger_of(log_line: str) -> str:
+    fields = log_line.split(" ", 4)
+    return fields[3] if len(fields) > 3 else ""
+
+
 class ConsumerProcess:
     """The consumer command against this test's database, key prefix, topics and group."""
 
@@ -260,6 +265,17 @@ class ConsumerProcess:
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(self.args, env=self.env, stdout=out, stderr=out)
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The end of the process's log, for a failing wait to show what the consumer said.
+
+        kafka-python's own ERROR lines (one per refused connection) are dropped: they would
+        crowd out the consumer's.
+        """
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        # A line reads "<date> <time> <LEVEL> <logger> <message>".
+        kept = [line for line in text.splitlines() if not _logger_of(line).startswith("kafka")]
+        return "consumer log (tail):\n" + "\n".join(kept[-lines:])
 
     def signal(self, signum: int) -> int:
         assert self.proc is not None

@@ -119,14 +119,26 @@ def test_postgresql_outage_waits_and_resumes_without_loss_or_double_count(
     publish_results(topic, before)
     try:
         process.start()
-        wait_until(lambda: _committed_total(topic, group) == len(before), timeout=60)
+        wait_until(
+            lambda: _committed_total(topic, group) == len(before),
+            timeout=60,
+            context=process.log_tail,
+        )
         proxy.cut()
         publish_results(topic, during)
-        wait_until(lambda: "waiting for PostgreSQL" in log.read_text(), timeout=30)
+        wait_until(
+            lambda: "waiting for PostgreSQL" in log.read_text(),
+            timeout=30,
+            context=process.log_tail,
+        )
         assert _committed_total(topic, group) == len(before)
 
         proxy.restore()
-        wait_until(lambda: committed_offsets(topic, group) == end_offsets(topic), timeout=60)
+        wait_until(
+            lambda: committed_offsets(topic, group) == end_offsets(topic),
+            timeout=60,
+            context=process.log_tail,
+        )
         assert process.signal(signal.SIGTERM) == 0
     finally:
         if process.proc is not None and process.proc.poll() is None:
@@ -209,11 +221,17 @@ def test_kafka_outage_waits_and_resumes_without_loss_or_double_count(
     publish_results(topic, before)
     try:
         process.start()
-        wait_until(lambda: _committed_total(topic, group) == len(before), timeout=60)
+        wait_until(
+            lambda: _committed_total(topic, group) == len(before),
+            timeout=60,
+            context=process.log_tail,
+        )
         # Refused, as when the broker is down (its clients then back off between attempts).
         proxy.cut(refuse=True)
         publish_results(topic, during)
-        wait_until(lambda: "waiting for Kafka" in log.read_text(), timeout=60)
+        wait_until(
+            lambda: "waiting for Kafka" in log.read_text(), timeout=60, context=process.log_tail
+        )
         # Its stats stop claiming a lag they cannot know (high-water marks are Kafka's).
         wait_until(
             lambda: "lag unknown" in log.read_text().split("waiting for Kafka", 1)[1], timeout=30
@@ -227,7 +245,11 @@ def test_kafka_outage_waits_and_resumes_without_loss_or_double_count(
 
         proxy.restore()
         publish_results(topic, after)
-        wait_until(lambda: committed_offsets(topic, group) == end_offsets(topic), timeout=120)
+        wait_until(
+            lambda: committed_offsets(topic, group) == end_offsets(topic),
+            timeout=120,
+            context=process.log_tail,
+        )
         assert process.signal(signal.SIGTERM) == 0
     finally:
         if process.proc is not None and process.proc.poll() is None:

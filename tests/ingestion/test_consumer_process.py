@@ -79,7 +79,7 @@ def test_sigkill_at_random_points_then_restart_counts_everything_once(
         stored_before = _rows()
         process.start()
         target = min(len(distinct) - 1, stored_before + rng.randint(1, 4000))
-        wait_until(partial(_rows_reach, target), timeout=60, every=0.005)
+        wait_until(partial(_rows_reach, target), timeout=60, every=0.005, context=process.log_tail)
         # Jitter, not synchronisation: land anywhere between the PostgreSQL commit and the next.
         time.sleep(rng.random() * 0.05)
         assert process.signal(signal.SIGKILL) == -signal.SIGKILL
@@ -88,7 +88,7 @@ def test_sigkill_at_random_points_then_restart_counts_everything_once(
     assert kills_mid_ingest >= 3, "the kills must land while results are being ingested"
 
     process.start()
-    wait_until(lambda: _done(topic, group), timeout=90, every=0.2)
+    wait_until(lambda: _done(topic, group), timeout=90, every=0.2, context=process.log_tail)
     assert process.signal(signal.SIGTERM) == 0
 
     assert _rows() == len(distinct)
@@ -110,7 +110,7 @@ def test_sigterm_finishes_and_commits_the_batch_in_hand(
     process = ConsumerProcess(topic=topic, dlq=dlq, group=group, log=tmp_path / "consumer.log")
 
     process.start()
-    wait_until(lambda: _rows() > 0, timeout=60, every=0.005)
+    wait_until(lambda: _rows() > 0, timeout=60, every=0.005, context=process.log_tail)
     assert process.signal(signal.SIGTERM) == 0
     assert "consumer stopped" in (tmp_path / "consumer.log").read_text()
 
