@@ -63,6 +63,7 @@ bench:
 	@echo "  bench/ingest                  ingestion throughput and produce-to-visible latency"
 	@echo "      full scale: bench/ingest --consumers 2 --backlog 1000000 --burst-seconds 60"
 	@echo "  $(PY) bench/read/run.py --players 1000000   read path: Redis vs raw vs PostgreSQL"
+	@echo "  $(PY) bench/store.py          PostgreSQL CPU per stored result, with/without a per-row FK"
 	@echo "  bench/rebuild                 rebuild from PostgreSQL while ingestion keeps running"
 	@echo "      full scale: bench/rebuild --players 10000000 --results 20000000 [--reuse]"
 	@echo "They need the local services (make services) and the venv (make venv)."

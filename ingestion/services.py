@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Protocol, TypeVar
 
 from django.conf import settings
@@ -152,6 +153,13 @@ class StoredResult:
 
 _TABLE = MatchResult._meta.db_table
 _BANS = PlayerBan._meta.db_table
+_SEASONS = Season._meta.db_table
+
+# The season foreign key is not checked per row (ingestion/migrations/0006): this lock, taken
+# once per batch and held to the commit, is the one that check took. A season being deleted
+# waits for the batch, and then its trigger sees the batch's rows and refuses. Ordered, so
+# that two consumers lock in the same order.
+_LOCK_SEASONS_SQL = f"SELECT id FROM {_SEASONS} WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE"  # noqa: S608
 
 # The batch goes in by COPY into a per-connection temp table, then one INSERT ... SELECT with
 # conflicts ignored: measured about twice as fast as one INSERT over unnest(<arrays>), whose
@@ -194,11 +202,27 @@ _EXISTING_SQL = f"""
 _StoredRow = tuple[int | None, int | None, int | None, bool]
 
 
+class SeasonsDeleted(Exception):
+    """Seasons of the batch were deleted after it was validated; nothing was stored."""
+
+    def __init__(self, season_ids: set[int]) -> None:
+        super().__init__(f"season(s) {sorted(season_ids)} deleted while storing their results")
+        self.season_ids = season_ids
+
+
 def match_results_store(*, results: Sequence[ValidResult]) -> list[StoredResult]:
-    """Insert the batch (conflicts on (match_id, player_id) ignored) and classify each result."""
+    """Insert the batch (conflicts on (match_id, player_id) ignored) and classify each result.
+
+    Raises SeasonsDeleted, storing nothing, if a season of the batch no longer exists.
+    """
     if not results:
         return []
     with transaction.atomic(), connection.cursor() as cursor:
+        season_ids = {r.message.season_id for r in results}
+        cursor.execute(_LOCK_SEASONS_SQL, [sorted(season_ids)])
+        gone = season_ids - {row[0] for row in cursor.fetchall()}
+        if gone:
+            raise SeasonsDeleted(gone)
         cursor.execute(_STAGE_SQL)
         with cursor.cursor.copy(_COPY_SQL) as copy:
             for r in results:
@@ -313,10 +337,17 @@ def match_results_ingest(
     for record in records:
         handled[record.partition] = max(handled.get(record.partition, -1), record.offset)
 
-    decoded = retrying("PostgreSQL", lambda: match_results_decode(records=records))
+    while True:
+        decoded = retrying("PostgreSQL", lambda: match_results_decode(records=records))
+        try:
+            stored = retrying("PostgreSQL", partial(match_results_store, results=decoded.valid))
+            break
+        except SeasonsDeleted as exc:
+            # Staff deleted a season that had no results yet: validating again turns its
+            # results into dead letters (unknown season).
+            logger.warning("%s; validating the batch again", exc)
     if decoded.dead_letters:
         retrying("Kafka", lambda: dead_letters.publish(letters=decoded.dead_letters))
-    stored = retrying("PostgreSQL", lambda: match_results_store(results=decoded.valid))
 
     def apply() -> tuple[int, int, int]:
         applied_offsets = applied_offsets_get(topic=topic, partitions=sorted(handled))

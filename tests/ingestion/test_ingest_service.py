@@ -6,11 +6,14 @@ import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 
+import psycopg
 import pytest
+from django.db import IntegrityError, connection, transaction
+from django.db.models import ProtectedError
 
 from ingestion import services
 from ingestion.models import MatchResult
-from ingestion.schema import message_decode
+from ingestion.schema import UNKNOWN_SEASON, message_decode
 from ingestion.services import (
     ConsumedRecord,
     DeadLetter,
@@ -18,8 +21,8 @@ from ingestion.services import (
     match_results_ingest,
     match_results_store,
 )
-from seasons.models import ScoringRule
-from tests.helpers import make_season
+from seasons.models import ScoringRule, Season
+from tests.helpers import make_season, subprocess_database_url
 
 from .ingest_helpers import Result, assert_boards_match
 
@@ -99,3 +102,78 @@ def test_a_message_that_breaks_validation_unexpectedly_is_dead_lettered(
     assert (letter.code, letter.record.value) == ("unexpected_error", poison)
     assert "did not foresee" in letter.reason
     assert_boards_match(board_redis, season, good)
+
+
+# --- the season reference, checked per batch instead of per row ----------------------------------
+
+
+def test_a_season_deleted_between_validation_and_storing_turns_its_results_into_dead_letters(
+    board_redis,
+) -> None:
+    kept, doomed = make_season(), make_season()
+    stays = Result(uuid.uuid4(), 1, kept.id, 10, kept.starts_at + timedelta(hours=1))
+    orphan = Result(uuid.uuid4(), 2, doomed.id, 20, doomed.starts_at + timedelta(hours=1))
+    letters = _Letters()
+    steps: list[str] = []
+
+    def delete_before_the_first_store(what, operation):
+        # Validation and storing are separate steps: staff delete the season in between.
+        steps.append(what)
+        if len(steps) == 2:
+            doomed.delete()
+        return operation()
+
+    outcome = match_results_ingest(
+        topic=TOPIC,
+        records=[_record(stays, 0, 1), _record(orphan, 0, 2)],
+        dead_letters=letters,
+        retrying=delete_before_the_first_store,
+    )
+
+    assert (outcome.applied, outcome.dead_letters) == (1, 1)
+    assert [(letter.record.offset, letter.code) for letter in letters.letters] == [
+        (2, UNKNOWN_SEASON)
+    ]
+    assert list(MatchResult.objects.values_list("match_id", flat=True)) == [stays.match_id]
+    assert_boards_match(board_redis, kept, [stays])
+
+
+def test_a_season_with_results_cannot_be_deleted_or_renumbered_even_in_sql() -> None:
+    season = make_season()
+    result = Result(uuid.uuid4(), 1, season.id, 10, season.starts_at + timedelta(hours=1))
+    match_results_store(results=[ValidResult(0, 1, message_decode(result.value()))])
+
+    with pytest.raises(ProtectedError):
+        season.delete()
+    for statement in (
+        "DELETE FROM seasons_season WHERE id = %s",
+        "UPDATE seasons_season SET id = id + 1000000 WHERE id = %s",
+    ):
+        with (
+            pytest.raises(IntegrityError, match="has match results"),
+            transaction.atomic(),
+            connection.cursor() as cursor,
+        ):
+            cursor.execute(statement, [season.id])
+    # Renaming is still fine, and a season without results can go.
+    Season.objects.filter(pk=season.pk).update(name="renamed")
+    make_season().delete()
+
+
+def test_a_batch_being_stored_holds_off_a_season_delete_which_then_fails() -> None:
+    """The per-batch lock does what the per-row check did: the delete waits for the batch's
+    commit and is then refused, instead of leaving results without their season."""
+    season = make_season()
+    result = Result(uuid.uuid4(), 1, season.id, 10, season.starts_at + timedelta(hours=1))
+    other = psycopg.connect(subprocess_database_url(), autocommit=True)
+    try:
+        with transaction.atomic():
+            match_results_store(results=[ValidResult(0, 1, message_decode(result.value()))])
+            other.execute("SET lock_timeout = '200ms'")
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                other.execute("DELETE FROM seasons_season WHERE id = %s", [season.id])
+        with pytest.raises(psycopg.errors.ForeignKeyViolation, match="has match results"):
+            other.execute("DELETE FROM seasons_season WHERE id = %s", [season.id])
+    finally:
+        other.close()
+    assert Season.objects.filter(pk=season.pk).exists()

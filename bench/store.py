@@ -1,0 +1,148 @@
+"""PostgreSQL's cost per stored result: the ingest statement with and without a per-row
+foreign-key check on the season (the schema decision in ingestion/migrations/0006).
+
+Run on demand (never in the test suite)::
+
+    .venv/bin/python bench/store.py [--results 200000] [--batch 5000] [--rounds 2]
+
+Each round stores ``--results`` fresh results through ``match_results_store`` (the consumer's
+own store step: season lock, COPY, INSERT ... ON CONFLICT DO NOTHING RETURNING) twice: as
+shipped, and with the season foreign key the table used to carry (added NOT VALID, deferred,
+as Django created it; dropped after). It reports the PostgreSQL backend's CPU per result, read
+from /proc (so the server must run on this machine), and the ratio between the two. Rounds
+alternate the variants so that the table's growth favours neither.
+
+Isolation: its own database (``leaderboard_bench_store``, created and migrated if absent), its
+own season; nothing touches Redis or Kafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from random import Random
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+from bench.database import bench_database_url  # noqa: E402
+
+os.environ["DATABASE_URL"] = bench_database_url(name="leaderboard_bench_store")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+from ingestion.schema import MatchResultMessage  # noqa: E402
+from ingestion.services import ValidResult, match_results_store  # noqa: E402
+from seasons.models import Season  # noqa: E402
+from seasons.services import season_create  # noqa: E402
+
+_FK = "bench_store_season_fk"
+_ADD_FK = (
+    f"ALTER TABLE ingestion_matchresult ADD CONSTRAINT {_FK} FOREIGN KEY (season_id) "
+    "REFERENCES seasons_season (id) DEFERRABLE INITIALLY DEFERRED NOT VALID"
+)
+_DROP_FK = f"ALTER TABLE ingestion_matchresult DROP CONSTRAINT IF EXISTS {_FK}"
+
+
+def _backend_cpu_seconds() -> float:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _results(season: Season, count: int, rng: Random, first_offset: int) -> list[ValidResult]:
+    span = int((season.ends_at - season.starts_at).total_seconds()) - 1
+    return [
+        ValidResult(
+            0,
+            first_offset + n,
+            MatchResultMessage(
+                match_id=uuid.UUID(int=rng.getrandbits(128), version=4),
+                player_id=rng.randrange(1, 1_000_000),
+                season_id=season.id,
+                points=rng.randrange(0, 5_000),
+                achieved_at=season.starts_at + timedelta(seconds=rng.randrange(span)),
+            ),
+        )
+        for n in range(count)
+    ]
+
+
+def _store(results: list[ValidResult], batch: int, label: str) -> tuple[float, float]:
+    """(backend CPU, wall) seconds to store ``results`` in batches."""
+    cpu, wall = _backend_cpu_seconds(), time.monotonic()
+    for start in tqdm(range(0, len(results), batch), desc=label, unit="batch", leave=False):
+        match_results_store(results=results[start : start + batch])
+    return _backend_cpu_seconds() - cpu, time.monotonic() - wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", type=int, default=200_000, help="per variant and round")
+    parser.add_argument("--batch", type=int, default=5_000, help="results per store call")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    call_command("migrate", verbosity=0)
+    now = datetime.now(UTC).replace(microsecond=0)
+    season_id = (max(Season.objects.values_list("id", flat=True), default=0) or 0) + 1
+    season = season_create(
+        season_id=season_id,
+        name=f"bench store {season_id}",
+        starts_at=now - timedelta(days=30),
+        ends_at=now + timedelta(days=30),
+    )
+    rng = Random(season_id)
+    totals = {"shipped": [0.0, 0.0], "per-row foreign key": [0.0, 0.0]}
+    offset = 0
+    with connection.cursor() as cursor:
+        cursor.execute(_DROP_FK)
+    try:
+        for round_ in range(args.rounds):
+            order = list(totals) if round_ % 2 == 0 else list(reversed(totals))
+            for variant in order:
+                results = _results(season, args.results, rng, offset)
+                offset += args.results
+                with connection.cursor() as cursor:
+                    cursor.execute(_DROP_FK)
+                    if variant != "shipped":
+                        cursor.execute(_ADD_FK)
+                cpu, wall = _store(results, args.batch, f"round {round_ + 1}, {variant}")
+                totals[variant][0] += cpu
+                totals[variant][1] += wall
+                print(
+                    f"round {round_ + 1} {variant:>20}: backend CPU "
+                    f"{cpu / args.results * 1e6:5.1f} µs/result, wall "
+                    f"{wall / args.results * 1e6:5.1f} µs/result",
+                    flush=True,
+                )
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(_DROP_FK)
+    n = args.results * args.rounds
+    shipped, fk = (totals[v][0] / n * 1e6 for v in totals)
+    print(
+        f"\nPostgreSQL backend CPU per stored result ({n:,} results each, batches of "
+        f"{args.batch:,}): shipped {shipped:.1f} µs, with the per-row foreign key {fk:.1f} µs; "
+        f"the foreign key is {(fk - shipped) / fk:.0%} of the latter, shipped = "
+        f"{fk / shipped:.2f}x fewer CPU per result"
+    )
+
+
+if __name__ == "__main__":
+    main()
