@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -48,8 +48,12 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumedRecord:
+# The per-result values of the hot path are typed NamedTuples, not frozen dataclasses: as
+# immutable, and about three times cheaper to build (a frozen dataclass sets each field through
+# object.__setattr__), which counts at 20,000 results a second.
+
+
+class ConsumedRecord(NamedTuple):
     """One Kafka record as the handler needs it (kept free of kafka-python types)."""
 
     partition: int
@@ -58,15 +62,13 @@ class ConsumedRecord:
     value: bytes | None
 
 
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
+class DeadLetter(NamedTuple):
     record: ConsumedRecord
     code: str
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class ValidResult:
+class ValidResult(NamedTuple):
     partition: int
     offset: int
     message: MatchResultMessage
@@ -138,8 +140,7 @@ def match_results_decode(*, records: Sequence[ConsumedRecord]) -> DecodedBatch:
 # --- 2. store ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class StoredResult:
+class StoredResult(NamedTuple):
     """A valid result after the insert: new, or found already stored."""
 
     result: ValidResult

@@ -119,10 +119,13 @@ class ScoreCodec:
         """Whole ticks of ``resolution_seconds`` in ``elapsed`` (floored)."""
         if not isinstance(elapsed, timedelta):
             raise CodecError(f"elapsed must be a timedelta, got {type(elapsed).__name__}")
-        if elapsed < timedelta(0):
+        if elapsed.days < 0:
             raise CodecError(f"elapsed time {elapsed} is before the season's start")
-        ticks = elapsed // timedelta(seconds=self.resolution_seconds)
-        if ticks > self.max_ticks:
+        # Whole seconds suffice: dropping the sub-second part never changes the floor when a
+        # tick is a whole number of seconds. (Called once per ingested result: no timedelta
+        # arithmetic.)
+        ticks = (elapsed.days * 86_400 + elapsed.seconds) // self.resolution_seconds
+        if ticks >> self.time_bits:
             raise CodecError(
                 f"elapsed time {elapsed} exceeds the codec's {self.time_bits} time bits "
                 f"at {self.resolution_seconds}s resolution (max {self.max_ticks} ticks)"

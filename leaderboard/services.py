@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import cast
+from typing import NamedTuple, cast
 
 import redis
 from django.conf import settings
@@ -532,9 +532,12 @@ def weekly_boards_build(*, now: datetime) -> dict[str, int]:
 # --- Ingestion: applying results to the boards ----------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class CountedResult:
-    """One stored result that must now count on its season's board and daily board."""
+class CountedResult(NamedTuple):
+    """One stored result that must now count on its season's board and daily board.
+
+    A NamedTuple (immutable, typed) rather than a frozen dataclass: one is built per ingested
+    result, and it is about three times cheaper to build.
+    """
 
     partition: int
     offset: int

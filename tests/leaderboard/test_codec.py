@@ -155,6 +155,24 @@ def test_ticks_floor_to_the_resolution_and_reject_out_of_window() -> None:
     assert codec.ticks(timedelta(seconds=60 * codec.max_ticks + 59)) == codec.max_ticks
 
 
+@given(
+    elapsed_us=st.integers(min_value=0, max_value=(2**23) * 60 * 1_000_000 - 1),
+    resolution=st.sampled_from([1, 7, 60, 3600]),
+)
+def test_ticks_are_the_floor_of_elapsed_over_the_resolution(
+    elapsed_us: int, resolution: int
+) -> None:
+    # ticks() skips timedelta arithmetic (it runs once per ingested result): it must agree with it.
+    codec = ScoreCodec(30, 23, resolution_seconds=resolution)
+    elapsed = timedelta(microseconds=elapsed_us)
+    expected = elapsed // timedelta(seconds=resolution)
+    if expected > codec.max_ticks:
+        with pytest.raises(CodecError, match="exceeds"):
+            codec.ticks(elapsed)
+    else:
+        assert codec.ticks(elapsed) == expected
+
+
 def test_encode_elapsed_matches_encode_of_ticks() -> None:
     codec = ScoreCodec.for_window(duration=timedelta(days=90))
     assert codec.encode_elapsed(points=7, elapsed=timedelta(seconds=3661)) == codec.encode(
