@@ -261,7 +261,22 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {
+        # kafka-python logs each failed reconnect (several a second while a broker is away):
+        # one line per kind and interval is kept (leaderboard_project/logfilters.py).
+        "kafka_repeats": {
+            "()": "leaderboard_project.logfilters.RepeatedRecordsFilter",
+            "loggers": ["kafka"],
+            "interval_seconds": _env_float("KAFKA_LOG_REPEAT_SECONDS", 60.0),
+        },
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["kafka_repeats"],
+        }
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "kafka": {"level": _env("KAFKA_LOG_LEVEL", "WARNING")},

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -158,33 +159,74 @@ class TcpProxy:
 
     While cut, every connection (open or new) is closed at once: to the client the service is
     unreachable. ``restore`` lets connections through again.
+
+    One thread owns the listening socket and never blocks for long (accept has a short
+    timeout), so that it, not another thread, closes and reopens it: closing a socket another
+    thread is blocked accepting on leaves it listening in the kernel on Linux. A failure inside
+    the proxy is kept and raised by the next cut/restore/close, never lost with a thread.
     """
+
+    _TICK = 0.02
 
     def __init__(self, target_port: int, *, listen_port: int = 0) -> None:
         self._target_port = target_port
-        self._listener = socket.create_server(("127.0.0.1", listen_port))
-        self.port = self._listener.getsockname()[1]
         self._cut = threading.Event()
         self._closed = threading.Event()
         self._lock = threading.Lock()
         self._open: list[socket.socket] = []
-        self._refusing = False
-        threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
+        self._refuse = False
+        self._errors: list[BaseException] = []
+        self._listener: socket.socket | None = self._listen(listen_port)
+        self.port = self._listener.getsockname()[1]
+        # Changes asked for (cut/restore) and changes the accept thread has applied.
+        self._asked = 0
+        self._applied = 0
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
 
-    def _accept(self, listener: socket.socket) -> None:
-        while not self._closed.is_set():
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            if self._cut.is_set():
-                client.close()
-                continue
-            upstream = socket.create_connection(("127.0.0.1", self._target_port))
-            with self._lock:
-                self._open += [client, upstream]
-            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
+    @staticmethod
+    def _listen(port: int) -> socket.socket:
+        listener = socket.create_server(("127.0.0.1", port))
+        listener.settimeout(TcpProxy._TICK)
+        return listener
+
+    def _serve(self) -> None:
+        try:
+            while not self._closed.is_set():
+                asked = self._asked  # read before the state it covers
+                if self._refuse:
+                    if self._listener is not None:
+                        self._listener.close()
+                        self._listener = None
+                    self._applied = asked
+                    time.sleep(self._TICK)
+                    continue
+                if self._listener is None:
+                    self._listener = self._listen(self.port)
+                self._applied = asked
+                try:
+                    client, _ = self._listener.accept()
+                except TimeoutError:
+                    continue
+                client.settimeout(None)
+                if self._cut.is_set():
+                    client.close()
+                    continue
+                try:
+                    upstream = socket.create_connection(("127.0.0.1", self._target_port))
+                except OSError:
+                    client.close()  # the service itself is down: so is the proxy
+                    continue
+                with self._lock:
+                    self._open += [client, upstream]
+                for source, sink in ((client, upstream), (upstream, client)):
+                    threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+        except BaseException as exc:
+            self._errors.append(exc)
+        finally:
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
 
     @staticmethod
     def _pump(source: socket.socket, sink: socket.socket) -> None:
@@ -198,31 +240,40 @@ class TcpProxy:
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
 
+    def _settle(self) -> None:
+        """Wait until the accept thread has applied the last change; raise what it met."""
+        self._asked += 1
+        deadline = time.monotonic() + 5
+        while self._thread.is_alive() and self._applied < self._asked:
+            if time.monotonic() > deadline:
+                raise AssertionError("the TCP proxy did not apply a cut or restore within 5s")
+            time.sleep(self._TICK / 2)
+        if self._errors:
+            raise AssertionError(f"the TCP proxy failed: {self._errors[0]!r}")
+
     def cut(self, *, refuse: bool = False) -> None:
         """Close every connection; with ``refuse``, also stop listening, so that new ones are
         refused (a service that is down) rather than accepted and dropped."""
         self._cut.set()
-        if refuse and not self._refusing:
-            self._refusing = True
-            self._listener.close()
+        if refuse:
+            self._refuse = True
         with self._lock:
             for s in self._open:
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
                 s.close()
             self._open.clear()
+        self._settle()
 
     def restore(self) -> None:
-        if self._refusing:
-            self._refusing = False
-            self._listener = socket.create_server(("127.0.0.1", self.port))
-            threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
+        self._refuse = False
         self._cut.clear()
+        self._settle()
 
     def close(self) -> None:
         self._closed.set()
         self.cut()
-        self._listener.close()
+        self._thread.join(timeout=5)
 
 
 MANAGE = Path(settings.BASE_DIR) / "manage.py"
