@@ -26,13 +26,14 @@ from itertools import pairwise
 from typing import Any
 
 from django.db import connection
+from django.db.models import QuerySet
 
 from leaderboard import keys
 from leaderboard.codec import CodecError
 from leaderboard.redis import get_board_redis
 from seasons.models import ScoringRule, Season
 
-from .models import GameServerToken
+from .models import GameServerToken, MatchResult
 
 # Server-side cursor batch: large enough to amortise round trips, small enough to stream.
 DEFAULT_CHUNK_ROWS = 20_000
@@ -447,3 +448,22 @@ def ingest_consumer_stats_list() -> list[ConsumerStats]:
             )
         )
     return stats
+
+
+_BIGINT_MAX = (1 << 63) - 1
+
+
+def match_results_of_player(
+    *, player_id: int, queryset: QuerySet[MatchResult] | None = None
+) -> QuerySet[MatchResult]:
+    """A player's results in every season, found through the player index.
+
+    ``player_id`` has no index of its own (each index is one more write per ingested result);
+    match_result_player_idx leads with season_id. Naming every season lets PostgreSQL descend
+    that index once per season instead of reading the whole table.
+    """
+    results = MatchResult.objects.all() if queryset is None else queryset
+    if not 1 <= player_id <= _BIGINT_MAX:
+        return results.none()
+    season_ids = list(Season.objects.order_by("id").values_list("id", flat=True))
+    return results.filter(season_id__in=season_ids, player_id=player_id)
