@@ -1,0 +1,323 @@
+"""Rebuild a board from PostgreSQL while ingestion keeps writing to it.
+
+Rebuild protocol (see leaderboard/lua/rebuild_*.lua and the ingestion apply script): the live
+board stays in place while a temp board is filled from a PostgreSQL snapshot; results applied
+meanwhile are kept aside (pending list, then delta board) and merged into the temp board
+before it is RENAMEd over the live one, so nothing ingested during a rebuild is lost or
+counted twice, and readers never see an empty or partial board.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import date
+
+import redis
+from django.db import connection, transaction
+from django.utils import timezone
+
+from ingestion.selectors import board_scores_zadd_chunks
+from leaderboard import keys
+from leaderboard.models import RebuildRun, RunStatus
+from leaderboard.redis import get_board_redis
+from leaderboard.scripts import get_script
+from seasons.models import Season
+
+from .apply import daily_board_expire_at
+
+logger = logging.getLogger(__name__)
+
+# The marker outlives a crashed rebuild by at most this long; a running rebuild refreshes it.
+MARKER_TTL_SECONDS = 600
+# Members per ZADD, and per delta-merge script call (short calls keep Redis responsive).
+DEFAULT_ZADD_BATCH = 1000
+DELTA_MERGE_BATCH = 1000
+# Chunks (about 1 MB of text, 40,000 players each) the PostgreSQL reader may run ahead of the
+# Redis loader: a whole sorted run, so PostgreSQL aggregates and sorts the next run while Redis
+# loads this one (at most ~130 MB of a rebuild's memory).
+PREFETCH_CHUNKS = 32
+# A rebuild reads the board in this many player-id ranges, each sorted by score: Redis loads
+# such runs several times faster than members in player order (docs/benchmarks.md, "Rebuild").
+REBUILD_SORTED_RUNS = 10
+# Players left off for overflowing kept on the RebuildRun (the count is always exact).
+MAX_OVERFLOWED_RECORDED = 1000
+
+
+# Phases reported to ``on_phase`` (tests drive ingestion through each of them).
+PHASE_PENDING = "pending"  # marker set, no snapshot yet
+PHASE_ACTIVATED = "activated"  # snapshot taken and in the marker, loading not started
+PHASE_LOADED = "loaded"  # temp board loaded, delta not merged
+PHASE_MERGED = "merged"  # delta merged in chunks, the atomic finish comes next
+
+
+class RebuildInProgressError(RuntimeError):
+    """Another rebuild of the same board holds its marker."""
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildResult:
+    season_id: int
+    day: date | None
+    board_key: str
+    members: int
+    loaded: int
+    delta_members: int
+    seconds: float
+    # Players left off because their cumulative points overflow the codec (docs/operations.md).
+    overflowed: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _BoardKeys:
+    live: str
+    temp: str
+    marker: str
+    pending: str
+    delta: str
+
+
+def _board_keys(*, season_id: int, day: date | None) -> _BoardKeys:
+    live = (
+        keys.season_board(season_id=season_id)
+        if day is None
+        else keys.daily_board(season_id=season_id, day=day)
+    )
+    return _BoardKeys(
+        live=live,
+        temp=keys.rebuild_temp(board_key=live),
+        marker=keys.rebuild_marker(board_key=live),
+        pending=keys.rebuild_pending(board_key=live),
+        delta=keys.rebuild_delta(board_key=live),
+    )
+
+
+_DONE = object()
+
+
+def _read_snapshot_and_stream(
+    *,
+    season: Season,
+    day: date | None,
+    on_snapshot: Callable[[str], None],
+    on_phase: Callable[[str], None] | None,
+    out: queue.Queue[object],
+    stop: threading.Event,
+    overflowed: list[int],
+) -> None:
+    """Producer thread: one REPEATABLE READ transaction, its snapshot, then the aggregation."""
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                # The first query fixes the transaction's snapshot; this reads that very one.
+                cursor.execute("SELECT pg_current_snapshot()::text")
+                row = cursor.fetchone()
+                assert row is not None
+            on_snapshot(str(row[0]))
+            if on_phase is not None:
+                on_phase(PHASE_ACTIVATED)
+            for chunk in board_scores_zadd_chunks(
+                season=season, day=day, overflowed=overflowed, sorted_runs=REBUILD_SORTED_RUNS
+            ):
+                while not stop.is_set():
+                    try:
+                        out.put(chunk, timeout=0.5)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+        out.put(_DONE)
+    except BaseException as exc:
+        out.put(exc)
+    finally:
+        connection.close()
+
+
+def _chunks_from(out: queue.Queue[object], producer: threading.Thread) -> Iterator[list[bytes]]:
+    while True:
+        try:
+            item = out.get(timeout=1.0)
+        except queue.Empty:
+            if not producer.is_alive():
+                raise RuntimeError("the PostgreSQL reader stopped without a result") from None
+            continue
+        if item is _DONE:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        yield item  # type: ignore[misc]
+
+
+def board_rebuild(
+    *,
+    season_id: int,
+    day: date | None = None,
+    progress: Callable[[int], None] | None = None,
+    reason: str = "",
+    zadd_batch: int = DEFAULT_ZADD_BATCH,
+    on_phase: Callable[[str], None] | None = None,
+) -> RebuildResult:
+    """Rebuild the season board (or the board of UTC ``day``) from PostgreSQL.
+
+    ``progress`` is called with the number of members each loaded chunk added; ``on_phase``
+    with each PHASE_* as the protocol reaches it (PHASE_ACTIVATED from the reader thread).
+    Raises RebuildInProgressError when the board is already being rebuilt.
+
+    A player whose cumulative points overflow the codec is left off the board, never clamped,
+    and listed in the result and on the RebuildRun (live ingestion leaves off the result that
+    would overflow; see docs/operations.md).
+    """
+    started = time.monotonic()
+    season = Season.objects.get(pk=season_id)
+    codec = season.codec
+    k = _board_keys(season_id=season_id, day=day)
+    client = get_board_redis()
+    rule_args: list[str | int] = [str(season.rule), codec.time_bits, codec.max_points]
+
+    if not get_script(client, "rebuild_begin")(
+        keys=[k.marker, k.pending, k.delta, k.temp], args=[MARKER_TTL_SECONDS]
+    ):
+        raise RebuildInProgressError(f"board {k.live} is already being rebuilt")
+    run = RebuildRun.objects.create(season_id=season_id, day=day, reason=reason[:200])
+    snapshot: list[str] = []
+    overflowed: list[int] = []
+
+    def activate(snap: str) -> None:
+        get_script(client, "rebuild_activate")(
+            keys=[k.marker, k.pending, k.delta], args=[snap, *rule_args, MARKER_TTL_SECONDS]
+        )
+        snapshot.append(snap)
+
+    out: queue.Queue[object] = queue.Queue(maxsize=PREFETCH_CHUNKS)
+    stop = threading.Event()
+    producer = threading.Thread(
+        target=_read_snapshot_and_stream,
+        kwargs={
+            "season": season,
+            "day": day,
+            "on_snapshot": activate,
+            "on_phase": on_phase,
+            "out": out,
+            "stop": stop,
+            "overflowed": overflowed,
+        },
+        name=f"rebuild-reader-{season_id}",
+        daemon=True,
+    )
+    try:
+        if on_phase is not None:
+            on_phase(PHASE_PENDING)
+        producer.start()
+        loaded = _load_temp(
+            client, k, _chunks_from(out, producer), zadd_batch=zadd_batch, progress=progress
+        )
+        if on_phase is not None:
+            on_phase(PHASE_LOADED)
+        delta_seen, merged_off = _merge_delta(client, k, rule_args)
+        overflowed += merged_off
+        if on_phase is not None:
+            on_phase(PHASE_MERGED)
+        ttl_ms = 0
+        if day is not None:
+            now = timezone.now()
+            ttl_ms = max(1, daily_board_expire_at(day=day, now=now) - int(now.timestamp())) * 1000
+        finished = get_script(client, "rebuild_finish")(
+            keys=[k.temp, k.live, k.marker, k.pending, k.delta],
+            args=[snapshot[0], *rule_args, ttl_ms],
+        )
+        size = int(finished[0])
+        overflowed += [int(member) for member in finished[1:]]
+    except BaseException as exc:
+        stop.set()
+        if producer.is_alive():
+            producer.join(timeout=30)
+        get_script(client, "rebuild_abort")(keys=[k.marker, k.pending, k.delta, k.temp])
+        RebuildRun.objects.filter(pk=run.pk).update(
+            status=RunStatus.FAILED, finished_at=timezone.now(), error=repr(exc)[:5000]
+        )
+        raise
+    producer.join(timeout=30)
+    left_off = tuple(sorted(set(overflowed)))
+    if left_off:
+        logger.error(
+            "rebuild of %s: cumulative points of %d player(s) overflow the codec; left off the "
+            "board: %s",
+            k.live,
+            len(left_off),
+            list(left_off[:MAX_OVERFLOWED_RECORDED]),
+        )
+    RebuildRun.objects.filter(pk=run.pk).update(
+        status=RunStatus.SUCCEEDED,
+        finished_at=timezone.now(),
+        members=size,
+        delta_members=delta_seen,
+        overflowed_count=len(left_off),
+        overflowed_players=list(left_off[:MAX_OVERFLOWED_RECORDED]),
+    )
+    return RebuildResult(
+        season_id=season_id,
+        day=day,
+        board_key=k.live,
+        members=size,
+        loaded=loaded,
+        delta_members=delta_seen,
+        seconds=time.monotonic() - started,
+        overflowed=left_off,
+    )
+
+
+def _load_temp(
+    client: redis.Redis,
+    k: _BoardKeys,
+    chunks: Iterator[list[bytes]],
+    *,
+    zadd_batch: int,
+    progress: Callable[[int], None] | None,
+) -> int:
+    """Plain ZADDs of the snapshot's scores into the temp board, one pipeline per chunk."""
+    step = 2 * zadd_batch
+    loaded = 0
+    for flat in chunks:
+        pipe = client.pipeline(transaction=False)
+        for start in range(0, len(flat), step):
+            pipe.execute_command("ZADD", k.temp, *flat[start : start + step])
+        # Keep the marker alive (and a crashed rebuild's temp board from lingering forever).
+        pipe.expire(k.marker, MARKER_TTL_SECONDS)
+        pipe.expire(k.temp, MARKER_TTL_SECONDS)
+        replies = pipe.execute()
+        if not replies[-2]:
+            raise RuntimeError(f"rebuild marker of {k.live} vanished during loading")
+        members = len(flat) // 2
+        loaded += members
+        if progress is not None:
+            progress(members)
+    return loaded
+
+
+def _merge_delta(
+    client: redis.Redis, k: _BoardKeys, rule_args: list[str | int]
+) -> tuple[int, list[int]]:
+    """Merge the delta into the temp board in short script calls; the finish takes the rest.
+
+    Returns how many delta members were merged here (ingestion may add more meanwhile, so
+    this stops once the remainder is small enough for one atomic finishing call), and the
+    players left off because their cumulative points overflow.
+    """
+    merge = get_script(client, "rebuild_merge_delta")
+    seen = 0
+    left_off: list[int] = []
+    remaining = int(client.zcard(k.delta))
+    rounds = 0
+    while remaining > DELTA_MERGE_BATCH and rounds < 1000:
+        seen += min(remaining, DELTA_MERGE_BATCH)
+        reply = merge(keys=[k.delta, k.temp], args=[DELTA_MERGE_BATCH, *rule_args])
+        remaining = int(reply[0])
+        left_off += [int(member) for member in reply[1:]]
+        rounds += 1
+    return seen + remaining, left_off

@@ -1,0 +1,149 @@
+"""Corrections of a closed season: standings and grants, reviewed before they apply."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from seasons.models import (
+    FinalStanding,
+    GrantStatus,
+    RewardGrant,
+    RewardTier,
+    Season,
+    SeasonStatus,
+)
+from seasons.selectors import (
+    StandingRow,
+    season_standings_compute,
+)
+from seasons.services import final_standings_replace
+
+
+@dataclass(frozen=True, slots=True)
+class StandingChange:
+    player_id: int
+    old_rank: int | None
+    new_rank: int | None
+    old_points: int | None
+    new_points: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GrantChange:
+    player_id: int
+    action: str  # "grant", "revoke", "reinstate", "change"
+    old: str  # "#3 2 x gems (delivered)" or ""
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class StandingsReview:
+    season_id: int
+    standings: tuple[StandingChange, ...]
+    grants: tuple[GrantChange, ...]
+    # Identifies exactly these changes: applying checks it, so staff apply what they reviewed.
+    fingerprint: str
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.standings or self.grants)
+
+
+def _grant_label(*, rank: int, tier: RewardTier | None, name: str, quantity: int) -> str:
+    return f"#{rank} {quantity} x {name}" + ("" if tier else " (tier deleted)")
+
+
+def _standings_plan(
+    season: Season,
+) -> tuple[list[StandingRow], dict[int, tuple[RewardTier, StandingRow]], StandingsReview]:
+    rows = season_standings_compute(season=season, limit=settings.FINAL_STANDINGS_SIZE)
+    old = {s.player_id: s for s in FinalStanding.objects.filter(season=season)}
+    new = {r.player_id: r for r in rows}
+    standing_changes = []
+    for player in sorted(set(old) | set(new)):
+        o, n = old.get(player), new.get(player)
+        if o and n and (o.rank, o.points, o.reached_at) == (n.rank, n.points, n.reached_at):
+            continue
+        standing_changes.append(
+            StandingChange(
+                player,
+                o.rank if o else None,
+                n.rank if n else None,
+                o.points if o else None,
+                n.points if n else None,
+            )
+        )
+    standing_changes.sort(key=lambda c: (c.new_rank or 10**12, c.old_rank or 10**12))
+    wanted: dict[int, tuple[RewardTier, StandingRow]] = {}
+    for tier in RewardTier.objects.filter(season=season).order_by("rank_from"):
+        for row in rows[tier.rank_from - 1 : tier.rank_to]:
+            wanted[row.player_id] = (tier, row)
+    grants = {g.player_id: g for g in RewardGrant.objects.filter(season=season)}
+    grant_changes = []
+    for player in sorted(set(wanted) | set(grants)):
+        g = grants.get(player)
+        w = wanted.get(player)
+        old_label = (
+            _grant_label(rank=g.rank, tier=g.tier, name=g.reward_name, quantity=g.quantity)
+            + f" ({g.status})"
+            if g
+            else ""
+        )
+        if w is None:
+            if g and g.status != GrantStatus.REVOKED:
+                grant_changes.append(GrantChange(player, "revoke", old_label, ""))
+            continue
+        tier, row = w
+        new_label = _grant_label(
+            rank=row.rank, tier=tier, name=tier.reward_name, quantity=tier.quantity
+        )
+        if g is None:
+            grant_changes.append(GrantChange(player, "grant", "", new_label))
+        elif g.status == GrantStatus.REVOKED:
+            grant_changes.append(GrantChange(player, "reinstate", old_label, new_label))
+        elif (g.rank, g.tier_id) != (row.rank, tier.id):
+            grant_changes.append(GrantChange(player, "change", old_label, new_label))
+    digest = hashlib.sha256(repr((standing_changes, grant_changes)).encode()).hexdigest()[:16]
+    review = StandingsReview(season.id, tuple(standing_changes), tuple(grant_changes), digest)
+    return rows, wanted, review
+
+
+def season_standings_review(*, season_id: int) -> StandingsReview:
+    """What a closed season's final standings and grants become after voids and bans."""
+    season = Season.objects.get(pk=season_id)
+    if season.status != SeasonStatus.CLOSED:
+        raise ValidationError(f"season {season_id} is {season.status}, not closed")
+    return _standings_plan(season)[2]
+
+
+@transaction.atomic
+def season_standings_correct(*, season_id: int, fingerprint: str) -> StandingsReview:
+    """Apply the reviewed changes; refuses if they are no longer what staff reviewed."""
+    season = Season.objects.select_for_update().get(pk=season_id)
+    if season.status != SeasonStatus.CLOSED:
+        raise ValidationError(f"season {season_id} is {season.status}, not closed")
+    rows, wanted, review = _standings_plan(season)
+    if review.fingerprint != fingerprint:
+        raise ValidationError("the corrections changed since the review: review them again")
+    final_standings_replace(season=season, rows=rows)
+    grants = {g.player_id: g for g in RewardGrant.objects.filter(season=season)}
+    for change in review.grants:
+        g = grants.get(change.player_id)
+        if change.action == "revoke" and g is not None:
+            g.status = GrantStatus.REVOKED
+            g.save(update_fields=["status", "updated_at"])
+            continue
+        tier, row = wanted[change.player_id]
+        if g is None:
+            g = RewardGrant(season=season, player_id=change.player_id)
+        if change.action == "reinstate":
+            g.status = GrantStatus.PENDING
+        g.tier, g.rank = tier, row.rank
+        g.reward_name, g.quantity = tier.reward_name, tier.quantity
+        g.save()
+    return review
