@@ -101,9 +101,13 @@ def season_statuses_sync(*, now: datetime | None = None) -> StatusSyncResult:
     """Move seasons forward as their dates pass: scheduled -> active at starts_at, scheduled or
     active -> closing at ends_at. Never backwards, never to closed (that is season_close's)."""
     now = now or timezone.now()
+    # Seasons are locked FOR NO KEY UPDATE (no_key=True) everywhere: ingestion holds FOR KEY
+    # SHARE on a batch's seasons for the whole batch (ingestion/services.py), which conflicts
+    # with FOR UPDATE; SKIP LOCKED would then skip a season that is busy ingesting, and a
+    # plain lock would wait for its batch.
     with transaction.atomic():
         closing = list(
-            Season.objects.select_for_update(skip_locked=True)
+            Season.objects.select_for_update(no_key=True, skip_locked=True)
             .filter(status__in=[SeasonStatus.SCHEDULED, SeasonStatus.ACTIVE], ends_at__lte=now)
             .values_list("id", flat=True)
         )
@@ -111,7 +115,7 @@ def season_statuses_sync(*, now: datetime | None = None) -> StatusSyncResult:
             status=SeasonStatus.CLOSING, closing_since=now, updated_at=now
         )
         activated = list(
-            Season.objects.select_for_update(skip_locked=True)
+            Season.objects.select_for_update(no_key=True, skip_locked=True)
             .filter(status=SeasonStatus.SCHEDULED, starts_at__lte=now, ends_at__gt=now)
             .values_list("id", flat=True)
         )
@@ -128,7 +132,7 @@ def season_status_transition(
     """A transition asked for by staff, validated against the lifecycle and the dates."""
     now = now or timezone.now()
     try:
-        season = Season.objects.select_for_update().get(id=season_id)
+        season = Season.objects.select_for_update(no_key=True).get(id=season_id)
     except Season.DoesNotExist as exc:
         raise ValidationError(f"season {season_id} does not exist") from exc
     if to_status not in SeasonStatus.values:
@@ -162,7 +166,7 @@ def reward_tier_create(
 ) -> RewardTier:
     """Add a tier; ranks start at 1, rank_from <= rank_to, and tiers of a season never overlap
     (checked here with the season locked, and by an exclusion constraint in the database)."""
-    season = Season.objects.select_for_update().filter(id=season_id).first()
+    season = Season.objects.select_for_update(no_key=True).filter(id=season_id).first()
     if season is None:
         raise ValidationError(f"season {season_id} does not exist")
     if season.status == SeasonStatus.CLOSED:
@@ -270,7 +274,11 @@ def season_close(
     with transaction.atomic():
         # SKIP LOCKED: a close-out that finds another one running (a slow standings query, a
         # second sweep) returns at once instead of holding a worker until the first finishes.
-        season = Season.objects.select_for_update(skip_locked=True).filter(id=season_id).first()
+        season = (
+            Season.objects.select_for_update(no_key=True, skip_locked=True)
+            .filter(id=season_id)
+            .first()
+        )
         if season is None:
             if Season.objects.filter(id=season_id).exists():
                 return in_progress
@@ -395,7 +403,9 @@ def final_standings_replace(*, season: Season, rows: Sequence[StandingRow]) -> N
 @transaction.atomic
 def _season_finalize(*, season_id: int, now: datetime) -> tuple[int | None, int] | None:
     """(standings, grants created); (None, 0) when no longer closing; None when locked."""
-    season = Season.objects.select_for_update(skip_locked=True).filter(id=season_id).first()
+    season = (
+        Season.objects.select_for_update(no_key=True, skip_locked=True).filter(id=season_id).first()
+    )
     if season is None:
         return None
     if season.status != SeasonStatus.CLOSING:

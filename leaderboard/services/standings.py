@@ -124,7 +124,7 @@ def season_standings_review(*, season_id: int) -> StandingsReview:
 @transaction.atomic
 def season_standings_correct(*, season_id: int, fingerprint: str) -> StandingsReview:
     """Apply the reviewed changes; refuses if they are no longer what staff reviewed."""
-    season = Season.objects.select_for_update().get(pk=season_id)
+    season = Season.objects.select_for_update(no_key=True).get(pk=season_id)
     if season.status != SeasonStatus.CLOSED:
         raise ValidationError(f"season {season_id} is {season.status}, not closed")
     rows, wanted, review = _standings_plan(season)

@@ -2,13 +2,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection, transaction
 
+from ingestion.services import _LOCK_SEASONS_SQL
 from seasons.models import Season, SeasonStatus
 from seasons.selectors import season_list_active
 from seasons.services import season_status_transition, season_statuses_sync
 from tests.factories import SeasonFactory
+from tests.helpers import subprocess_database_url
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 END = START + timedelta(days=30)
@@ -92,3 +96,24 @@ def test_staff_transitions_are_validated() -> None:
         season_status_transition(season_id=999_999, to_status="active", now=now)
     with pytest.raises(ValidationError, match="unknown status"):
         season_status_transition(season_id=season.id, to_status="paused", now=now)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_being_ingested_never_holds_up_the_seasons_lifecycle() -> None:
+    """Ingestion locks a batch's seasons FOR KEY SHARE for the length of the batch; season work
+    locks them FOR NO KEY UPDATE, which does not conflict: the status sync (SKIP LOCKED) still
+    sees the season, and a staff transition does not wait for the batch."""
+    ending = SeasonFactory.create(starts_at=START, ends_at=END, status=SeasonStatus.ACTIVE)
+    later = END + timedelta(days=1)
+    staff = SeasonFactory.create(starts_at=START, ends_at=later, status=SeasonStatus.ACTIVE)
+    batch = psycopg.connect(subprocess_database_url())  # a consumer's store, mid-batch
+    try:
+        batch.execute(_LOCK_SEASONS_SQL, [[ending.id, staff.id]])
+        assert season_statuses_sync(now=END).closing == (ending.id,)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '2s'")
+            season_status_transition(season_id=staff.id, to_status=SeasonStatus.CLOSING, now=END)
+    finally:
+        batch.rollback()
+        batch.close()
+    assert status(ending.id) == status(staff.id) == SeasonStatus.CLOSING
