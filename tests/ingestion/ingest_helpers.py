@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from ingestion.consumer import ConsumerOptions
 from leaderboard import keys
 from seasons.models import Season
-from tests.helpers import expected_board, subprocess_database_url
+from tests.helpers import expected_board, subprocess_database_url, wait_until
 
 
 @dataclass(frozen=True)
@@ -332,3 +333,18 @@ class ConsumerProcess:
         assert self.proc is not None
         self.proc.send_signal(signum)
         return self.proc.wait(timeout=60)
+
+    def wait_for(self, condition: Callable[[], bool], *, timeout: float) -> None:
+        """``wait_until`` that shows the consumer's log when it fails."""
+        wait_until(condition, timeout=timeout, context=self.log_tail)
+
+    def drain_then_stop(self, *, topic: str, group: str, timeout: float) -> None:
+        """Wait until the group has committed to the topic's end, then SIGTERM: exit code 0."""
+        self.wait_for(
+            lambda: committed_offsets(topic, group) == end_offsets(topic), timeout=timeout
+        )
+        assert self.signal(signal.SIGTERM) == 0
+
+    def kill_if_running(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import signal
 import socket
 import threading
 import uuid
@@ -119,30 +118,16 @@ def test_postgresql_outage_waits_and_resumes_without_loss_or_double_count(
     publish_results(topic, before)
     try:
         process.start()
-        wait_until(
-            lambda: _committed_total(topic, group) == len(before),
-            timeout=60,
-            context=process.log_tail,
-        )
+        process.wait_for(lambda: _committed_total(topic, group) == len(before), timeout=60)
         proxy.cut()
         publish_results(topic, during)
-        wait_until(
-            lambda: "waiting for PostgreSQL" in log.read_text(),
-            timeout=30,
-            context=process.log_tail,
-        )
+        process.wait_for(lambda: "waiting for PostgreSQL" in log.read_text(), timeout=30)
         assert _committed_total(topic, group) == len(before)
 
         proxy.restore()
-        wait_until(
-            lambda: committed_offsets(topic, group) == end_offsets(topic),
-            timeout=60,
-            context=process.log_tail,
-        )
-        assert process.signal(signal.SIGTERM) == 0
+        process.drain_then_stop(topic=topic, group=group, timeout=60)
     finally:
-        if process.proc is not None and process.proc.poll() is None:
-            process.proc.kill()
+        process.kill_if_running()
         proxy.close()
     assert "PostgreSQL is back" in log.read_text()
     assert MatchResult.objects.count() == len(before) + len(during)
@@ -221,19 +206,13 @@ def test_kafka_outage_waits_and_resumes_without_loss_or_double_count(
     publish_results(topic, before)
     try:
         process.start()
-        wait_until(
-            lambda: _committed_total(topic, group) == len(before),
-            timeout=60,
-            context=process.log_tail,
-        )
+        process.wait_for(lambda: _committed_total(topic, group) == len(before), timeout=60)
         # Refused, as when the broker is down (its clients then back off between attempts).
         proxy.cut(refuse=True)
         publish_results(topic, during)
-        wait_until(
-            lambda: "waiting for Kafka" in log.read_text(), timeout=60, context=process.log_tail
-        )
+        process.wait_for(lambda: "waiting for Kafka" in log.read_text(), timeout=60)
         # Its stats stop claiming a lag they cannot know (high-water marks are Kafka's).
-        wait_until(
+        process.wait_for(
             lambda: "lag unknown" in log.read_text().split("waiting for Kafka", 1)[1], timeout=30
         )
         # Cut off from Kafka it cannot fetch what was published meanwhile: nothing of it is
@@ -245,15 +224,9 @@ def test_kafka_outage_waits_and_resumes_without_loss_or_double_count(
 
         proxy.restore()
         publish_results(topic, after)
-        wait_until(
-            lambda: committed_offsets(topic, group) == end_offsets(topic),
-            timeout=120,
-            context=process.log_tail,
-        )
-        assert process.signal(signal.SIGTERM) == 0
+        process.drain_then_stop(topic=topic, group=group, timeout=120)
     finally:
-        if process.proc is not None and process.proc.poll() is None:
-            process.proc.kill()
+        process.kill_if_running()
         proxy.close()
     assert "Kafka is back" in log.read_text()
     assert MatchResult.objects.count() == len(before) + len(during) + len(after)
