@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from seasons.models import Season
 
 # PostgreSQL BIGINT bounds the stored ids and points.
-_BIGINT_MAX = (1 << 63) - 1
+BIGINT_MAX = (1 << 63) - 1
 # No season codec can hold more points than this (53 bits minus at least one time bit); the
 # exact per-season bound is checked in message_check_season.
 _POINTS_CEILING = (1 << 52) - 1
@@ -181,12 +181,12 @@ def message_validate(data: object) -> MatchResultMessage:
         ) from exc
 
     player_id = _int_field(data, "playerId")
-    if not 1 <= player_id <= _BIGINT_MAX:
+    if not 1 <= player_id <= BIGINT_MAX:
         raise MessageRejected(
             INVALID_VALUE, f"playerId must be a positive integer, got {player_id}", field="playerId"
         )
     season_id = _int_field(data, "seasonId")
-    if not 1 <= season_id <= _BIGINT_MAX:
+    if not 1 <= season_id <= BIGINT_MAX:
         raise MessageRejected(
             INVALID_VALUE, f"seasonId must be a positive integer, got {season_id}", field="seasonId"
         )

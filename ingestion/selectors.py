@@ -34,6 +34,7 @@ from leaderboard.redis import get_board_redis
 from seasons.models import ScoringRule, Season
 
 from .models import GameServerToken, MatchResult
+from .schema import BIGINT_MAX
 
 # Server-side cursor batch: large enough to amortise round trips, small enough to stream.
 DEFAULT_CHUNK_ROWS = 20_000
@@ -450,9 +451,6 @@ def ingest_consumer_stats_list() -> list[ConsumerStats]:
     return stats
 
 
-_BIGINT_MAX = (1 << 63) - 1
-
-
 def match_results_of_player(
     *, player_id: int, queryset: QuerySet[MatchResult] | None = None
 ) -> QuerySet[MatchResult]:
@@ -463,7 +461,7 @@ def match_results_of_player(
     that index once per season instead of reading the whole table.
     """
     results = MatchResult.objects.all() if queryset is None else queryset
-    if not 1 <= player_id <= _BIGINT_MAX:
+    if not 1 <= player_id <= BIGINT_MAX:
         return results.none()
     season_ids = list(Season.objects.order_by("id").values_list("id", flat=True))
     return results.filter(season_id__in=season_ids, player_id=player_id)
