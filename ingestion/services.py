@@ -26,12 +26,12 @@ from kafka.errors import KafkaError
 
 from leaderboard import keys
 from leaderboard.codec import ScoreCodec
-from leaderboard.models import PlayerBan
+from leaderboard.models import MatchResult, PlayerBan
 from leaderboard.redis import get_board_redis
 from leaderboard.services import CountedResult, board_results_apply
 from seasons.models import Season
 
-from .models import GameServerToken, MatchResult
+from .models import GameServerToken
 from .producer import MatchResultProducer
 from .schema import (
     UNEXPECTED,
