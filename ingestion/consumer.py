@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import redis
@@ -33,19 +33,15 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 from kafka.structs import OffsetAndMetadata, TopicPartition
-from redis.typing import EncodableT, FieldT
-
-from leaderboard import keys
-from leaderboard.redis import get_board_redis
 
 from .services import (
-    BatchOutcome,
     ConsumedRecord,
     DeadLetter,
     DeadLetterSink,
     dead_letter_headers,
     match_results_ingest,
 )
+from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
 
 logger = logging.getLogger(__name__)
 
@@ -97,27 +93,6 @@ class ConsumerOptions:
             group_instance_id=settings.INGEST_GROUP_INSTANCE_ID or None,
         )
         return replace(options, **{k: v for k, v in overrides.items() if v is not None})
-
-
-@dataclass(slots=True)
-class IngestTotals:
-    records: int = 0
-    applied: int = 0
-    duplicates: int = 0
-    dead_letters: int = 0
-    not_counted: int = 0
-    batches: int = 0
-    lag: int | None = None
-    # Next offset to read per partition (what was committed last).
-    positions: dict[int, int] = field(default_factory=dict)
-
-    def add(self, outcome: BatchOutcome) -> None:
-        self.records += outcome.records
-        self.applied += outcome.applied
-        self.duplicates += outcome.duplicates
-        self.dead_letters += outcome.dead_letters
-        self.not_counted += outcome.not_counted
-        self.batches += 1
 
 
 # Commit errors that mean "the group is rebalancing or has moved on", not "Kafka is down".
@@ -417,27 +392,17 @@ class MatchResultConsumer:
             self.totals.not_counted,
             "unknown" if self.totals.lag is None else self.totals.lag,
         )
-        stats: dict[FieldT, EncodableT] = {
-            "consumer_id": self.options.consumer_id,
-            "topic": self.options.topic,
-            "group_id": self.options.group_id,
-            "applied_per_second": f"{rate:.1f}",
-            "records": self.totals.records,
-            "applied": self.totals.applied,
-            "duplicates": self.totals.duplicates,
-            "dead_letters": self.totals.dead_letters,
-            "not_counted": self.totals.not_counted,
-            "lag": "" if self.totals.lag is None else self.totals.lag,
-            "updated_at": int(time.time()),
-        }
+        stats = ConsumerStats.from_totals(
+            self.totals,
+            consumer_id=self.options.consumer_id,
+            topic=self.options.topic,
+            group_id=self.options.group_id,
+            applied_per_second=rate,
+            updated_at=int(time.time()),
+        )
         try:
-            client = get_board_redis()
-            stats_key = keys.ingest_consumer_stats(consumer_id=self.options.consumer_id)
-            pipe = client.pipeline(transaction=False)
-            pipe.hset(stats_key, mapping=stats)
-            # A consumer that died stops refreshing its stats; they vanish on their own.
-            pipe.expire(stats_key, int(self.options.stats_interval_seconds * 3) + 5)
-            pipe.zadd(keys.ingest_consumers(), {self.options.consumer_id: time.time()})
-            pipe.execute()
+            consumer_stats_publish(
+                stats=stats, ttl_seconds=int(self.options.stats_interval_seconds * 3) + 5
+            )
         except redis.exceptions.RedisError as exc:
             logger.warning("could not publish consumer stats: %s", exc)
