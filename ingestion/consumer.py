@@ -34,6 +34,8 @@ from kafka.errors import (
 )
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
+from .kafka_adapter import group_coordinator_connected
+from .kafka_watch import KafkaWatch
 from .services import (
     ConsumedRecord,
     DeadLetter,
@@ -179,10 +181,6 @@ class KafkaDeadLetterSink:
             )
 
 
-# How long the group coordinator must stay unknown before the consumer says Kafka is gone.
-KAFKA_LOST_GRACE = 3.0
-
-
 class MatchResultConsumer:
     def __init__(self, options: ConsumerOptions, *, stop: threading.Event | None = None) -> None:
         self.options = options
@@ -191,8 +189,9 @@ class MatchResultConsumer:
         self._retrying = Backoff(stop=self.stop_event, max_delay=options.backoff_max_seconds)
         self._last_report = time.monotonic()
         self._last_report_applied = 0
-        self._kafka_lost_at: float | None = None
-        self._kafka_lost_logged = False
+        self._kafka = KafkaWatch(
+            group_id=options.group_id, bootstrap_servers=options.bootstrap_servers
+        )
 
     def request_stop(self) -> None:
         self.stop_event.set()
@@ -287,7 +286,10 @@ class MatchResultConsumer:
                 )
                 if polled:
                     self._handle(consumer, polled, sink)
-                self._watch_kafka(consumer, polled=bool(polled))
+                self._kafka.observe(
+                    reachable=bool(polled) or group_coordinator_connected(consumer),
+                    now=time.monotonic(),
+                )
                 self._maybe_report(consumer)
                 if until is not None and until(self.totals):
                     break
@@ -321,36 +323,6 @@ class MatchResultConsumer:
 
     # --- observability -----------------------------------------------------------------------
 
-    def _watch_kafka(self, consumer: KafkaConsumer, *, polled: bool) -> None:
-        """Say when Kafka has gone away, and when it is back.
-
-        kafka-python reconnects by itself inside poll() and reports nothing through its public
-        API: an unreachable broker just looks like an empty poll. Its connection to the group
-        coordinator tells the two apart (the consumer heartbeats through it, so it stays open
-        while Kafka is there). Whether kafka-python still names a coordinator is no guide: it
-        keeps naming the lost one until it happens to look again. The connection is also down
-        for a moment while joining the group, hence the grace period before saying anything.
-        """
-        now = time.monotonic()
-        coordinator = consumer._coordinator
-        coordinator_id = None if coordinator.coordinator_unknown() else coordinator.coordinator_id
-        if polled or (coordinator_id is not None and consumer._client.connected(coordinator_id)):
-            if self._kafka_lost_logged and self._kafka_lost_at is not None:
-                logger.info("Kafka is back after %.1fs", now - self._kafka_lost_at)
-            self._kafka_lost_at = None
-            self._kafka_lost_logged = False
-            return
-        if self._kafka_lost_at is None:
-            self._kafka_lost_at = now
-        elif not self._kafka_lost_logged and now - self._kafka_lost_at >= KAFKA_LOST_GRACE:
-            self._kafka_lost_logged = True
-            logger.warning(
-                "waiting for Kafka: the group coordinator of %s at %s is unreachable; "
-                "polling again until it answers (nothing is committed meanwhile)",
-                self.options.group_id,
-                ",".join(self.options.bootstrap_servers),
-            )
-
     def _lag(self, consumer: KafkaConsumer) -> int | None:
         lag = 0
         known = False
@@ -373,7 +345,7 @@ class MatchResultConsumer:
         rate = (self.totals.applied - self._last_report_applied) / elapsed
         self._last_report, self._last_report_applied = now, self.totals.applied
         # Cut off from Kafka, the high-water marks are the last ones seen: the lag is unknown.
-        self.totals.lag = None if self._kafka_lost_logged else self._lag(consumer)
+        self.totals.lag = None if self._kafka.lost else self._lag(consumer)
         if not consumer.assignment():
             logger.warning(
                 "no partitions of %s assigned yet (group %s; Kafka at %s)",
