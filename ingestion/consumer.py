@@ -6,6 +6,10 @@ rule (docs/ingestion.md) makes the redelivery harmless. A dependency that goes a
 step that needs it wait with capped exponential backoff, logging what it waits for; nothing is
 committed meanwhile. A stop request (SIGTERM/SIGINT in the management command) is honoured
 between batches: the batch in hand is finished and committed first.
+
+The loop's parts live beside it: ``retrying`` (waiting out a dependency), ``dead_letters``
+(the dead-letter sink), ``offsets`` (commit and lag), ``kafka_watch`` and ``kafka_adapter``
+(is Kafka there?), ``stats`` (the counters /metrics reads).
 """
 
 from __future__ import annotations
@@ -15,54 +19,25 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
 import redis
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
-from kafka import KafkaConsumer, KafkaProducer
-from kafka.errors import (
-    CommitFailedError,
-    FencedInstanceIdError,
-    IllegalGenerationError,
-    KafkaError,
-    RebalanceInProgressError,
-    UnknownMemberIdError,
-    UnknownTopicOrPartitionError,
-)
-from kafka.structs import OffsetAndMetadata, TopicPartition
+from kafka import KafkaConsumer
+from kafka.errors import UnknownTopicOrPartitionError
+from kafka.structs import TopicPartition
 
+from .dead_letters import KafkaDeadLetterSink, dead_letter_producer
 from .kafka_adapter import group_coordinator_connected
 from .kafka_watch import KafkaWatch
-from .services import (
-    ConsumedRecord,
-    DeadLetter,
-    DeadLetterSink,
-    dead_letter_headers,
-    match_results_ingest,
-)
+from .offsets import consumer_lag, next_offsets, offsets_commit
+from .retrying import Backoff, ConsumerStopping
+from .services import ConsumedRecord, DeadLetterSink, match_results_ingest
 from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
 
 logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-_FIRST_DELAY_SECONDS = 0.1
-# Errors that mean "the dependency is unreachable right now", not "this input is bad".
-_TRANSIENT: tuple[type[BaseException], ...] = (
-    OperationalError,
-    InterfaceError,
-    redis.exceptions.ConnectionError,
-    redis.exceptions.TimeoutError,
-    # Refused before anything ran (a script is rejected whole): a replica promoted mid-failover,
-    # maxmemory reached. Waiting is the fix; exiting would only restart into the same wait.
-    redis.exceptions.ReadOnlyError,
-    redis.exceptions.OutOfMemoryError,
-    redis.exceptions.TryAgainError,
-    KafkaError,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,90 +70,6 @@ class ConsumerOptions:
             group_instance_id=settings.INGEST_GROUP_INSTANCE_ID or None,
         )
         return replace(options, **{k: v for k, v in overrides.items() if v is not None})
-
-
-# Commit errors that mean "the group is rebalancing or has moved on", not "Kafka is down".
-_REBALANCING: tuple[type[BaseException], ...] = (
-    CommitFailedError,
-    RebalanceInProgressError,
-    IllegalGenerationError,
-    UnknownMemberIdError,
-    FencedInstanceIdError,
-)
-
-
-class _CommitSkipped(Exception):
-    pass
-
-
-class ConsumerStopping(Exception):
-    """A stop was requested while waiting for a dependency: the batch in hand is abandoned."""
-
-
-class Backoff:
-    """``Retrying`` for the handler: retry transient failures, doubling the wait up to a cap."""
-
-    def __init__(self, *, stop: threading.Event, max_delay: float) -> None:
-        self._stop = stop
-        self._max_delay = max_delay
-
-    def __call__(self, what: str, operation: Callable[[], T]) -> T:
-        delay = _FIRST_DELAY_SECONDS
-        attempts = 0
-        while True:
-            try:
-                result = operation()
-            except _TRANSIENT as exc:
-                if isinstance(exc, DatabaseError):
-                    # A broken connection stays broken; the next query opens a fresh one.
-                    connection.close()
-                attempts += 1
-                logger.warning(
-                    "waiting for %s (attempt %d, next try in %.1fs): %s: %s",
-                    what,
-                    attempts,
-                    delay,
-                    type(exc).__name__,
-                    exc,
-                )
-                if self._stop.wait(delay):
-                    raise ConsumerStopping(f"stopped while waiting for {what}") from exc
-                delay = min(delay * 2, self._max_delay)
-            else:
-                if attempts:
-                    logger.info("%s is back after %d failed attempt(s)", what, attempts)
-                return result
-
-
-class KafkaDeadLetterSink:
-    """Dead letters: the original key and bytes, the reason and the source in headers."""
-
-    def __init__(self, *, producer: KafkaProducer, topic: str, source_topic: str) -> None:
-        self._producer = producer
-        self._topic = topic
-        self._source_topic = source_topic
-
-    def publish(self, *, letters: Sequence[DeadLetter]) -> None:
-        futures = [
-            self._producer.send(
-                self._topic,
-                key=letter.record.key,
-                value=letter.record.value,
-                headers=dead_letter_headers(letter=letter, topic=self._source_topic),
-            )
-            for letter in letters
-        ]
-        self._producer.flush(timeout=30)
-        for future in futures:
-            future.get(timeout=30)
-        for letter in letters:
-            logger.info(
-                "dead letter: %s partition %d offset %d: %s",
-                self._source_topic,
-                letter.record.partition,
-                letter.record.offset,
-                letter.reason,
-            )
 
 
 class MatchResultConsumer:
@@ -220,36 +111,6 @@ class MatchResultConsumer:
         consumer.subscribe([self.options.topic])
         return consumer
 
-    def _connect_producer(self) -> KafkaProducer:
-        return KafkaProducer(
-            bootstrap_servers=list(self.options.bootstrap_servers),
-            client_id=f"ingest-dlq-{self.options.consumer_id}",
-            acks="all",
-            linger_ms=5,
-        )
-
-    def _commit(self, consumer: KafkaConsumer, offsets: dict[TopicPartition, int]) -> None:
-        def commit() -> None:
-            try:
-                consumer.commit(
-                    offsets={tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()},
-                    timeout_ms=10_000,
-                )
-            except _REBALANCING as exc:
-                # Not a dependency outage: the group rebalances, and only the next poll() takes
-                # part in it, so retrying here would wait forever. The batch is on both sinks;
-                # whoever owns these partitions next starts from the last committed offsets and
-                # the exactly-once rule absorbs the replay.
-                raise _CommitSkipped(exc) from exc
-
-        try:
-            self._retrying("Kafka (offset commit)", commit)
-        except _CommitSkipped as skipped:
-            logger.warning("offset commit skipped during a group rebalance: %s", skipped)
-            return
-        for tp, offset in offsets.items():
-            self.totals.positions[tp.partition] = offset
-
     # --- the loop ----------------------------------------------------------------------------
 
     def run(
@@ -265,7 +126,13 @@ class MatchResultConsumer:
         except ConsumerStopping:
             return self.totals
         try:
-            producer = self._retrying("Kafka", self._connect_producer)
+            producer = self._retrying(
+                "Kafka",
+                lambda: dead_letter_producer(
+                    bootstrap_servers=self.options.bootstrap_servers,
+                    client_id=f"ingest-dlq-{self.options.consumer_id}",
+                ),
+            )
         except ConsumerStopping:
             consumer.close(autocommit=False)
             return self.totals
@@ -318,22 +185,13 @@ class MatchResultConsumer:
         outcome = match_results_ingest(
             topic=self.options.topic, records=records, dead_letters=sink, retrying=self._retrying
         )
-        self._commit(consumer, {tp: batch[-1].offset + 1 for tp, batch in polled.items()})
+        offsets = next_offsets(polled)
+        if offsets_commit(consumer=consumer, offsets=offsets, retrying=self._retrying):
+            for tp, offset in offsets.items():
+                self.totals.positions[tp.partition] = offset
         self.totals.add(outcome)
 
     # --- observability -----------------------------------------------------------------------
-
-    def _lag(self, consumer: KafkaConsumer) -> int | None:
-        lag = 0
-        known = False
-        for tp in consumer.assignment():
-            highwater = consumer.highwater(tp)
-            position = self.totals.positions.get(tp.partition)
-            if highwater is None or position is None:
-                continue
-            known = True
-            lag += max(0, highwater - position)
-        return lag if known else None
 
     def _maybe_report(self, consumer: KafkaConsumer) -> None:
         if time.monotonic() - self._last_report >= self.options.stats_interval_seconds:
@@ -345,7 +203,11 @@ class MatchResultConsumer:
         rate = (self.totals.applied - self._last_report_applied) / elapsed
         self._last_report, self._last_report_applied = now, self.totals.applied
         # Cut off from Kafka, the high-water marks are the last ones seen: the lag is unknown.
-        self.totals.lag = None if self._kafka.lost else self._lag(consumer)
+        self.totals.lag = (
+            None
+            if self._kafka.lost
+            else consumer_lag(consumer=consumer, positions=self.totals.positions)
+        )
         if not consumer.assignment():
             logger.warning(
                 "no partitions of %s assigned yet (group %s; Kafka at %s)",
