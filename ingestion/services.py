@@ -42,6 +42,7 @@ from .schema import (
     message_validate,
 )
 from .selectors import game_server_token_digest
+from .stats import BatchOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -72,15 +73,6 @@ class ValidResult(NamedTuple):
     partition: int
     offset: int
     message: MatchResultMessage
-
-
-@dataclass(frozen=True, slots=True)
-class BatchOutcome:
-    records: int
-    applied: int  # results that now count on the boards
-    duplicates: int  # results already stored (or already applied) before
-    dead_letters: int
-    not_counted: int  # stored but excluded: voided, banned, or a cumulative overflow
 
 
 class DeadLetterSink(Protocol):
