@@ -83,9 +83,13 @@ from ingestion.services import ValidResult, match_results_store  # noqa: E402
 from leaderboard import keys  # noqa: E402
 from leaderboard.models import MatchResult  # noqa: E402
 from leaderboard.redis import get_board_redis  # noqa: E402
-from leaderboard.services import CountedResult, board_results_apply  # noqa: E402
+from leaderboard.selectors import main_board_get  # noqa: E402
+from leaderboard.services import (  # noqa: E402
+    CountedResult,
+    board_results_apply,
+    season_setup,
+)
 from seasons.models import Season  # noqa: E402
-from seasons.services import season_create  # noqa: E402
 
 
 @dataclass
@@ -157,21 +161,28 @@ class Results:
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _applied_total(topic: str, partitions: int) -> int:
-    """Records of ``topic`` whose results are on the boards: the consumer's watermark hash."""
-    raw = get_board_redis().hgetall(keys.ingest_applied_offsets(topic=topic))
-    return sum(int(v) + 1 for v in raw.values()) if raw else 0
+def _applied_total(topic: str, board_ids: list[int]) -> int:
+    """Records of ``topic`` whose results are on the boards: per partition the highest of the
+    boards' watermarks (each board's covers every record up to it that was handled)."""
+    pipe = get_board_redis().pipeline(transaction=False)
+    for board_id in board_ids:
+        pipe.hgetall(keys.ingest_applied_offsets(board_id=board_id, topic=topic))
+    highest: dict[bytes, int] = {}
+    for raw in pipe.execute():
+        for partition, value in raw.items():
+            highest[partition] = max(highest.get(partition, -1), int(value))
+    return sum(v + 1 for v in highest.values())
 
 
 def _wait_applied(
-    topic: str, partitions: int, target: int, *, timeout: float, desc: str
+    topic: str, board_ids: list[int], target: int, *, timeout: float, desc: str
 ) -> tuple[float | None, float | None]:
     """Poll until ``target`` records are applied: (first progress time, done time)."""
     first = None
     deadline = time.monotonic() + timeout
     with tqdm(total=target, desc=desc, unit="res", leave=False) as bar:
         while time.monotonic() < deadline:
-            done = _applied_total(topic, partitions)
+            done = _applied_total(topic, board_ids)
             if done and first is None:
                 first = time.monotonic()
             bar.update(done - bar.n)
@@ -481,7 +492,7 @@ def run(args: argparse.Namespace) -> Report:
     e2e_id, ceiling_id = [n for n in range(990_001, 999_999) if n not in used][:2]
     now = datetime.now(UTC).replace(microsecond=0)
     seasons = {
-        sid: season_create(
+        sid: season_setup(
             season_id=sid,
             name=f"bench {RUN_TAG}",
             starts_at=now - timedelta(days=1),
@@ -490,6 +501,8 @@ def run(args: argparse.Namespace) -> Report:
         )
         for sid in (e2e_id, ceiling_id)
     }
+    e2e_boards = [main_board_get(season_id=e2e_id).id]
+    ceiling_board = main_board_get(season_id=ceiling_id)
     consumers: list[subprocess.Popen[bytes]] = []
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     try:
@@ -530,7 +543,9 @@ def run(args: argparse.Namespace) -> Report:
         # --- PostgreSQL insert-only and Redis apply-only ceilings (another season) -----------
         ceiling_results = Results(season_id=ceiling_id, players=args.players, seed=2)
         ceiling = [
-            ValidResult(n % args.partitions, n // args.partitions, ceiling_results.one())
+            ValidResult(
+                n % args.partitions, n // args.partitions, ceiling_results.one(), ceiling_board.id
+            )
             for n in range(args.ceiling_rows)
         ]
 
@@ -541,16 +556,15 @@ def run(args: argparse.Namespace) -> Report:
 
         report.pg_insert_only_per_s = _timed("postgres insert-only", len(ceiling), pg_only)
 
-        season = seasons[ceiling_id]
-        codec = season.codec
+        codec = ceiling_board.codec
         counted = [
             CountedResult(
                 partition=v.partition,
                 offset=v.offset,
-                season_id=ceiling_id,
+                board_id=ceiling_board.id,
                 player_id=v.message.player_id,
                 points=v.message.points,
-                ticks=codec.ticks(v.message.achieved_at - season.starts_at),
+                ticks=codec.ticks(v.message.achieved_at - seasons[ceiling_id].starts_at),
                 day=v.message.achieved_at.date(),
                 xid=1,
             )
@@ -566,7 +580,7 @@ def run(args: argparse.Namespace) -> Report:
                     topic=f"{topic}-ceiling",
                     results=chunk,
                     handled_offsets=handled,
-                    seasons={ceiling_id: season},
+                    boards={ceiling_board.id: ceiling_board},
                 )
                 bar.update(len(chunk))
 
@@ -605,7 +619,7 @@ def run(args: argparse.Namespace) -> Report:
         # carries: about a second of imports each).
         cpu_before, busy_before = _cpu_by_kind(pids), _machine_busy()
         first, done = _wait_applied(
-            topic, args.partitions, len(backlog), timeout=args.timeout, desc="e2e drain"
+            topic, e2e_boards, len(backlog), timeout=args.timeout, desc="e2e drain"
         )
         cpu_after, busy_after = _cpu_by_kind(pids), _machine_busy()
         if done is None or first is None:
@@ -622,7 +636,7 @@ def run(args: argparse.Namespace) -> Report:
 
         # --- steady and burst: produce-to-visible latency ------------------------------------
         produced = len(backlog)
-        board = keys.season_board(season_id=e2e_id)
+        board = keys.board(board_id=main_board_get(season_id=e2e_id).id)
         for phase, rate, seconds in (
             ("steady", args.steady_rate, args.steady_seconds),
             ("burst", args.burst_rate, args.burst_seconds),
@@ -683,7 +697,7 @@ def run(args: argparse.Namespace) -> Report:
             ended = time.monotonic()
             produced += sent
             _, drained = _wait_applied(
-                topic, args.partitions, produced, timeout=args.timeout, desc=f"{phase} drain"
+                topic, e2e_boards, produced, timeout=args.timeout, desc=f"{phase} drain"
             )
             deadline = time.monotonic() + 10
             while not watcher.all_seen() and time.monotonic() < deadline:

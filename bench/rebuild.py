@@ -66,9 +66,13 @@ from leaderboard import keys  # noqa: E402
 from leaderboard.board_scores import board_scores_zadd_chunks  # noqa: E402
 from leaderboard.models import MatchResult  # noqa: E402
 from leaderboard.redis import get_board_redis  # noqa: E402
-from leaderboard.services import REBUILD_SORTED_RUNS, board_rebuild  # noqa: E402
+from leaderboard.selectors import main_board_get  # noqa: E402
+from leaderboard.services import (  # noqa: E402
+    REBUILD_SORTED_RUNS,
+    board_rebuild,
+    season_setup,
+)
 from seasons.models import Season, SeasonStatus  # noqa: E402
-from seasons.services import season_create  # noqa: E402
 
 SEASON_ID = 990_001
 
@@ -140,7 +144,7 @@ def fresh_season(args: argparse.Namespace) -> Season:
         cur.execute("TRUNCATE ingestion_matchresult, leaderboard_playerban CASCADE")
     Season.objects.filter(pk=SEASON_ID).delete()
     start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=10)
-    season = season_create(
+    season = season_setup(
         season_id=SEASON_ID,
         name="bench rebuild",
         starts_at=start,
@@ -154,7 +158,10 @@ def fresh_season(args: argparse.Namespace) -> Season:
 
 def count_results(season: Season) -> int:
     with connection.cursor() as cur:
-        cur.execute("SELECT count(*) FROM ingestion_matchresult WHERE season_id = %s", [season.id])
+        cur.execute(
+            "SELECT count(*) FROM ingestion_matchresult WHERE board_id = %s",
+            [main_board_get(season_id=season.id).id],
+        )
         row = cur.fetchone()
     return int(row[0]) if row else 0
 
@@ -165,7 +172,9 @@ def reusable_season(args: argparse.Namespace) -> Season | None:
     Generating 20M rows takes about 7 minutes; a rebuild only reads them, and the results an
     earlier run ingested while rebuilding are ordinary results of the same players.
     """
-    season = Season.objects.filter(pk=SEASON_ID, rule=args.rule).first()
+    season = Season.objects.filter(
+        pk=SEASON_ID, boards__slug="main", boards__rule=args.rule
+    ).first()
     if season is None or count_results(season) < args.results:
         return None
     with connection.cursor() as cur:
@@ -190,7 +199,9 @@ def pg_aggregation_alone(
         with tqdm(
             desc=f"PostgreSQL aggregation alone ({order})", unit=" players", unit_scale=True
         ) as bar:
-            for chunk in board_scores_zadd_chunks(season=season, sorted_runs=sorted_runs):
+            for chunk in board_scores_zadd_chunks(
+                board=main_board_get(season_id=season.id), sorted_runs=sorted_runs
+            ):
                 kept.append(chunk)
                 bar.update(len(chunk) // 2)
     return time.monotonic() - started, kept
@@ -198,7 +209,7 @@ def pg_aggregation_alone(
 
 def redis_load_alone(chunks: list[list[bytes]], batch: int, order: str) -> float:
     client = get_board_redis()
-    scratch = f"{keys.season_board(season_id=SEASON_ID)}:bench-scratch"
+    scratch = f"{keys.board(board_id=main_board_get(season_id=SEASON_ID).id)}:bench-scratch"
     client.delete(scratch)
     step = 2 * batch
     started = time.monotonic()
@@ -262,9 +273,9 @@ class _NoDeadLetters:
 def board_matches_postgresql(season: Season) -> int:
     """How many members differ between the Redis board and the aggregation (0 = identical)."""
     client = get_board_redis()
-    key = keys.season_board(season_id=season.id)
+    key = keys.board(board_id=main_board_get(season_id=season.id).id)
     expected: dict[bytes, int] = {}
-    for flat in board_scores_zadd_chunks(season=season):
+    for flat in board_scores_zadd_chunks(board=main_board_get(season_id=season.id)):
         for i in range(0, len(flat), 2):
             expected[flat[i + 1]] = int(flat[i])
     differences = 0
@@ -314,7 +325,11 @@ def run(args: argparse.Namespace) -> Report:
         del chunks
 
     with tqdm(desc="cold rebuild", unit=" players", unit_scale=True) as bar:
-        result = board_rebuild(season_id=season.id, progress=bar.update, zadd_batch=best_batch)
+        result = board_rebuild(
+            board_id=main_board_get(season_id=season.id).id,
+            progress=bar.update,
+            zadd_batch=best_batch,
+        )
     report.cold_rebuild_s = result.seconds
 
     ingestor = Ingestor(season, args.players, args.ingest_batch)
@@ -323,7 +338,11 @@ def run(args: argparse.Namespace) -> Report:
     before = ingestor.stored
     t = time.monotonic()
     with tqdm(desc="rebuild while ingesting", unit=" players", unit_scale=True) as bar:
-        result = board_rebuild(season_id=season.id, progress=bar.update, zadd_batch=best_batch)
+        result = board_rebuild(
+            board_id=main_board_get(season_id=season.id).id,
+            progress=bar.update,
+            zadd_batch=best_batch,
+        )
     elapsed = time.monotonic() - t
     during = ingestor.stored - before
     time.sleep(1.0)  # and still running after the RENAME

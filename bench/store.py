@@ -46,8 +46,9 @@ from tqdm import tqdm  # noqa: E402
 
 from ingestion.schema import MatchResultMessage  # noqa: E402
 from ingestion.services import ValidResult, match_results_store  # noqa: E402
+from leaderboard.selectors import main_board_get  # noqa: E402
+from leaderboard.services import season_setup  # noqa: E402
 from seasons.models import Season  # noqa: E402
-from seasons.services import season_create  # noqa: E402
 
 _FK = "bench_store_season_fk"
 _ADD_FK = (
@@ -67,6 +68,7 @@ def _backend_cpu_seconds() -> float:
 
 def _results(season: Season, count: int, rng: Random, first_offset: int) -> list[ValidResult]:
     span = int((season.ends_at - season.starts_at).total_seconds()) - 1
+    board_id = main_board_get(season_id=season.id).id
     return [
         ValidResult(
             0,
@@ -78,6 +80,7 @@ def _results(season: Season, count: int, rng: Random, first_offset: int) -> list
                 points=rng.randrange(0, 5_000),
                 achieved_at=season.starts_at + timedelta(seconds=rng.randrange(span)),
             ),
+            board_id,
         )
         for n in range(count)
     ]
@@ -101,7 +104,7 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     now = datetime.now(UTC).replace(microsecond=0)
     season_id = (max(Season.objects.values_list("id", flat=True), default=0) or 0) + 1
-    season = season_create(
+    season = season_setup(
         season_id=season_id,
         name=f"bench store {season_id}",
         starts_at=now - timedelta(days=30),

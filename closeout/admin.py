@@ -16,6 +16,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from leaderboard import admin as leaderboard_admin
+from leaderboard.models import MAIN_BOARD, Board
 from seasons.admin import ReadOnlyAdmin, confirmed_action, csv_export_action
 from seasons.models import Season, SeasonStatus
 
@@ -90,28 +91,54 @@ def review_final_standings(
     return TemplateResponse(request, "admin/closeout/standings_review.html", context)
 
 
+class RewardTierForm(forms.ModelForm):
+    """A tier row: the board is one of the season's, the main board when left empty."""
+
+    class Meta:
+        model = RewardTier
+        fields = ("board", "rank_from", "rank_to", "reward_name", "quantity")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        board = self.fields["board"]
+        board.required = False
+        board.help_text = "empty: the main board"
+        if self.instance.season_id is not None:
+            board.queryset = Board.objects.filter(season_id=self.instance.season_id)  # type: ignore[attr-defined]
+
+    def clean_board(self) -> Board | None:
+        board: Board | None = self.cleaned_data.get("board")
+        if board is None and self.instance.season_id is not None:
+            board = Board.objects.filter(season_id=self.instance.season_id, slug=MAIN_BOARD).first()
+        return board
+
+
 class RewardTierFormSet(BaseInlineFormSet):
     def clean(self) -> None:
         super().clean()
-        ranges = []
+        ranges: dict[object, list[tuple[int, int]]] = {}
         for form in self.forms:
             data = getattr(form, "cleaned_data", None)
             if not data or data.get("DELETE") or data.get("rank_from") is None:
                 continue
-            ranges.append((data["rank_from"], data.get("rank_to") or data["rank_from"]))
-        ranges.sort()
-        for (low_a, high_a), (low_b, high_b) in pairwise(ranges):
-            if low_b <= high_a:
-                raise forms.ValidationError(
-                    f"tiers {low_a}-{high_a} and {low_b}-{high_b} overlap: a rank has one tier"
-                )
+            ranges.setdefault(data.get("board"), []).append(
+                (data["rank_from"], data.get("rank_to") or data["rank_from"])
+            )
+        for board_ranges in ranges.values():
+            board_ranges.sort()
+            for (low_a, high_a), (low_b, high_b) in pairwise(board_ranges):
+                if low_b <= high_a:
+                    raise forms.ValidationError(
+                        f"tiers {low_a}-{high_a} and {low_b}-{high_b} overlap: a rank has one tier"
+                    )
 
 
 class RewardTierInline(admin.TabularInline):
     model = RewardTier
+    form = RewardTierForm
     formset = RewardTierFormSet
     extra = 1
-    fields = ("rank_from", "rank_to", "reward_name", "quantity")
+    fields = ("board", "rank_from", "rank_to", "reward_name", "quantity")
 
     def _editable(self, obj: Season | None) -> bool:
         return obj is None or obj.status != SeasonStatus.CLOSED

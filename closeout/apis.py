@@ -9,8 +9,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from leaderboard.apis import PublicApi
+from leaderboard.models import MAIN_BOARD
 
-from .selectors import SeasonNotFinal, season_final_standings_list
+from .selectors import SeasonNotFinal, final_standings_list
 
 
 class FinalEntrySerializer(serializers.Serializer):
@@ -23,7 +24,8 @@ class FinalEntrySerializer(serializers.Serializer):
 
 
 class SeasonStandingsApi(PublicApi):
-    """GET /api/seasons/{season}/standings?limit=1000: a closed season's final entries."""
+    """GET /api/seasons/{season}/boards/{board}/standings?limit=1000: a closed season's final
+    entries on one board (``/api/seasons/{season}/standings``: the main board)."""
 
     class InputSerializer(serializers.Serializer):
         limit = serializers.IntegerField(required=False, min_value=1)
@@ -47,12 +49,12 @@ class SeasonStandingsApi(PublicApi):
             404: OpenApiResponse(description="unknown season, or not closed yet (with a reason)"),
         },
     )
-    def get(self, request: Request, season_id: int) -> Response:
+    def get(self, request: Request, season_id: int, board: str = MAIN_BOARD) -> Response:
         query = self.InputSerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         limit = query.validated_data.get("limit", settings.FINAL_STANDINGS_SIZE)
         try:
-            standings = season_final_standings_list(season_id=season_id, limit=limit)
+            standings = final_standings_list(season_id=season_id, limit=limit, board_slug=board)
         except SeasonNotFinal as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
         output = self.OutputSerializer({"season_id": season_id, "entries": standings})

@@ -13,13 +13,16 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from leaderboard.models import Board
 from seasons.models import Season
 
 
 class RewardTier(models.Model):
-    """What the players ranked ``rank_from``..``rank_to`` (inclusive) of a season receive."""
+    """What the players ranked ``rank_from``..``rank_to`` (inclusive) of one board receive."""
 
+    # The season as well as the board: staff edit tiers inline on the season.
     season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="reward_tiers")
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="reward_tiers")
     rank_from = models.PositiveIntegerField()
     rank_to = models.PositiveIntegerField()
     reward_name = models.CharField(max_length=200)
@@ -27,7 +30,7 @@ class RewardTier(models.Model):
 
     class Meta:
         db_table = "seasons_rewardtier"
-        ordering = ["season", "rank_from"]
+        ordering = ["season", "board", "rank_from"]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(rank_from__gte=1), name="reward_tier_rank_from_positive"
@@ -39,11 +42,11 @@ class RewardTier(models.Model):
             models.CheckConstraint(
                 condition=models.Q(quantity__gte=1), name="reward_tier_quantity_positive"
             ),
-            # Two tiers of one season never share a rank (needs btree_gist for the "=" part).
+            # Two tiers of one board never share a rank (needs btree_gist for the "=" part).
             ExclusionConstraint(
-                name="reward_tier_no_overlap",
+                name="reward_tier_board_no_overlap",
                 expressions=[
-                    ("season", RangeOperators.EQUAL),
+                    ("board", RangeOperators.EQUAL),
                     (
                         models.Func(
                             models.F("rank_from"),
@@ -63,15 +66,21 @@ class RewardTier(models.Model):
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
+        if (
+            self.board_id is not None
+            and self.season_id is not None
+            and self.board.season_id != self.season_id
+        ):
+            errors["board"] = f"board {self.board.slug!r} is not a board of this season"
         if self.rank_from is not None and self.rank_from < 1:
             errors["rank_from"] = "Ranks start at 1."
         if self.rank_from is not None and self.rank_to is not None:
             if self.rank_to < self.rank_from:
                 errors["rank_to"] = "rank_to must be at least rank_from."
-            elif self.season_id is not None and not errors:
+            elif self.board_id is not None and not errors:
                 overlapping = (
                     RewardTier.objects.filter(
-                        season_id=self.season_id,
+                        board_id=self.board_id,
                         rank_from__lte=self.rank_to,
                         rank_to__gte=self.rank_from,
                     )
@@ -88,9 +97,10 @@ class RewardTier(models.Model):
 
 
 class FinalStanding(models.Model):
-    """A season's final entry, copied into PostgreSQL at close-out (the top N only)."""
+    """A board's final entry, copied into PostgreSQL at close-out (the top N only)."""
 
     season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="final_standings")
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="final_standings")
     rank = models.PositiveIntegerField()
     player_id = models.BigIntegerField()
     points = models.BigIntegerField()
@@ -99,11 +109,11 @@ class FinalStanding(models.Model):
 
     class Meta:
         db_table = "seasons_finalstanding"
-        ordering = ["season", "rank"]
+        ordering = ["season", "board", "rank"]
         constraints = [
-            models.UniqueConstraint(fields=["season", "rank"], name="final_standing_season_rank"),
+            models.UniqueConstraint(fields=["board", "rank"], name="final_standing_board_rank"),
             models.UniqueConstraint(
-                fields=["season", "player_id"], name="final_standing_season_player"
+                fields=["board", "player_id"], name="final_standing_board_player"
             ),
         ]
 
@@ -118,10 +128,11 @@ class GrantStatus(models.TextChoices):
 
 
 class RewardGrant(models.Model):
-    """One player's reward from one season; the tier's name and quantity are copied at grant
+    """One player's reward from one board; the tier's name and quantity are copied at grant
     time so a later tier edit never rewrites what was granted."""
 
     season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="reward_grants")
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="reward_grants")
     tier = models.ForeignKey(
         RewardTier, on_delete=models.SET_NULL, null=True, blank=True, related_name="grants"
     )
@@ -137,11 +148,11 @@ class RewardGrant(models.Model):
 
     class Meta:
         db_table = "seasons_rewardgrant"
-        ordering = ["season", "rank"]
+        ordering = ["season", "board", "rank"]
         constraints = [
-            # At most one grant per player and season: what makes a second close-out grant nothing.
+            # At most one grant per player and board: what makes a second close-out grant nothing.
             models.UniqueConstraint(
-                fields=["season", "player_id"], name="reward_grant_season_player"
+                fields=["board", "player_id"], name="reward_grant_board_player"
             ),
         ]
 

@@ -12,6 +12,8 @@ from django.conf import settings
 from kafka import KafkaConsumer, TopicPartition
 
 from leaderboard.board_scores import board_scores_top
+from leaderboard.models import MAIN_BOARD, Board
+from leaderboard.selectors import BoardRef
 from seasons.models import Season, SeasonStatus
 
 from .models import FinalStanding
@@ -25,37 +27,44 @@ class StandingRow:
     reached_at: datetime
 
 
-def season_standings_compute(*, season: Season, limit: int) -> list[StandingRow]:
-    """The season's top ``limit`` from PostgreSQL (the aggregation a rebuild loads), never from
+def board_standings_compute(*, board: BoardRef, limit: int) -> list[StandingRow]:
+    """The board's top ``limit`` from PostgreSQL (the aggregation a rebuild loads), never from
     Redis, which may have lost writes. Ranks follow the board: encoded score, then the lower
     player id for an exact tie, so ranks are distinct and reproducible."""
-    codec = season.codec
+    codec = board.codec
+    starts_at = board.season.starts_at
     return [
         StandingRow(
             rank=index,
             player_id=score.player_id,
             points=score.points,
             # What the board shows: the start of the tick the score is credited to.
-            reached_at=season.starts_at + codec.decode(score.score).elapsed,
+            reached_at=starts_at + codec.decode(score.score).elapsed,
         )
-        for index, score in enumerate(board_scores_top(season=season, limit=limit), start=1)
+        for index, score in enumerate(board_scores_top(board=board, limit=limit), start=1)
     ]
 
 
 class SeasonNotFinal(Exception):
-    """The season is unknown or not closed: it has no final standings (yet)."""
+    """The season or board is unknown, or the season not closed: no final standings (yet)."""
 
 
-def season_final_standings_list(*, season_id: int, limit: int) -> list[FinalStanding]:
-    """A closed season's final entries, best first; SeasonNotFinal says why there are none."""
+def final_standings_list(
+    *, season_id: int, limit: int, board_slug: str = MAIN_BOARD
+) -> list[FinalStanding]:
+    """A closed season's final entries on one board, best first; SeasonNotFinal says why there
+    are none."""
     season = Season.objects.filter(id=season_id).only("id", "status").first()
     if season is None:
         raise SeasonNotFinal(f"season {season_id} does not exist")
+    board = Board.objects.filter(season_id=season_id, slug=board_slug).only("id").first()
+    if board is None:
+        raise SeasonNotFinal(f"season {season_id} has no board {board_slug[:40]!r}")
     if season.status != SeasonStatus.CLOSED:
         raise SeasonNotFinal(
             f"season {season_id} is {season.status}; final standings exist once it is closed"
         )
-    return list(FinalStanding.objects.filter(season_id=season_id).order_by("rank")[:limit])
+    return list(FinalStanding.objects.filter(board_id=board.id).order_by("rank")[:limit])
 
 
 # --- Close-out: has the consumer drained the match-results topic? --------------------------------

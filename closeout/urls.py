@@ -1,13 +1,28 @@
 """Close-out API routes, included under ``api/``."""
 
 from django.urls import path
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework.views import APIView
 
 from . import apis
+
+# Each path its own subclass, so the schema names each operation once.
+_MainStandings: type[APIView] = extend_schema_view(
+    get=extend_schema(operation_id="season_standings")
+)(type("MainSeasonStandingsApi", (apis.SeasonStandingsApi,), {}))
+_BoardStandings: type[APIView] = extend_schema_view(
+    get=extend_schema(operation_id="board_standings")
+)(type("BoardSeasonStandingsApi", (apis.SeasonStandingsApi,), {}))
 
 urlpatterns = [
     path(
         "seasons/<int:season_id>/standings",
-        apis.SeasonStandingsApi.as_view(),
+        _MainStandings.as_view(),
         name="season-standings",
+    ),
+    path(
+        "seasons/<int:season_id>/boards/<str:board>/standings",
+        _BoardStandings.as_view(),
+        name="board-standings",
     ),
 ]

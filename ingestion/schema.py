@@ -3,11 +3,14 @@
 One UTF-8 JSON object per player result (see DESIGN.md, "Contracts > Kafka")::
 
     {"matchId": "<uuid>", "playerId": 42, "seasonId": 12, "points": 1518,
-     "achievedAt": "2026-10-12T10:15:00Z"}
+     "achievedAt": "2026-10-12T10:15:00Z", "board": "lap-times"}
+
+``board`` is optional (contract 0.2): absent means the season's ``main`` board.
 
 Everything here is pure: no database, no network. ``message_decode`` and ``message_validate``
-check what the message alone can tell; ``message_check_season`` checks it against the season it
-names (window, closed status, the season codec's point range) once the caller has loaded it.
+check what the message alone can tell; ``message_check_board`` checks it against the season and
+board it names (window, closed status, the board codec's point range) once the caller has
+loaded them.
 The Kafka consumer and the HTTP door share all three, so both reject exactly the same input with
 the same reasons. Unknown extra fields are ignored so producers can add fields before consumers
 know them.
@@ -20,11 +23,11 @@ import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from leaderboard.codec import BIGINT_MAX
+from leaderboard.codec import BIGINT_MAX, ScoreCodec
 
 if TYPE_CHECKING:
     # For the annotations only, not for a cycle: game servers use this module (through
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
     from seasons.models import Season
 
 # No season codec can hold more points than this (53 bits minus at least one time bit); the
-# exact per-season bound is checked in message_check_season.
+# exact per-board bound is checked in message_check_board.
 _POINTS_CEILING = (1 << 52) - 1
 # RFC 3339 date-time: seconds are mandatory, and so is the offset ("Z" or +hh:mm).
 _RFC3339 = re.compile(
@@ -46,6 +49,17 @@ SEASON_STATUSES_REJECTING = frozenset({"closed"})
 
 REQUIRED_FIELDS = ("matchId", "playerId", "seasonId", "points", "achievedAt")
 _REQUIRED_FIELD_SET = frozenset(REQUIRED_FIELDS)
+# Kept in step with leaderboard.models (BOARD_SLUG_PATTERN, MAIN_BOARD): this module runs
+# without Django (game servers publish through ingestion/producer.py).
+MAIN_BOARD = "main"
+_BOARD_SLUG = re.compile(r"^[a-z0-9-]{1,32}$")
+
+
+class BoardSpec(Protocol):
+    """What validation needs of a board (leaderboard.models.Board, or a cached ref of it)."""
+
+    @property
+    def codec(self) -> ScoreCodec: ...
 
 
 class MessageRejected(ValueError):
@@ -66,6 +80,7 @@ MISSING_FIELD = "missing_field"
 WRONG_TYPE = "wrong_type"
 INVALID_VALUE = "invalid_value"
 UNKNOWN_SEASON = "unknown_season"
+UNKNOWN_BOARD = "unknown_board"
 OUTSIDE_SEASON = "outside_season"
 SEASON_CLOSED = "season_closed"
 POINTS_TOO_LARGE = "points_too_large"
@@ -80,16 +95,22 @@ class MatchResultMessage:
     season_id: int
     points: int
     achieved_at: datetime  # timezone-aware, normalised to UTC
+    # The board's slug (contract 0.2); "main" when the message names none.
+    board: str = MAIN_BOARD
 
     def to_contract(self) -> dict[str, Any]:
         """The contract's JSON object (camelCase), e.g. to publish it."""
-        return {
+        body: dict[str, Any] = {
             "matchId": str(self.match_id),
             "playerId": self.player_id,
             "seasonId": self.season_id,
             "points": self.points,
             "achievedAt": self.achieved_at.isoformat().replace("+00:00", "Z"),
         }
+        if self.board != MAIN_BOARD:
+            # Absent means main: contract 0.1 consumers and producers stay compatible.
+            body["board"] = self.board
+        return body
 
     def to_bytes(self) -> bytes:
         return json.dumps(self.to_contract(), separators=(",", ":")).encode()
@@ -200,19 +221,31 @@ def message_validate(data: object) -> MatchResultMessage:
             POINTS_TOO_LARGE, f"points {points} exceed any season's maximum", field="points"
         )
     achieved_at = parse_rfc3339(_str_field(data, "achievedAt"))
+    board = MAIN_BOARD
+    if "board" in data:
+        board = _str_field(data, "board")
+        if not _BOARD_SLUG.match(board):
+            raise MessageRejected(
+                INVALID_VALUE,
+                f"board must be a board slug (1 to 32 of a-z, 0-9, '-'), got {board[:40]!r}",
+                field="board",
+            )
     return MatchResultMessage(
         match_id=match_id,
         player_id=player_id,
         season_id=season_id,
         points=points,
         achieved_at=achieved_at,
+        board=board,
     )
 
 
-def message_check_season(message: MatchResultMessage, season: Season | None) -> None:
-    """Reject a message its season cannot take: unknown, closed, out of window/range.
+def message_check_board(
+    message: MatchResultMessage, season: Season | None, board: BoardSpec | None
+) -> None:
+    """Reject a message its season or board cannot take: unknown, closed, out of window/range.
 
-    ``season`` is the season named by ``message.season_id`` (None when it does not exist).
+    ``season`` and ``board`` are the ones the message names (None when they do not exist).
     """
     if season is None:
         raise MessageRejected(
@@ -231,10 +264,17 @@ def message_check_season(message: MatchResultMessage, season: Season | None) -> 
             f"({season.starts_at.isoformat()} .. {season.ends_at.isoformat()})",
             field="achievedAt",
         )
-    max_points = season.codec.max_points
+    if board is None:
+        raise MessageRejected(
+            UNKNOWN_BOARD,
+            f"season {season.id} has no board {message.board!r}",
+            field="board",
+        )
+    max_points = board.codec.max_points
     if message.points > max_points:
         raise MessageRejected(
             POINTS_TOO_LARGE,
-            f"points {message.points} exceed season {season.id}'s maximum {max_points}",
+            f"points {message.points} exceed the maximum {max_points} of board "
+            f"{message.board!r} of season {season.id}",
             field="points",
         )

@@ -24,11 +24,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 from kafka.errors import KafkaError
 
-from leaderboard import keys
-from leaderboard.codec import ScoreCodec
-from leaderboard.models import MatchResult, PlayerBan
-from leaderboard.redis import get_board_redis
-from leaderboard.services import CountedResult, board_results_apply
+from leaderboard.board_scores import LatestResults, latest_results_get
+from leaderboard.models import Board, MatchResult, PlayerBan, ScoringRule
+from leaderboard.selectors import BoardRef, boards_of_seasons
+from leaderboard.services import CountedResult, applied_offsets_get, board_results_apply
 from seasons.models import Season
 
 from .models import GameServerToken
@@ -37,7 +36,7 @@ from .schema import (
     UNEXPECTED,
     MatchResultMessage,
     MessageRejected,
-    message_check_season,
+    message_check_board,
     message_decode,
     message_validate,
 )
@@ -73,6 +72,7 @@ class ValidResult(NamedTuple):
     partition: int
     offset: int
     message: MatchResultMessage
+    board_id: int
 
 
 class DeadLetterSink(Protocol):
@@ -96,11 +96,38 @@ def _once(what: str, operation: Callable[[], T]) -> T:
 class DecodedBatch:
     valid: list[ValidResult]
     dead_letters: list[DeadLetter]
-    seasons: dict[int, Season]
+    boards: dict[int, BoardRef]
+
+
+def _boards_check(
+    messages: Sequence[tuple[int, MatchResultMessage]],
+) -> tuple[dict[int, BoardRef], list[tuple[int, int]], list[tuple[int, MessageRejected]]]:
+    """Check each (index, message) against its season and board, one query for the lot
+    (statuses change: no cache). Returns the boards, (index, board id) of the valid ones and
+    (index, rejection) of the others."""
+    seasons = Season.objects.in_bulk({message.season_id for _, message in messages})
+    boards = boards_of_seasons(season_ids=set(seasons))
+    valid: list[tuple[int, int]] = []
+    rejected: list[tuple[int, MessageRejected]] = []
+    for index, message in messages:
+        board = boards.get((message.season_id, message.board))
+        try:
+            message_check_board(message, seasons.get(message.season_id), board)
+        except MessageRejected as exc:
+            rejected.append((index, exc))
+            continue
+        except Exception as exc:
+            # A bug, not bad input: the message is set aside (and the bug logged), never a stop.
+            logger.exception("unexpected error checking message %d of the batch", index)
+            rejected.append((index, MessageRejected(UNEXPECTED, f"{type(exc).__name__}: {exc}")))
+            continue
+        assert board is not None
+        valid.append((index, board.id))
+    return {board.id: board for board in boards.values()}, valid, rejected
 
 
 def match_results_decode(*, records: Sequence[ConsumedRecord]) -> DecodedBatch:
-    """Validate every record; one season query per batch (statuses change: no cache)."""
+    """Validate every record; one season and board query per batch."""
     parsed: list[tuple[ConsumedRecord, MatchResultMessage]] = []
     letters: list[DeadLetter] = []
     for record in records:
@@ -113,20 +140,14 @@ def match_results_decode(*, records: Sequence[ConsumedRecord]) -> DecodedBatch:
             # stop the consumer, so it goes to the dead-letter topic and the bug to the log.
             logger.exception("unexpected error validating offset %d", record.offset)
             letters.append(DeadLetter(record, UNEXPECTED, f"{type(exc).__name__}: {exc}"))
-    seasons = Season.objects.in_bulk({message.season_id for _, message in parsed})
-    valid: list[ValidResult] = []
-    for record, message in parsed:
-        try:
-            message_check_season(message, seasons.get(message.season_id))
-        except MessageRejected as exc:
-            letters.append(DeadLetter(record, exc.code, exc.reason))
-            continue
-        except Exception as exc:
-            logger.exception("unexpected error checking offset %d", record.offset)
-            letters.append(DeadLetter(record, UNEXPECTED, f"{type(exc).__name__}: {exc}"))
-            continue
-        valid.append(ValidResult(record.partition, record.offset, message))
-    return DecodedBatch(valid, letters, seasons)
+    boards, checked, rejected = _boards_check(list(enumerate(m for _, m in parsed)))
+    for index, rejection in rejected:
+        letters.append(DeadLetter(parsed[index][0], rejection.code, rejection.reason))
+    valid = [
+        ValidResult(parsed[index][0].partition, parsed[index][0].offset, parsed[index][1], board_id)
+        for index, board_id in checked
+    ]
+    return DecodedBatch(valid, letters, boards)
 
 
 # --- 2. store ------------------------------------------------------------------------------
@@ -147,12 +168,16 @@ class StoredResult(NamedTuple):
 _TABLE = MatchResult._meta.db_table
 _BANS = PlayerBan._meta.db_table
 _SEASONS = Season._meta.db_table
+_BOARDS = Board._meta.db_table
 
-# The season foreign key is not checked per row (ingestion/migrations/0006): this lock, taken
-# once per batch and held to the commit, is the one that check took. A season being deleted
-# waits for the batch, and then its trigger sees the batch's rows and refuses. Ordered, so
-# that two consumers lock in the same order.
-_LOCK_SEASONS_SQL = f"SELECT id FROM {_SEASONS} WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE"  # noqa: S608
+# The season and board foreign keys are not checked per row (ingestion migration 0006,
+# leaderboard migration 0005): this lock, taken once per batch and held to the commit, is the
+# one those checks took. A season or board being deleted waits for the batch, and then its
+# trigger sees the batch's rows and refuses. Ordered, so two consumers lock in the same order.
+_LOCK_BOARDS_SQL = f"""
+    SELECT b.id FROM {_BOARDS} b JOIN {_SEASONS} s ON s.id = b.season_id
+    WHERE b.id = ANY(%s) ORDER BY b.id FOR KEY SHARE OF b, s
+"""  # noqa: S608
 
 # The batch goes in by COPY into a per-connection temp table, then one INSERT ... SELECT with
 # conflicts ignored: measured about twice as fast as one INSERT over unnest(<arrays>), whose
@@ -161,18 +186,18 @@ _LOCK_SEASONS_SQL = f"SELECT id FROM {_SEASONS} WHERE id = ANY(%s) ORDER BY id F
 _STAGE = "ingest_match_result_stage"
 _STAGE_SQL = f"""
     CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (
-        match_id uuid, player_id bigint, season_id integer, points bigint,
+        match_id uuid, player_id bigint, season_id integer, board_id bigint, points bigint,
         achieved_at timestamptz, kafka_partition integer, kafka_offset bigint
     ) ON COMMIT DELETE ROWS
 """
 _COPY_SQL = f"COPY {_STAGE} FROM STDIN"
 _INSERT_SQL = f"""
-    INSERT INTO {_TABLE} (match_id, player_id, season_id, points, achieved_at, ingested_at,
-                          void_reason, kafka_partition, kafka_offset, ingest_xid)
-    SELECT s.match_id, s.player_id, s.season_id, s.points, s.achieved_at, now(), '',
+    INSERT INTO {_TABLE} (match_id, player_id, season_id, board_id, points, achieved_at,
+                          ingested_at, void_reason, kafka_partition, kafka_offset, ingest_xid)
+    SELECT s.match_id, s.player_id, s.season_id, s.board_id, s.points, s.achieved_at, now(), '',
            s.kafka_partition, s.kafka_offset, pg_current_xact_id()::text::bigint
     FROM {_STAGE} s
-    ON CONFLICT (match_id, player_id) DO NOTHING
+    ON CONFLICT (match_id, player_id, board_id) DO NOTHING
     RETURNING kafka_partition, kafka_offset, ingest_xid, EXISTS (
         SELECT 1 FROM {_BANS} b
         WHERE b.season_id = {_TABLE}.season_id AND b.player_id = {_TABLE}.player_id
@@ -180,14 +205,14 @@ _INSERT_SQL = f"""
 """  # noqa: S608 -- table names are constants, every value comes in by COPY
 
 _EXISTING_SQL = f"""
-    SELECT r.match_id, r.player_id, r.kafka_partition, r.kafka_offset, r.ingest_xid,
+    SELECT r.match_id, r.player_id, r.board_id, r.kafka_partition, r.kafka_offset, r.ingest_xid,
            r.voided_at IS NOT NULL OR EXISTS (
                SELECT 1 FROM {_BANS} b
                WHERE b.season_id = r.season_id AND b.player_id = r.player_id
            )
     FROM {_TABLE} r
-    JOIN unnest(%s::uuid[], %s::bigint[]) AS t(match_id, player_id)
-      ON r.match_id = t.match_id AND r.player_id = t.player_id
+    JOIN unnest(%s::uuid[], %s::bigint[], %s::bigint[]) AS t(match_id, player_id, board_id)
+      ON r.match_id = t.match_id AND r.player_id = t.player_id AND r.board_id = t.board_id
 """  # noqa: S608
 
 
@@ -195,33 +220,33 @@ _EXISTING_SQL = f"""
 _StoredRow = tuple[int | None, int | None, int | None, bool]
 
 
-class SeasonsDeleted(Exception):
-    """Seasons of the batch were deleted after it was validated; nothing was stored."""
+class BoardsDeleted(Exception):
+    """Boards (or seasons) of the batch were deleted after it was validated; nothing stored."""
 
-    def __init__(self, season_ids: set[int]) -> None:
-        super().__init__(f"season(s) {sorted(season_ids)} deleted while storing their results")
-        self.season_ids = season_ids
+    def __init__(self, board_ids: set[int]) -> None:
+        super().__init__(f"board(s) {sorted(board_ids)} deleted while storing their results")
+        self.board_ids = board_ids
 
 
 def match_results_store(*, results: Sequence[ValidResult]) -> list[StoredResult]:
-    """Insert the batch (conflicts on (match_id, player_id) ignored) and classify each result.
+    """Insert the batch (conflicts on (match_id, player_id, board) ignored) and classify each.
 
-    Raises SeasonsDeleted, storing nothing, if a season of the batch no longer exists.
+    Raises BoardsDeleted, storing nothing, if a board of the batch no longer exists.
     """
     if not results:
         return []
     with transaction.atomic(), connection.cursor() as cursor:
-        season_ids = {r.message.season_id for r in results}
-        cursor.execute(_LOCK_SEASONS_SQL, [sorted(season_ids)])
-        gone = season_ids - {row[0] for row in cursor.fetchall()}
+        board_ids = {r.board_id for r in results}
+        cursor.execute(_LOCK_BOARDS_SQL, [sorted(board_ids)])
+        gone = board_ids - {row[0] for row in cursor.fetchall()}
         if gone:
-            raise SeasonsDeleted(gone)
+            raise BoardsDeleted(gone)
         cursor.execute(_STAGE_SQL)
         with cursor.cursor.copy(_COPY_SQL) as copy:
             for r in results:
                 m = r.message
-                values = (m.match_id, m.player_id, m.season_id, m.points, m.achieved_at)
-                copy.write_row((*values, r.partition, r.offset))
+                values = (m.match_id, m.player_id, m.season_id, r.board_id, m.points)
+                copy.write_row((*values, m.achieved_at, r.partition, r.offset))
         cursor.execute(_INSERT_SQL)
         # Inserted now, keyed by the message that won the row (a Kafka record is one result,
         # so its partition and offset name it; cheaper to match on than the uuid pair).
@@ -231,17 +256,19 @@ def match_results_store(*, results: Sequence[ValidResult]) -> list[StoredResult]
         # The rest conflicted: stored before, or by another message of this batch carrying the
         # same result. The stored row says which message it came from.
         missing = {
-            (r.message.match_id, r.message.player_id)
+            (r.message.match_id, r.message.player_id, r.board_id)
             for r in results
             if (r.partition, r.offset) not in inserted
         }
-        existing: dict[tuple[uuid.UUID, int], _StoredRow] = {}
+        existing: dict[tuple[uuid.UUID, int, int], _StoredRow] = {}
         if missing:
             cursor.execute(
                 _EXISTING_SQL,
-                [[match for match, _ in missing], [player for _, player in missing]],
+                [list(column) for column in zip(*missing, strict=True)],
             )
-            existing = {(row[0], row[1]): (row[2], row[3], row[4], row[5]) for row in cursor}
+            existing = {
+                (row[0], row[1], row[2]): (row[3], row[4], row[5], row[6]) for row in cursor
+            }
     stored: list[StoredResult] = []
     for r in results:
         new = inserted.get((r.partition, r.offset))
@@ -251,7 +278,7 @@ def match_results_store(*, results: Sequence[ValidResult]) -> list[StoredResult]
             continue
         # Absent only if deleted in between; treat it as not ours to count.
         partition, offset, xid, excluded = existing.get(
-            (r.message.match_id, r.message.player_id), (None, None, None, True)
+            (r.message.match_id, r.message.player_id, r.board_id), (None, None, None, True)
         )
         same_message = (partition, offset) == (r.partition, r.offset)
         stored.append(StoredResult(r, xid, same_message, excluded))
@@ -261,52 +288,69 @@ def match_results_store(*, results: Sequence[ValidResult]) -> list[StoredResult]
 # --- 3. apply ------------------------------------------------------------------------------
 
 
-def applied_offsets_get(*, topic: str, partitions: Sequence[int]) -> dict[int, int]:
-    """Each partition's highest offset already on the boards (-1: none)."""
-    raw = get_board_redis().hmget(keys.ingest_applied_offsets(topic=topic), list(partitions))
-    return {p: -1 if v is None else int(v) for p, v in zip(partitions, raw, strict=True)}
-
-
 def _counted(
     stored: Sequence[StoredResult],
     *,
-    applied_offsets: Mapping[int, int],
-    seasons: Mapping[int, Season],
+    applied_offsets: Mapping[tuple[int, int], int],
+    boards: Mapping[int, BoardRef],
+    latest: LatestResults,
 ) -> tuple[list[CountedResult], int, int]:
     """(results to put on the boards, duplicates, excluded) per the exactly-once rule.
 
     A result counts iff it was stored by this very message (now, or before a crash) and its
-    offset is above the partition's applied watermark, i.e. it never reached the boards.
+    offset is above its board's applied watermark for the partition, i.e. it never reached the
+    board. Under the latest rule it then counts only where PostgreSQL holds it as the player's
+    latest result (season-long, and of its day): an older result delivered later changes
+    nothing, whatever the order of delivery.
     """
-    codecs: dict[int, ScoreCodec] = {}
     counted: list[CountedResult] = []
     duplicates = excluded = 0
     for s in stored:
         r = s.result
         m = r.message
-        if not s.from_this_message or r.offset <= applied_offsets[r.partition]:
+        if not s.from_this_message or r.offset <= applied_offsets[(r.board_id, r.partition)]:
             duplicates += 1
             continue
         if s.excluded or s.xid is None:
             excluded += 1
             continue
-        season = seasons[m.season_id]
-        codec = codecs.get(m.season_id)
-        if codec is None:
-            codec = codecs[m.season_id] = season.codec
+        board = boards[r.board_id]
+        day = m.achieved_at.astimezone(UTC).date()
+        season_long = daily = True
+        if board.rule == ScoringRule.LATEST:
+            season_long = latest.season_long.get((board.id, m.player_id)) == m.match_id
+            daily = latest.daily.get((board.id, m.player_id, day)) == m.match_id
+            if not (season_long or daily):
+                # Stored, but a later result of the player holds the board: not counted.
+                excluded += 1
+                continue
         counted.append(
             CountedResult(
                 partition=r.partition,
                 offset=r.offset,
-                season_id=m.season_id,
+                board_id=board.id,
                 player_id=m.player_id,
                 points=m.points,
-                ticks=codec.ticks(m.achieved_at - season.starts_at),
-                day=m.achieved_at.astimezone(UTC).date(),
+                ticks=board.codec.ticks(m.achieved_at - board.season.starts_at),
+                day=day,
                 xid=s.xid,
+                season_long=season_long,
+                daily=daily,
             )
         )
     return counted, duplicates, excluded
+
+
+def _latest_of(stored: Sequence[StoredResult], boards: Mapping[int, BoardRef]) -> LatestResults:
+    """PostgreSQL's latest result of each (latest-rule board, player) and (.., day) in the batch."""
+    candidates = {
+        (s.result.board_id, s.result.message.player_id, s.result.message.achieved_at)
+        for s in stored
+        if s.from_this_message and boards[s.result.board_id].rule == ScoringRule.LATEST
+    }
+    if not candidates:
+        return LatestResults({}, {})
+    return latest_results_get(candidates=candidates)
 
 
 # --- the batch -----------------------------------------------------------------------------
@@ -335,22 +379,27 @@ def match_results_ingest(
         try:
             stored = retrying("PostgreSQL", partial(match_results_store, results=decoded.valid))
             break
-        except SeasonsDeleted as exc:
-            # Staff deleted a season that had no results yet: validating again turns its
-            # results into dead letters (unknown season).
+        except BoardsDeleted as exc:
+            # Staff deleted a season or board that had no results yet: validating again turns
+            # its results into dead letters (unknown season or board).
             logger.warning("%s; validating the batch again", exc)
     if decoded.dead_letters:
         retrying("Kafka", lambda: dead_letters.publish(letters=decoded.dead_letters))
+    # Read after the batch committed: it decides which results hold a latest-rule board.
+    latest = retrying("PostgreSQL", lambda: _latest_of(stored, decoded.boards))
+    board_ids = sorted({s.result.board_id for s in stored})
 
     def apply() -> tuple[int, int, int]:
-        applied_offsets = applied_offsets_get(topic=topic, partitions=sorted(handled))
+        applied_offsets = applied_offsets_get(
+            topic=topic, partitions=sorted(handled), board_ids=board_ids
+        )
         counted, duplicates, excluded = _counted(
-            stored, applied_offsets=applied_offsets, seasons=decoded.seasons
+            stored, applied_offsets=applied_offsets, boards=decoded.boards, latest=latest
         )
         if not counted:
             return 0, duplicates, excluded
         outcome = board_results_apply(
-            topic=topic, results=counted, handled_offsets=handled, seasons=decoded.seasons
+            topic=topic, results=counted, handled_offsets=handled, boards=decoded.boards
         )
         # An overflowing cumulative sum is logged by board_results_apply; the result stays
         # stored and counted as applied here (the rebuild reports it too).
@@ -475,12 +524,9 @@ def match_results_submit(*, items: Sequence[object]) -> int:
             messages.append((index, message_validate(item)))
         except MessageRejected as exc:
             rejected.append(RejectedItem(index, exc.code, exc.reason, exc.field))
-    seasons = Season.objects.in_bulk({message.season_id for _, message in messages})
-    for index, message in messages:
-        try:
-            message_check_season(message, seasons.get(message.season_id))
-        except MessageRejected as exc:
-            rejected.append(RejectedItem(index, exc.code, exc.reason, exc.field))
+    _, _, board_rejections = _boards_check(messages)
+    for index, rejection in board_rejections:
+        rejected.append(RejectedItem(index, rejection.code, rejection.reason, rejection.field))
     if rejected:
         raise MatchResultsRejected(sorted(rejected, key=lambda item: item.index))
     try:

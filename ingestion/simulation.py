@@ -8,6 +8,10 @@ What makes it realistic enough to exercise the consumer:
 - points drawn from a lognormal around ``points_mean`` and rounded to ``points_step`` so equal
   points (ties) are common, clipped to 0..the season codec's maximum;
 - ``achievedAt`` = now, clamped into the season's window (ticks collide too: more ties);
+- boards: by default the ``main`` board only; with ``boards``, each player result goes to every
+  listed board (``spread=False``: a match scores, kills and lap times at once) or to one of them
+  in turn (``spread=True``: the same number of results spread over the boards), each board with
+  its own point distribution;
 - duplicates, a ``duplicates`` fraction of the results: half are producer retries (the same
   bytes re-sent at once), half late duplicates (the same result re-sent ``late_delay`` seconds
   later as a new message, as a game server retrying after a timeout would).
@@ -38,6 +42,17 @@ REGULARS_ACTIVITY = 0.8
 
 
 @dataclass(frozen=True, slots=True)
+class SimulatedBoard:
+    """A board the simulator writes to, and how its points are drawn."""
+
+    slug: str
+    max_points: int
+    points_mean: int = 1_500
+    points_sigma: float = 0.5
+    points_step: int = 10
+
+
+@dataclass(frozen=True, slots=True)
 class SimulationConfig:
     season_id: int
     season_starts_at: datetime
@@ -52,6 +67,9 @@ class SimulationConfig:
     points_sigma: float = 0.5
     points_step: int = 10
     seed: int | None = None
+    # Empty: the main board, with the points settings above.
+    boards: tuple[SimulatedBoard, ...] = ()
+    spread: bool = False
 
     def __post_init__(self) -> None:
         if self.players < 1:
@@ -64,6 +82,21 @@ class SimulationConfig:
             raise ValueError("duplicates is a fraction between 0 and 1")
         if self.points_step < 1 or self.points_mean < 0:
             raise ValueError("points_step must be >= 1 and points_mean >= 0")
+        if any(b.points_step < 1 or b.points_mean < 0 for b in self.boards):
+            raise ValueError("every board's points_step must be >= 1 and points_mean >= 0")
+
+    def simulated_boards(self) -> tuple[SimulatedBoard, ...]:
+        if self.boards:
+            return self.boards
+        return (
+            SimulatedBoard(
+                slug="main",
+                max_points=self.max_points,
+                points_mean=self.points_mean,
+                points_sigma=self.points_sigma,
+                points_step=self.points_step,
+            ),
+        )
 
 
 @dataclass(slots=True)
@@ -99,8 +132,10 @@ class MatchGenerator:
         # scatters the regulars over the whole id range.
         self._multiplier = self._coprime_multiplier(config.players)
         self._offset = self.random.randrange(config.players)
-        # Median of the lognormal at points_mean.
-        self._mu = math.log(max(config.points_mean, 1))
+        self._boards = config.simulated_boards()
+        # Median of each board's lognormal at its points_mean.
+        self._mu = {b.slug: math.log(max(b.points_mean, 1)) for b in self._boards}
+        self._next_board = 0
 
     @staticmethod
     def _coprime_multiplier(players: int) -> int:
@@ -116,10 +151,18 @@ class MatchGenerator:
             index = self.random.randrange(self.config.players)
         return (index * self._multiplier + self._offset) % self.config.players + 1
 
-    def points(self) -> int:
-        step = self.config.points_step
-        raw = self.random.lognormvariate(self._mu, self.config.points_sigma)
-        return min(max(0, round(raw / step) * step), self.config.max_points)
+    def points(self, board: SimulatedBoard | None = None) -> int:
+        board = board or self._boards[0]
+        step = board.points_step
+        raw = self.random.lognormvariate(self._mu[board.slug], board.points_sigma)
+        return min(max(0, round(raw / step) * step), board.max_points)
+
+    def _boards_of_result(self) -> tuple[SimulatedBoard, ...]:
+        if not self.config.spread:
+            return self._boards
+        board = self._boards[self._next_board % len(self._boards)]
+        self._next_board += 1
+        return (board,)
 
     def achieved_at(self, now: datetime) -> datetime:
         return min(max(now, self.config.season_starts_at), self.config.season_ends_at)
@@ -136,10 +179,12 @@ class MatchGenerator:
                 match_id=match_id,
                 player_id=player_id,
                 season_id=self.config.season_id,
-                points=self.points(),
+                points=self.points(board),
                 achieved_at=achieved_at,
+                board=board.slug,
             )
             for player_id in sorted(players)
+            for board in self._boards_of_result()
         ]
 
 
@@ -206,18 +251,51 @@ def simulation_run(
     return stats
 
 
-def simulation_config_for_season(*, season_id: int, **options: object) -> SimulationConfig:
-    """A config bound to an existing season's window and point range (``LookupError`` if none)."""
+# Point distributions the simulator gives boards by kind: a lap time in milliseconds for a
+# board where lower wins, a handful per match for a sum (kills), the default otherwise.
+_ASC_POINTS = {"points_mean": 90_000, "points_sigma": 0.15, "points_step": 1}
+_CUMULATIVE_POINTS = {"points_mean": 5, "points_sigma": 0.6, "points_step": 1}
+
+
+def simulation_config_for_season(
+    *, season_id: int, board_slugs: list[str] | None = None, **options: object
+) -> SimulationConfig:
+    """A config bound to an existing season's window and its boards' point ranges
+    (``LookupError`` if the season or a board does not exist). ``board_slugs``: the boards to
+    write to (None: main only; ["*"]: every board of the season)."""
     # Imported here, not for a cycle: the rest of this module runs without Django (bench/).
+    from leaderboard.models import MAIN_BOARD, Board, BoardOrder, ScoringRule
     from seasons.models import Season
 
     season = Season.objects.filter(id=season_id).first()
     if season is None:
         raise LookupError(f"season {season_id} does not exist (create it with create_season)")
+    boards = {b.slug: b for b in Board.objects.filter(season_id=season_id).order_by("id")}
+    wanted = [MAIN_BOARD] if board_slugs is None else board_slugs
+    if wanted == ["*"]:
+        wanted = list(boards)
+    missing = [slug for slug in wanted if slug not in boards]
+    if missing:
+        raise LookupError(f"season {season_id} has no board(s) {', '.join(missing)}")
+    simulated = []
+    for slug in wanted:
+        board = boards[slug]
+        shape: dict[str, object] = {}
+        if board.order == BoardOrder.ASC:
+            shape = dict(_ASC_POINTS)
+        elif board.rule == ScoringRule.CUMULATIVE:
+            shape = dict(_CUMULATIVE_POINTS)
+        elif slug == MAIN_BOARD or len(wanted) == 1:
+            shape = {key: options[key] for key in ("points_mean", "points_step") if key in options}
+        simulated.append(
+            SimulatedBoard(slug=slug, max_points=board.codec.max_points, **shape)  # type: ignore[arg-type]
+        )
+    main = boards.get(MAIN_BOARD)
     return SimulationConfig(
         season_id=season.id,
         season_starts_at=season.starts_at,
         season_ends_at=season.ends_at,
-        max_points=season.codec.max_points,
+        max_points=main.codec.max_points if main is not None else simulated[0].max_points,
+        boards=tuple(simulated),
         **options,  # type: ignore[arg-type]
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.db import transaction
@@ -19,11 +20,14 @@ from seasons.admin import ReadOnlyAdmin, confirmed_action
 from seasons.models import Season
 
 from .board_scores import match_results_of_player
-from .models import MatchResult, PlayerBan, RebuildRun, ReconcileRun
-from .selectors import BoardOverview, season_board_overview_get
+from .models import MAIN_BOARD, Board, MatchResult, PlayerBan, RebuildRun, ReconcileRun
+from .selectors import BoardOverview, board_list, board_overview_get
 from .services import (
+    SCORE_FIELDS,
     Correction,
+    board_create,
     board_reconcile,
+    board_update,
     match_result_void,
     player_ban,
     player_unban,
@@ -34,12 +38,16 @@ from .tasks import board_rebuild_task, boards_correct_task
 def _queue_board_corrections(correction: Correction) -> str:
     """Queue the rebuild of what a correction touched, once its transaction has committed."""
     days = [d.isoformat() for d in correction.days]
+    board_ids = None if correction.board_ids is None else list(correction.board_ids)
     transaction.on_commit(
-        lambda: boards_correct_task.delay(season_id=correction.season_id, days=days)
+        lambda: boards_correct_task.delay(
+            season_id=correction.season_id, days=days, board_ids=board_ids
+        )
     )
+    which = "every board" if board_ids is None else f"{len(board_ids)} board(s)"
     return (
-        f"season {correction.season_id}: the season board, {len(days)} daily board(s) and "
-        "their weekly boards are being rebuilt (a closed season: review its final standings)"
+        f"season {correction.season_id}: {which}, with {len(days)} daily board(s) and their "
+        "weekly boards, are being rebuilt (a closed season: review its final standings)"
     )
 
 
@@ -63,78 +71,139 @@ def void_match_results(
         }
         return TemplateResponse(request, "admin/leaderboard/void_results.html", context)
     voided = 0
-    by_season: dict[int, set[Any]] = {}
+    by_season: dict[int, tuple[set[Any], set[int]]] = {}
     for result_id in queryset.values_list("id", flat=True):
         correction = match_result_void(result_id=result_id, reason=reason)
         voided += int(correction.changed)
-        by_season.setdefault(correction.season_id, set()).update(correction.days)
-    for season_id, days in sorted(by_season.items()):
-        note = _queue_board_corrections(Correction(season_id, tuple(sorted(days)), True))
-        modeladmin.message_user(request, note, messages.INFO)
+        days, boards = by_season.setdefault(correction.season_id, (set(), set()))
+        days.update(correction.days)
+        boards.update(correction.board_ids or ())
+    for season_id, (days, boards) in sorted(by_season.items()):
+        correction = Correction(season_id, tuple(sorted(days)), True, tuple(sorted(boards)))
+        modeladmin.message_user(request, _queue_board_corrections(correction), messages.INFO)
     modeladmin.message_user(request, f"{voided} result(s) voided.", messages.SUCCESS)
     return None
 
 
-# --- Seasons: the live board, rebuild and reconcile ----------------------------------------------
+# --- Seasons: their boards, live, with rebuild and reconcile ------------------------------------
 
 
 @confirmed_action(
     description="Rebuild the selected seasons' boards from PostgreSQL",
     explanation=(
-        "Queues a rebuild of each season's board and of its daily boards in Redis (the weekly "
-        "boards built from them follow): each is recomputed from PostgreSQL and swapped in "
-        "atomically; results ingested meanwhile are kept."
+        "Queues a rebuild of each board of each season, with its daily boards in Redis (the "
+        "weekly boards built from them follow): each is recomputed from PostgreSQL and swapped "
+        "in atomically; results ingested meanwhile are kept."
     ),
 )
 def rebuild_board(season: Season) -> str:
-    board_rebuild_task.delay(season_id=season.id, reason="admin")
+    boards = board_list(season_id=season.id)
+    for board in boards:
+        board_rebuild_task.delay(board_id=board.id, reason="admin")
     return (
-        f"season {season.id}: rebuild of the season, daily and weekly boards queued "
-        "(the worker runs it; see Rebuild runs)"
+        f"season {season.id}: rebuild of {len(boards)} board(s) with their daily and weekly "
+        "boards queued (the worker runs it; see Rebuild runs)"
     )
 
 
 @confirmed_action(
     description="Reconcile the selected seasons' boards with PostgreSQL",
     explanation=(
-        "Compares each season board's size and a sample of scores with PostgreSQL, records the "
-        "drift (see Reconcile runs) and, if any, rebuilds the board."
+        "Compares each board's size and a sample of scores with PostgreSQL, records the drift "
+        "(see Reconcile runs) and, if any, rebuilds the board."
     ),
 )
 def reconcile_boards(season: Season) -> str:
-    result = board_reconcile(season_id=season.id)
-    if result.run_id is None:
-        return f"season {season.id}: a rebuild is running; nothing compared"
-    if not result.drift_found:
-        return f"season {season.id}: the board matches PostgreSQL"
-    repaired = "rebuilt" if result.rebuilt else "NOT rebuilt (a rebuild was running)"
-    return f"season {season.id}: drift found (reconcile run #{result.run_id}); board {repaired}"
+    notes = []
+    for board in board_list(season_id=season.id):
+        result = board_reconcile(board_id=board.id)
+        if result.run_id is None:
+            notes.append(f"{board.slug}: a rebuild is running; nothing compared")
+        elif not result.drift_found:
+            notes.append(f"{board.slug}: matches PostgreSQL")
+        else:
+            repaired = "rebuilt" if result.rebuilt else "NOT rebuilt (a rebuild was running)"
+            notes.append(f"{board.slug}: drift found (reconcile run #{result.run_id}), {repaired}")
+    return f"season {season.id}: " + "; ".join(notes)
+
+
+class BoardForm(forms.ModelForm):
+    """A board row of the season page. What the encoded scores depend on is read-only once the
+    board has results; writes go through the board services (they fix the codec split)."""
+
+    class Meta:
+        model = Board
+        fields = ("slug", "name", "order", "rule", "time_resolution_seconds")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None and self.instance.match_results.exists():
+            for field in SCORE_FIELDS:
+                self.fields[field].disabled = True
+                self.fields[field].help_text = "fixed: the board has results"
+
+    def _post_clean(self) -> None:
+        # time_bits is the service's to compute: skip the model's full_clean here (the service
+        # runs it with every field set).
+        pass
+
+
+class BoardInline(admin.TabularInline):
+    model = Board
+    form = BoardForm
+    extra = 0
+    fields = ("slug", "name", "order", "rule", "time_resolution_seconds", "time_bits")
+    readonly_fields = ("time_bits",)
+    show_change_link = False
 
 
 class SeasonAdmin(seasons_admin.SeasonAdmin):
+    inlines = [BoardInline]
     actions = [*seasons_admin.SeasonAdmin.actions, rebuild_board, reconcile_boards]
-    _live_fields = ("board_size", "last_snapshot_refresh", "live_top_100")
+    _live_fields = ("live_boards",)
 
-    def _overview(self, obj: Season) -> BoardOverview:
-        cache = getattr(obj, "_board_overview", None)
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        if formset.model is not Board:
+            super().save_formset(request, form, formset, change)
+            return
+        season = form.instance
+        for board_form in formset.forms:
+            data = getattr(board_form, "cleaned_data", None)
+            if not data or not board_form.has_changed():
+                continue
+            board = board_form.instance
+            if data.get("DELETE"):
+                if board.pk is not None:
+                    board.delete()
+                continue
+            values = {field: data[field] for field in ("name", *SCORE_FIELDS)}
+            if board.pk is None:
+                board_create(season_id=season.id, **values)
+            else:
+                board_update(board_id=board.pk, **values)
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        if not Board.objects.filter(season_id=form.instance.id, slug=MAIN_BOARD).exists():
+            # Every season has its main board (the /leaderboard/ paths and messages without a
+            # "board" field mean it): a season created without one gets the default.
+            board_create(season_id=form.instance.id, slug=MAIN_BOARD, name="Main")
+
+    def _overviews(self, obj: Season) -> list[BoardOverview]:
+        cache = getattr(obj, "_board_overviews", None)
         if cache is None:
-            cache = season_board_overview_get(season=obj, limit=100)
-            obj._board_overview = cache  # type: ignore[attr-defined]
+            cache = [
+                board_overview_get(board=board, limit=100) for board in board_list(season_id=obj.id)
+            ]
+            obj._board_overviews = cache  # type: ignore[attr-defined]
         return cache
 
-    @admin.display(description="Board size (Redis)")
-    def board_size(self, obj: Season) -> int:
-        return int(self._overview(obj).size)
-
-    @admin.display(description="Top list snapshot refreshed at")
-    def last_snapshot_refresh(self, obj: Season) -> str:
-        refreshed = self._overview(obj).snapshot_refreshed_at
-        return refreshed.isoformat() if refreshed else "never (no snapshot)"
-
-    @admin.display(description="Live top 100 (Redis)")
-    def live_top_100(self, obj: Season) -> SafeString:
+    @admin.display(description="Live boards (Redis)")
+    def live_boards(self, obj: Season) -> SafeString:
         return mark_safe(  # noqa: S308 (the template escapes every value)
-            render_to_string("admin/leaderboard/board_top.html", {"overview": self._overview(obj)})
+            render_to_string(
+                "admin/leaderboard/board_top.html", {"overviews": self._overviews(obj)}
+            )
         )
 
 
@@ -144,8 +213,17 @@ admin.site.register(Season, SeasonAdmin)
 
 @admin.register(MatchResult)
 class MatchResultAdmin(admin.ModelAdmin):
-    list_display = ("match_id", "player_id", "season", "points", "achieved_at", "voided_at")
+    list_display = (
+        "match_id",
+        "player_id",
+        "season",
+        "board",
+        "points",
+        "achieved_at",
+        "voided_at",
+    )
     list_filter = ("season",)
+    list_select_related = ("board",)
     search_fields = ("=player_id", "=match_id")
     show_full_result_count = False  # COUNT(*) over tens of millions of rows is not free
     actions = (void_match_results,)
@@ -202,6 +280,7 @@ class PlayerBanAdmin(admin.ModelAdmin):
 class RebuildRunAdmin(ReadOnlyAdmin):
     list_display = (
         "season",
+        "board",
         "day",
         "status",
         "members",
@@ -212,12 +291,14 @@ class RebuildRunAdmin(ReadOnlyAdmin):
         "finished_at",
     )
     list_filter = ("status", "season")
+    list_select_related = ("board",)
 
 
 @admin.register(ReconcileRun)
 class ReconcileRunAdmin(ReadOnlyAdmin):
     list_display = (
         "season",
+        "board",
         "day",
         "checked_at",
         "redis_members",

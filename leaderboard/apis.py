@@ -1,12 +1,16 @@
 """The public read API: one view per operation, over leaderboard.selectors.
 
+Every board read lives at ``/api/seasons/{season}/boards/{board}/...``; the same views serve
+``/api/seasons/{season}/leaderboard/...`` for the season's ``main`` board (contract 0.1 paths).
+
 Every error is JSON: ``{"detail": "..."}``, plus ``"errors": {field: [messages]}`` for a
-malformed parameter (400). An unknown season is 404.
+malformed parameter (400). An unknown season or board is 404.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -24,16 +28,22 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView, exception_handler
 
-from seasons.selectors import SeasonRef, season_get_cached, season_list
+from seasons.selectors import season_get_cached
 
+from .models import BOARD_SLUG_PATTERN, MAIN_BOARD
 from .selectors import (
+    BoardRef,
     RankingEntry,
     board_around_get,
     board_friends_get,
+    board_get_cached,
+    board_list,
     board_player_get,
     board_ranks_get,
+    board_sizes_get,
     board_top_get,
     daily_board_top_get,
+    season_list_with_main_rule,
     weekly_board_top_get,
 )
 from .serializers import (
@@ -140,11 +150,17 @@ def json_response(
     return HttpResponse(_json.render(data), content_type="application/json")
 
 
-def season_or_404(season_id: int) -> SeasonRef:
-    season = season_get_cached(season_id=season_id)
-    if season is None:
+_SLUG = re.compile(BOARD_SLUG_PATTERN)
+
+
+def board_or_404(season_id: int, slug: str) -> BoardRef:
+    """The season's board, or a 404 that says which of the two does not exist."""
+    board = board_get_cached(season_id=season_id, slug=slug) if _SLUG.match(slug) else None
+    if board is not None:
+        return board
+    if season_get_cached(season_id=season_id) is None:
         raise NotFound(f"season {season_id} does not exist")
-    return season
+    raise NotFound(f"season {season_id} has no board {slug[:40]!r}")
 
 
 # --- cacheable lists (top, daily, weekly) ---------------------------------------------------------
@@ -201,15 +217,14 @@ _SEASON_PARAM = OpenApiParameter("season", OpenApiTypes.INT, OpenApiParameter.PA
 _PLAYER_PARAM = OpenApiParameter("player", OpenApiTypes.INT, OpenApiParameter.PATH)
 _ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="A malformed parameter."),
-    404: OpenApiResponse(ErrorSerializer, description="Unknown season."),
+    404: OpenApiResponse(ErrorSerializer, description="Unknown season or board."),
 }
 _LIST = RankingEntrySerializer(many=True)
 
 
 class BoardTopApi(PublicApi):
     @extend_schema(
-        operation_id="leaderboard_top",
-        summary="The season's top entries",
+        summary="The board's top entries",
         description=(
             "Served from a snapshot refreshed every second (header X-Leaderboard-Source: "
             "snapshot), or read from the live board when the snapshot is missing or stale "
@@ -218,87 +233,99 @@ class BoardTopApi(PublicApi):
         parameters=[_SEASON_PARAM, TopQuerySerializer],
         responses={200: _LIST, **_ERRORS},
     )
-    def get(self, request: Request, season: str) -> HttpResponse:
+    def get(self, request: Request, season: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(SeasonPathSerializer, {"season": season})
         query = parse(TopQuerySerializer, request.query_params)
-        top = board_top_get(season=season_or_404(path["season"]), limit=query["limit"])
+        ref = board_or_404(path["season"], board)
+        top = board_top_get(board=ref, limit=query["limit"])
         return cacheable_list_response(
             request,
             entries=top.entries,
-            memo_key=None if top.version is None else (path["season"], top.version, query["limit"]),
+            memo_key=None if top.version is None else (ref.id, top.version, query["limit"]),
             headers={SOURCE_HEADER: top.source},
         )
 
 
 class BoardPlayerApi(PublicApi):
     @extend_schema(
-        operation_id="leaderboard_player",
         summary="A player's entry, with the board size, percentile and points to the next rank",
         parameters=[_SEASON_PARAM, _PLAYER_PARAM],
         responses={
             200: PlayerStandingSerializer,
             400: _ERRORS[400],
-            404: OpenApiResponse(ErrorSerializer, description="Unknown season, or no score."),
+            404: OpenApiResponse(
+                ErrorSerializer, description="Unknown season or board, or no score."
+            ),
         },
     )
-    def get(self, request: Request, season: str, player: str) -> HttpResponse:
+    def get(
+        self, request: Request, season: str, player: str, board: str = MAIN_BOARD
+    ) -> HttpResponse:
         path = parse(PlayerPathSerializer, {"season": season, "player": player})
-        standing = board_player_get(season=season_or_404(path["season"]), player_id=path["player"])
+        ref = board_or_404(path["season"], board)
+        standing = board_player_get(board=ref, player_id=path["player"])
         if standing is None:
-            raise NotFound(f"player {path['player']} has no score in season {path['season']}")
+            where = f"season {path['season']}"
+            if ref.slug != MAIN_BOARD:
+                where = f"board {ref.slug!r} of {where}"
+            raise NotFound(f"player {path['player']} has no score in {where}")
         return json_response(PlayerStandingSerializer, standing)
 
 
 class BoardAroundApi(PublicApi):
     @extend_schema(
-        operation_id="leaderboard_around",
         summary="The entries from the player's rank - radius to + radius ([] without a score)",
         parameters=[_SEASON_PARAM, _PLAYER_PARAM, AroundQuerySerializer],
         responses={200: _LIST, **_ERRORS},
     )
-    def get(self, request: Request, season: str, player: str) -> HttpResponse:
+    def get(
+        self, request: Request, season: str, player: str, board: str = MAIN_BOARD
+    ) -> HttpResponse:
         path = parse(PlayerPathSerializer, {"season": season, "player": player})
         query = parse(AroundQuerySerializer, request.query_params)
         entries = board_around_get(
-            season=season_or_404(path["season"]), player_id=path["player"], radius=query["radius"]
+            board=board_or_404(path["season"], board),
+            player_id=path["player"],
+            radius=query["radius"],
         )
         return json_response(RankingEntrySerializer, entries, many=True)
 
 
 class BoardRanksApi(PublicApi):
     @extend_schema(
-        operation_id="leaderboard_ranks",
         summary="A page of entries from a 1-based position",
         parameters=[_SEASON_PARAM, RanksQuerySerializer],
         responses={200: _LIST, **_ERRORS},
     )
-    def get(self, request: Request, season: str) -> HttpResponse:
+    def get(self, request: Request, season: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(SeasonPathSerializer, {"season": season})
         query = parse(RanksQuerySerializer, request.query_params)
         entries = board_ranks_get(
-            season=season_or_404(path["season"]), start_rank=query["start"], count=query["count"]
+            board=board_or_404(path["season"], board),
+            start_rank=query["start"],
+            count=query["count"],
         )
         return json_response(RankingEntrySerializer, entries, many=True)
 
 
 class BoardFriendsApi(PublicApi):
     @extend_schema(
-        operation_id="leaderboard_friends",
         summary="Those players' entries with their global ranks, best first",
         description="Players without a score are left out. At most 200 ids.",
         parameters=[_SEASON_PARAM, FriendsQuerySerializer],
         responses={200: _LIST, **_ERRORS},
     )
-    def get(self, request: Request, season: str) -> HttpResponse:
+    def get(self, request: Request, season: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(SeasonPathSerializer, {"season": season})
         query = parse(FriendsQuerySerializer, request.query_params)
-        entries = board_friends_get(season=season_or_404(path["season"]), player_ids=query["ids"])
+        entries = board_friends_get(
+            board=board_or_404(path["season"], board), player_ids=query["ids"]
+        )
         return json_response(RankingEntrySerializer, entries, many=True)
 
 
 class DailyTopApi(PublicApi):
     @extend_schema(
-        operation_id="leaderboard_daily_top",
         summary="The top entries of one UTC day's board",
         parameters=[
             _SEASON_PARAM,
@@ -307,18 +334,17 @@ class DailyTopApi(PublicApi):
         ],
         responses={200: _LIST, **_ERRORS},
     )
-    def get(self, request: Request, season: str, day: str) -> HttpResponse:
+    def get(self, request: Request, season: str, day: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(DayPathSerializer, {"season": season, "day": day})
         query = parse(TopQuerySerializer, request.query_params)
         entries = daily_board_top_get(
-            season=season_or_404(path["season"]), day=path["day"], limit=query["limit"]
+            board=board_or_404(path["season"], board), day=path["day"], limit=query["limit"]
         )
         return cacheable_list_response(request, entries=entries)
 
 
 class WeeklyTopApi(PublicApi):
     @extend_schema(
-        operation_id="leaderboard_weekly_top",
         summary="The top entries of one ISO week's board",
         description=(
             "Weekly boards are built from the daily boards by a periodic task; a missing board "
@@ -333,16 +359,18 @@ class WeeklyTopApi(PublicApi):
         ],
         responses={200: _LIST, **_ERRORS},
     )
-    def get(self, request: Request, season: str, week: str) -> HttpResponse:
+    def get(
+        self, request: Request, season: str, week: str, board: str = MAIN_BOARD
+    ) -> HttpResponse:
         path = parse(WeekPathSerializer, {"season": season, "week": week})
         query = parse(TopQuerySerializer, request.query_params)
-        season_ref = season_or_404(path["season"])
+        ref = board_or_404(path["season"], board)
         iso_year, iso_week = path["week"]
         weekly_board_ensure(
-            season=season_ref, iso_year=iso_year, iso_week=iso_week, today=timezone.now().date()
+            board=ref, iso_year=iso_year, iso_week=iso_week, today=timezone.now().date()
         )
         entries = weekly_board_top_get(
-            season=season_ref, iso_year=iso_year, iso_week=iso_week, limit=query["limit"]
+            board=ref, iso_year=iso_year, iso_week=iso_week, limit=query["limit"]
         )
         return cacheable_list_response(request, entries=entries)
 
@@ -360,8 +388,44 @@ class SeasonListApi(PublicApi):
 
     @extend_schema(
         operation_id="seasons_list",
-        summary="Every season, the most recent start first",
+        summary="Every season, the most recent start first (rule: its main board's)",
         responses={200: SeasonOutputSerializer(many=True)},
     )
     def get(self, request: Request) -> Response:
-        return Response(self.SeasonOutputSerializer(season_list(), many=True).data)
+        seasons = season_list_with_main_rule()
+        return Response(self.SeasonOutputSerializer(seasons, many=True).data)
+
+
+class BoardListApi(PublicApi):
+    """GET /api/seasons/{season}/boards: the season's boards, main first."""
+
+    class BoardOutputSerializer(serializers.Serializer):
+        slug = serializers.CharField()
+        name = serializers.CharField()
+        order = serializers.CharField()
+        rule = serializers.CharField()
+        size = serializers.IntegerField(help_text="Players on the board now.")
+
+    @extend_schema(
+        operation_id="boards_list",
+        summary="The season's boards, main first, with their number of players",
+        parameters=[_SEASON_PARAM],
+        responses={200: BoardOutputSerializer(many=True), **_ERRORS},
+    )
+    def get(self, request: Request, season: str) -> Response:
+        path = parse(SeasonPathSerializer, {"season": season})
+        if season_get_cached(season_id=path["season"]) is None:
+            raise NotFound(f"season {path['season']} does not exist")
+        boards = board_list(season_id=path["season"])
+        sizes = board_sizes_get(boards=boards)
+        rows = [
+            {
+                "slug": b.slug,
+                "name": b.name,
+                "order": b.order,
+                "rule": b.rule,
+                "size": sizes[b.id],
+            }
+            for b in boards
+        ]
+        return Response(self.BoardOutputSerializer(rows, many=True).data)

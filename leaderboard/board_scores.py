@@ -1,9 +1,12 @@
-"""Reads over match results: each player's board score, computed from PostgreSQL.
+"""Reads over match results: each player's score on a board, computed from PostgreSQL.
 
 The aggregation here is the definition a rebuild and a reconcile hold Redis to, so it follows
 the score semantics of the live apply exactly:
 
-- ``best``: the highest points, at the EARLIEST time they were reached;
+- ``best``: the best points for the board's order (highest for ``desc``, lowest for ``asc``),
+  at the EARLIEST time they were reached;
+- ``latest``: the points of the latest result (by achieved_at; an exact tie goes to the greater
+  match id), at that result's time;
 - ``cumulative``: the sum of points, at the LATEST result's time;
 - over counted results only: not voided, and the player not banned from the season;
 - a daily board (``day``) counts only results achieved on that UTC day; ticks still run from
@@ -18,7 +21,8 @@ every value is a bound parameter.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from itertools import pairwise
@@ -27,10 +31,12 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
-from seasons.models import ScoringRule, Season
-
 from .codec import BIGINT_MAX, CodecError
-from .models import MatchResult
+from .models import Board, MatchResult, PlayerBan, ScoringRule
+from .selectors import BoardRef
+
+_RESULTS = MatchResult._meta.db_table
+_BANS = PlayerBan._meta.db_table
 
 # Server-side cursor batch: large enough to amortise round trips, small enough to stream.
 DEFAULT_CHUNK_ROWS = 20_000
@@ -40,7 +46,8 @@ DEFAULT_CHUNK_ROWS = 20_000
 class BoardScore:
     player_id: int
     points: int
-    # The time that places the player among equal points: earliest best (best), latest (cumulative).
+    # The time that places the player among equal points: the earliest time the best value was
+    # reached (best), the latest result's (latest, cumulative).
     achieved_at: datetime
     score: int
 
@@ -48,27 +55,39 @@ class BoardScore:
 def _counted_results_sql(*, day: date | None) -> str:
     day_filter = "AND r.achieved_at >= %(day_start)s AND r.achieved_at < %(day_end)s" if day else ""
     return f"""
-        FROM ingestion_matchresult r
-        WHERE r.season_id = %(season_id)s
+        FROM {_RESULTS} r
+        WHERE r.board_id = %(board_id)s
           AND r.voided_at IS NULL
           {day_filter}
           AND NOT EXISTS (
-              SELECT 1 FROM leaderboard_playerban b
+              SELECT 1 FROM {_BANS} b
               WHERE b.season_id = r.season_id AND b.player_id = r.player_id
           )
     """  # noqa: S608
 
 
-def _per_player_sql(*, season: Season, day: date | None, player_filter: str = "") -> str:
+# A player's one result that holds the board, per rule (DISTINCT ON keeps the first).
+_ONE_RESULT_ORDER: dict[tuple[str, str], str] = {
+    # Reads match_result_board_player_idx (board, player_id, -points, achieved_at) in order,
+    # index only.
+    (ScoringRule.BEST, "desc"): "r.player_id, r.points DESC, r.achieved_at",
+    # The same index, sorted within each player (an incremental sort).
+    (ScoringRule.BEST, "asc"): "r.player_id, r.points ASC, r.achieved_at",
+    # The latest result; an exact tie on achieved_at goes to the greater match id, so every
+    # replay and every rebuild agrees with ingestion (latest_results_get).
+    (ScoringRule.LATEST, "desc"): "r.player_id, r.achieved_at DESC, r.match_id DESC",
+    (ScoringRule.LATEST, "asc"): "r.player_id, r.achieved_at DESC, r.match_id DESC",
+}
+
+
+def _per_player_sql(*, board: BoardRef, day: date | None, player_filter: str = "") -> str:
     """One row per player: player_id, points, achieved_at (the time that counts)."""
     counted = _counted_results_sql(day=day) + player_filter
-    if season.rule == ScoringRule.BEST:
-        # Reads match_result_player_idx (season, player_id, -points, achieved_at) in order,
-        # index only.
+    if board.rule != ScoringRule.CUMULATIVE:
         return f"""
             SELECT DISTINCT ON (r.player_id) r.player_id, r.points, r.achieved_at
             {counted}
-            ORDER BY r.player_id, r.points DESC, r.achieved_at
+            ORDER BY {_ONE_RESULT_ORDER[(board.rule, board.order)]}
         """
     return f"""
         SELECT r.player_id, SUM(r.points) AS points, MAX(r.achieved_at) AS achieved_at
@@ -77,9 +96,11 @@ def _per_player_sql(*, season: Season, day: date | None, player_filter: str = ""
     """
 
 
-def _scored_sql(*, season: Season, day: date | None, player_filter: str = "") -> str:
+def _scored_sql(*, board: BoardRef, day: date | None, player_filter: str = "") -> str:
     """player_id, points, achieved_at, score (NULL when cumulative points overflow the codec)."""
-    inner = _per_player_sql(season=season, day=day, player_filter=player_filter)
+    inner = _per_player_sql(board=board, day=day, player_filter=player_filter)
+    # Same as ScoreCodec.encode: an asc board stores max_points - points in the high bits.
+    high = "(%(max_points)s - p.points)" if board.ascending else "p.points"
     # Same as ScoreCodec.ticks: whole ticks of exact (numeric) elapsed seconds, floored.
     ticks = (
         "FLOOR((EXTRACT(EPOCH FROM p.achieved_at) - EXTRACT(EPOCH FROM %(starts_at)s::timestamptz))"
@@ -88,17 +109,17 @@ def _scored_sql(*, season: Season, day: date | None, player_filter: str = "") ->
     return f"""
         SELECT p.player_id, p.points, p.achieved_at,
                CASE WHEN p.points > %(max_points)s THEN NULL
-                    ELSE p.points::bigint * %(scale)s + (%(max_ticks)s - {ticks})
+                    ELSE {high}::bigint * %(scale)s + (%(max_ticks)s - {ticks})
                END AS score
         FROM ({inner}) p
     """  # noqa: S608
 
 
-def _params(*, season: Season, day: date | None) -> dict[str, Any]:
-    codec = season.codec
+def _params(*, board: BoardRef, day: date | None) -> dict[str, Any]:
+    codec = board.codec
     params: dict[str, Any] = {
-        "season_id": season.id,
-        "starts_at": season.starts_at,
+        "board_id": board.id,
+        "starts_at": board.season.starts_at,
         "resolution": codec.resolution_seconds,
         "max_points": codec.max_points,
         "max_ticks": codec.max_ticks,
@@ -111,38 +132,38 @@ def _params(*, season: Season, day: date | None) -> dict[str, Any]:
     return params
 
 
-def _overflow(season: Season, player_id: object) -> CodecError:
+def _overflow(board: BoardRef, player_id: object) -> CodecError:
     return CodecError(
-        f"season {season.id}: cumulative points of player {player_id!s} exceed the codec "
-        f"maximum {season.codec.max_points}"
+        f"board {board.id} ({board.slug} of season {board.season_id}): cumulative points of "
+        f"player {player_id!s} exceed the codec maximum {board.codec.max_points}"
     )
 
 
-def _board_score(season: Season, row: tuple[Any, ...]) -> BoardScore:
+def _board_score(board: BoardRef, row: tuple[Any, ...]) -> BoardScore:
     player_id, points, achieved_at, score = row
     if score is None:
-        raise _overflow(season, player_id)
+        raise _overflow(board, player_id)
     return BoardScore(int(player_id), int(points), achieved_at, int(score))
 
 
 def board_scores_chunks(
-    *, season: Season, day: date | None = None, chunk_rows: int = DEFAULT_CHUNK_ROWS
+    *, board: BoardRef, day: date | None = None, chunk_rows: int = DEFAULT_CHUNK_ROWS
 ) -> Iterator[list[BoardScore]]:
     """Every counted player's board score, in chunks, through a server-side cursor.
 
     Runs in the caller's transaction when there is one (a rebuild reads in its snapshot).
     """
-    sql = _scored_sql(season=season, day=day)
-    params = _params(season=season, day=day)
+    sql = _scored_sql(board=board, day=day)
+    params = _params(board=board, day=day)
     with connection.chunked_cursor() as cursor:
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(chunk_rows):
-            yield [_board_score(season, row) for row in rows]
+            yield [_board_score(board, row) for row in rows]
 
 
 def board_scores_zadd_chunks(
     *,
-    season: Season,
+    board: BoardRef,
     day: date | None = None,
     chunk_bytes: int = 1 << 20,
     overflowed: list[int] | None = None,
@@ -162,16 +183,16 @@ def board_scores_zadd_chunks(
     A player whose cumulative points overflow the codec raises CodecError, unless
     ``overflowed`` is given: then the player is left out and their id appended to it.
     """
-    params = _params(season=season, day=day)
+    params = _params(board=board, day=day)
     if sorted_runs is None:
-        inner = _scored_sql(season=season, day=day)
+        inner = _scored_sql(board=board, day=day)
         sql = (
             f"COPY (SELECT COALESCE(score::text, 'OVERFLOW'), player_id FROM ({inner}) s) TO STDOUT"  # noqa: S608
         )
-        yield from _copy_chunks(sql, params, season, chunk_bytes, overflowed)
+        yield from _copy_chunks(sql, params, board, chunk_bytes, overflowed)
         return
     inner = _scored_sql(
-        season=season,
+        board=board,
         day=day,
         player_filter="AND r.player_id >= %(run_low)s AND r.player_id < %(run_high)s",
     )
@@ -182,35 +203,36 @@ def board_scores_zadd_chunks(
     with connection.cursor() as cursor:
         # Each run is sorted in memory; the setting ends with the caller's transaction.
         cursor.execute("SELECT set_config('work_mem', %s, true)", [SORTED_RUN_WORK_MEM])
-    for low, high in player_id_runs(season=season, day=day, runs=sorted_runs):
+    for low, high in player_id_runs(board=board, day=day, runs=sorted_runs):
         run_params = params | {"run_low": low, "run_high": high}
-        yield from _copy_chunks(sql, run_params, season, chunk_bytes, overflowed)
+        yield from _copy_chunks(sql, run_params, board, chunk_bytes, overflowed)
 
 
 # Memory for sorting one run of a rebuild (about 100 bytes a player).
 SORTED_RUN_WORK_MEM = "256MB"
 
 
-def player_id_runs(*, season: Season, day: date | None, runs: int) -> list[tuple[int, int]]:
-    """At most ``runs`` half-open ranges ``[low, high)`` covering the season's player ids.
+def player_id_runs(*, board: BoardRef, day: date | None, runs: int) -> list[tuple[int, int]]:
+    """At most ``runs`` half-open ranges ``[low, high)`` covering the board's player ids.
 
     The split points are quantiles of player_id from PostgreSQL's statistics on the results
     table (kept by ANALYZE), so clustered ids still give ranges of similar sizes; without
     statistics, or when they fall outside this board's ids, the ranges are of equal width.
     """
     with connection.cursor() as cursor:
-        # Two lookups in match_result_player_idx. Filtering by day, void or ban here would read
-        # every result; at worst a few ranges have nobody in them.
+        # Two lookups in match_result_board_player_idx. Filtering by day, void or ban here
+        # would read every result; at worst a few ranges have nobody in them.
         cursor.execute(
-            "SELECT min(player_id), max(player_id) FROM ingestion_matchresult WHERE season_id = %s",
-            [season.id],
+            f"SELECT min(player_id), max(player_id) FROM {_RESULTS} WHERE board_id = %s",  # noqa: S608
+            [board.id],
         )
         row = cursor.fetchone()
         if row is None or row[0] is None:
             return []
         cursor.execute(
             "SELECT histogram_bounds::text FROM pg_stats WHERE schemaname = current_schema() "
-            "AND tablename = 'ingestion_matchresult' AND attname = 'player_id'"
+            "AND tablename = %s AND attname = 'player_id'",
+            [_RESULTS],
         )
         stats = cursor.fetchone()
     bounds = sorted({int(v) for v in stats[0].strip("{}").split(",")}) if stats and stats[0] else []
@@ -235,7 +257,7 @@ def player_id_split(*, low: int, high: int, runs: int, bounds: list[int]) -> lis
 def _copy_chunks(
     sql: str,
     params: dict[str, Any],
-    season: Season,
+    board: BoardRef,
     chunk_bytes: int,
     overflowed: list[int] | None,
 ) -> Iterator[list[bytes]]:
@@ -254,22 +276,22 @@ def _copy_chunks(
                     continue
                 text = b"".join(blocks)
                 cut = text.rfind(b"\n") + 1
-                yield _flat_args(season, text[:cut], overflowed)
+                yield _flat_args(board, text[:cut], overflowed)
                 blocks = [text[cut:]]
                 size = len(blocks[0])
         text = b"".join(blocks)
         if text:
-            yield _flat_args(season, text, overflowed)
+            yield _flat_args(board, text, overflowed)
     finally:
         raw.close()
 
 
-def _flat_args(season: Season, text: bytes, overflowed: list[int] | None) -> list[bytes]:
+def _flat_args(board: BoardRef, text: bytes, overflowed: list[int] | None) -> list[bytes]:
     args = text.split()
     if b"OVERFLOW" not in args:
         return args
     if overflowed is None:
-        raise _overflow(season, args[args.index(b"OVERFLOW") + 1].decode())
+        raise _overflow(board, args[args.index(b"OVERFLOW") + 1].decode())
     kept: list[bytes] = []
     for i in range(0, len(args), 2):
         if args[i] == b"OVERFLOW":
@@ -279,39 +301,39 @@ def _flat_args(season: Season, text: bytes, overflowed: list[int] | None) -> lis
     return kept
 
 
-def board_scores_top(*, season: Season, limit: int, day: date | None = None) -> list[BoardScore]:
+def board_scores_top(*, board: BoardRef, limit: int, day: date | None = None) -> list[BoardScore]:
     """The first ``limit`` players in rank order: score descending, then player id (stable)."""
     sql = f"""
-        SELECT * FROM ({_scored_sql(season=season, day=day)}) s
+        SELECT * FROM ({_scored_sql(board=board, day=day)}) s
         ORDER BY s.score DESC NULLS FIRST, s.player_id
         LIMIT %(limit)s
     """  # noqa: S608
-    params = _params(season=season, day=day) | {"limit": int(limit)}
+    params = _params(board=board, day=day) | {"limit": int(limit)}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return [_board_score(season, row) for row in cursor.fetchall()]
+        return [_board_score(board, row) for row in cursor.fetchall()]
 
 
 def board_scores_for_players(
-    *, season: Season, player_ids: Sequence[int], day: date | None = None
+    *, board: BoardRef, player_ids: Sequence[int], day: date | None = None
 ) -> dict[int, BoardScore]:
     """Board scores of the given players (those with no counted result are absent)."""
     if not player_ids:
         return {}
-    inner = _scored_sql(season=season, day=day, player_filter="AND r.player_id = ANY(%(players)s)")
+    inner = _scored_sql(board=board, day=day, player_filter="AND r.player_id = ANY(%(players)s)")
     # Players whose cumulative points overflow the codec are left off the board by a rebuild.
     sql = f"SELECT * FROM ({inner}) s WHERE s.score IS NOT NULL"  # noqa: S608
-    params = _params(season=season, day=day) | {"players": [int(p) for p in player_ids]}
+    params = _params(board=board, day=day) | {"players": [int(p) for p in player_ids]}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return {score.player_id: score for score in (_board_score(season, r) for r in cursor)}
+        return {score.player_id: score for score in (_board_score(board, r) for r in cursor)}
 
 
-def board_member_count(*, season: Season, day: date | None = None) -> int:
+def board_member_count(*, board: BoardRef, day: date | None = None) -> int:
     """How many players the board has: players with at least one counted result, less those
     whose cumulative points overflow the codec (a rebuild leaves them off)."""
     sql = f"SELECT COUNT(DISTINCT r.player_id) {_counted_results_sql(day=day)}"
-    if season.rule == ScoringRule.CUMULATIVE:
+    if board.rule == ScoringRule.CUMULATIVE:
         sql = f"""
             SELECT COUNT(*) FROM (
                 SELECT r.player_id {_counted_results_sql(day=day)}
@@ -319,19 +341,19 @@ def board_member_count(*, season: Season, day: date | None = None) -> int:
             ) p
         """  # noqa: S608
     with connection.cursor() as cursor:
-        cursor.execute(sql, _params(season=season, day=day))
+        cursor.execute(sql, _params(board=board, day=day))
         row = cursor.fetchone()
     return int(row[0]) if row else 0
 
 
-def board_days_with_results(*, season: Season) -> list[date]:
-    """The UTC days on which the season has counted results (the daily boards it has)."""
+def board_days_with_results(*, board: BoardRef) -> list[date]:
+    """The UTC days on which the board has counted results (the daily boards it has)."""
     sql = f"""
         SELECT DISTINCT (r.achieved_at AT TIME ZONE 'UTC')::date {_counted_results_sql(day=None)}
         ORDER BY 1
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, _params(season=season, day=None))
+        cursor.execute(sql, _params(board=board, day=None))
         return [row[0] for row in cursor.fetchall()]
 
 
@@ -340,12 +362,12 @@ def board_days_with_results(*, season: Season) -> list[date]:
 _SAMPLE_DRAWS_PER_PLAYER = 4
 
 
-def board_players_sample(*, season: Season, size: int, day: date | None = None) -> list[int]:
+def board_players_sample(*, board: BoardRef, size: int, day: date | None = None) -> list[int]:
     """Up to ``size`` random players that have a counted result (reconcile's sample).
 
-    Scales with the sample, not the season: random player ids are drawn between the season's
+    Scales with the sample, not the board: random player ids are drawn between the board's
     lowest and highest player id (two index lookups), and each draw takes the first counted
-    player at or above it through match_result_player_idx (season, player_id, ...), so no
+    player at or above it through match_result_board_player_idx (board, player_id, ...), so no
     query reads or sorts every result. Players after a gap in the ids are drawn more often;
     every counted player has a chance, which is what a drift check needs.
     """
@@ -357,8 +379,8 @@ def board_players_sample(*, season: Season, size: int, day: date | None = None) 
     """
     sql = f"""
         WITH bounds AS (
-            SELECT MIN(player_id) AS lo, MAX(player_id) AS hi FROM ingestion_matchresult
-            WHERE season_id = %(season_id)s
+            SELECT MIN(player_id) AS lo, MAX(player_id) AS hi FROM {_RESULTS}
+            WHERE board_id = %(board_id)s
         ), starts AS (
             SELECT b.lo + FLOOR(random() * (b.hi - b.lo + 1))::bigint AS start
             FROM bounds b, generate_series(1, %(draws)s)
@@ -368,7 +390,7 @@ def board_players_sample(*, season: Season, size: int, day: date | None = None) 
         FROM starts g CROSS JOIN LATERAL ({draw}) picked
         LIMIT %(size)s
     """  # noqa: S608
-    params = _params(season=season, day=day) | {
+    params = _params(board=board, day=day) | {
         "size": int(size),
         "draws": int(size) * _SAMPLE_DRAWS_PER_PLAYER,
     }
@@ -380,14 +402,68 @@ def board_players_sample(*, season: Season, size: int, day: date | None = None) 
 def match_results_of_player(
     *, player_id: int, queryset: QuerySet[MatchResult] | None = None
 ) -> QuerySet[MatchResult]:
-    """A player's results in every season, found through the player index.
+    """A player's results on every board, found through the player index.
 
     ``player_id`` has no index of its own (each index is one more write per ingested result);
-    match_result_player_idx leads with season_id. Naming every season lets PostgreSQL descend
-    that index once per season instead of reading the whole table.
+    match_result_board_player_idx leads with board_id. Naming every board lets PostgreSQL
+    descend that index once per board instead of reading the whole table.
     """
     results = MatchResult.objects.all() if queryset is None else queryset
     if not 1 <= player_id <= BIGINT_MAX:
         return results.none()
-    season_ids = list(Season.objects.order_by("id").values_list("id", flat=True))
-    return results.filter(season_id__in=season_ids, player_id=player_id)
+    board_ids = list(Board.objects.order_by("id").values_list("id", flat=True))
+    return results.filter(board_id__in=board_ids, player_id=player_id)
+
+
+@dataclass(frozen=True, slots=True)
+class LatestResults:
+    """The match id of each player's latest counted result on latest-rule boards."""
+
+    season_long: dict[tuple[int, int], uuid.UUID]  # (board, player) -> match id
+    daily: dict[tuple[int, int, date], uuid.UUID]  # (board, player, UTC day) -> match id
+
+
+def latest_results_get(*, candidates: Iterable[tuple[int, int, datetime]]) -> LatestResults:
+    """Which stored result is each player's latest, season-long and of its UTC day, on the
+    boards named by ``candidates`` (board id, player id, a result's achieved_at).
+
+    The latest by achieved_at; an exact tie goes to the greater match id (the order the rebuild
+    uses), so the answer never depends on the order results were delivered in. Only counted
+    results compete: voided ones and banned players' are left out.
+    """
+    pairs = sorted({(board, player) for board, player, _ in candidates})
+    days = sorted(
+        {(board, player, moment.astimezone(UTC).date()) for board, player, moment in candidates}
+    )
+    counted = f"""
+        r.voided_at IS NULL AND NOT EXISTS (
+            SELECT 1 FROM {_BANS} b WHERE b.season_id = r.season_id AND b.player_id = r.player_id
+        )
+    """  # noqa: S608
+    season_long_sql = f"""
+        SELECT DISTINCT ON (r.board_id, r.player_id) r.board_id, r.player_id, r.match_id
+        FROM {_RESULTS} r
+        JOIN unnest(%s::bigint[], %s::bigint[]) AS t(board_id, player_id)
+          ON r.board_id = t.board_id AND r.player_id = t.player_id
+        WHERE {counted}
+        ORDER BY r.board_id, r.player_id, r.achieved_at DESC, r.match_id DESC
+    """  # noqa: S608
+    daily_sql = f"""
+        SELECT DISTINCT ON (r.board_id, r.player_id, t.day) r.board_id, r.player_id, t.day,
+               r.match_id
+        FROM {_RESULTS} r
+        JOIN unnest(%s::bigint[], %s::bigint[], %s::date[]) AS t(board_id, player_id, day)
+          ON r.board_id = t.board_id AND r.player_id = t.player_id
+         AND r.achieved_at >= (t.day::timestamp AT TIME ZONE 'UTC')
+         AND r.achieved_at < ((t.day + 1)::timestamp AT TIME ZONE 'UTC')
+        WHERE {counted}
+        ORDER BY r.board_id, r.player_id, t.day, r.achieved_at DESC, r.match_id DESC
+    """  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(season_long_sql, [[b for b, _ in pairs], [p for _, p in pairs]])
+        season_long = {(int(row[0]), int(row[1])): row[2] for row in cursor.fetchall()}
+        cursor.execute(
+            daily_sql, [[b for b, _, _ in days], [p for _, p, _ in days], [d for _, _, d in days]]
+        )
+        daily = {(int(row[0]), int(row[1]), row[2]): row[3] for row in cursor.fetchall()}
+    return LatestResults(season_long=season_long, daily=daily)

@@ -7,9 +7,13 @@ descending order. Never exceed 53 bits in total: past that, doubles round and tw
 scores collide silently, which skews the whole board without any error. That is why every
 out-of-range value raises ``CodecError`` instead of being clamped or wrapped.
 
-The split is per season: the season's length and time resolution bound ``elapsed``, so the
-time part takes just the bits it needs and the points part takes the rest. The reference
-split is 21 bits of points and 32 bits of seconds.
+The split is per board: its season's length and the board's time resolution bound
+``elapsed``, so the time part takes just the bits it needs and the points part takes the rest.
+The reference split is 21 bits of points and 32 bits of seconds.
+
+An ascending board (lowest wins: lap times) stores ``max_points - points`` in the high bits, so
+Redis's descending order still puts the best first and ties still go to whoever reached the
+value first; decoding gives the raw points back.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ class ScoreCodec:
     points_bits: int = REFERENCE_POINTS_BITS
     time_bits: int = REFERENCE_TIME_BITS
     resolution_seconds: int = 1
+    # Lowest points rank first (the board's order is "asc").
+    ascending: bool = False
 
     def __post_init__(self) -> None:
         _require_int("points_bits", self.points_bits)
@@ -68,6 +74,8 @@ class ScoreCodec:
             )
         if self.resolution_seconds < 1:
             raise CodecError("resolution_seconds must be at least 1")
+        if not isinstance(self.ascending, bool):
+            raise CodecError(f"ascending must be a bool, got {self.ascending!r}")
 
     # --- construction ----------------------------------------------------------------------
 
@@ -89,7 +97,9 @@ class ScoreCodec:
         return max(1, max_ticks.bit_length())
 
     @classmethod
-    def for_window(cls, *, duration: timedelta, resolution_seconds: int = 1) -> ScoreCodec:
+    def for_window(
+        cls, *, duration: timedelta, resolution_seconds: int = 1, ascending: bool = False
+    ) -> ScoreCodec:
         """The split for a season of ``duration``: time takes what it needs, points the rest."""
         time_bits = cls.time_bits_for(duration=duration, resolution_seconds=resolution_seconds)
         points_bits = MAX_TOTAL_BITS - time_bits
@@ -99,7 +109,7 @@ class ScoreCodec:
                 f"time bits, leaving {points_bits} for points (< {MIN_POINTS_BITS}); "
                 "use a coarser time resolution"
             )
-        return cls(points_bits, time_bits, resolution_seconds)
+        return cls(points_bits, time_bits, resolution_seconds, ascending)
 
     # --- bounds ------------------------------------------------------------------------------
 
@@ -148,7 +158,8 @@ class ScoreCodec:
             raise CodecError(
                 f"elapsed_ticks {elapsed_ticks} outside 0..{self.max_ticks} ({self.time_bits} bits)"
             )
-        return (points << self.time_bits) | (self.max_ticks - elapsed_ticks)
+        high = self.max_points - points if self.ascending else points
+        return (high << self.time_bits) | (self.max_ticks - elapsed_ticks)
 
     def encode_elapsed(self, *, points: int, elapsed: timedelta) -> int:
         return self.encode(points=points, elapsed_ticks=self.ticks(elapsed))
@@ -158,7 +169,8 @@ class ScoreCodec:
         value = self._score_to_int(score)
         if value < 0 or value > self.max_score:
             raise CodecError(f"score {score!r} is outside this codec's range 0..{self.max_score}")
-        points = value >> self.time_bits
+        high = value >> self.time_bits
+        points = self.max_points - high if self.ascending else high
         elapsed_ticks = self.max_ticks - (value & self.max_ticks)
         return DecodedScore(points, elapsed_ticks, self.resolution_seconds)
 

@@ -1,7 +1,9 @@
 """Every Redis key of the product is built here, and nowhere else.
 
-``{s<season>}`` is a Redis Cluster hash tag: every key of one season lands in one slot, so a
-script may touch the season board, its daily board and its weekly board in one call.
+``{b<board>}`` is a Redis Cluster hash tag: every key of one board lands in one slot (its
+season-long, daily and weekly boards, their rebuild keys, its top-list snapshot and its
+ingestion watermark), so a script may touch all of them in one call, and the boards of a
+season spread over the cluster's nodes. No script touches keys of two boards.
 The prefix (``lb`` by default) comes from settings at call time so tests can isolate keys.
 """
 
@@ -12,29 +14,29 @@ from datetime import date
 from django.conf import settings
 
 
-def _season_tag(season_id: int) -> str:
-    return f"{settings.LEADERBOARD_KEY_PREFIX}:{{s{int(season_id)}}}"
+def _board_tag(board_id: int) -> str:
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:{{b{int(board_id)}}}"
 
 
-def season_board(*, season_id: int) -> str:
-    """``lb:{s12}``: the season's sorted set, member = player id, score = encoded."""
-    return _season_tag(season_id)
+def board(*, board_id: int) -> str:
+    """``lb:{b7}``: the board's season-long sorted set, member = player id, score = encoded."""
+    return _board_tag(board_id)
 
 
-def daily_board(*, season_id: int, day: date) -> str:
-    """``lb:{s12}:d:2026-10-12``: the board of one UTC day."""
-    return f"{_season_tag(season_id)}:d:{day.isoformat()}"
+def daily_board(*, board_id: int, day: date) -> str:
+    """``lb:{b7}:d:2026-10-12``: the board of one UTC day."""
+    return f"{_board_tag(board_id)}:d:{day.isoformat()}"
 
 
-def daily_board_pattern(*, season_id: int) -> str:
-    """SCAN pattern matching the season's daily boards (and keys derived from them: filter
+def daily_board_pattern(*, board_id: int) -> str:
+    """SCAN pattern matching the board's daily boards (and keys derived from them: filter
     with ``daily_board_day``)."""
-    return f"{_season_tag(season_id)}:d:*"
+    return f"{_board_tag(board_id)}:d:*"
 
 
-def daily_board_day(*, season_id: int, key: str) -> date | None:
-    """The day of ``key`` if it is exactly one of the season's daily boards, else None."""
-    head = f"{_season_tag(season_id)}:d:"
+def daily_board_day(*, board_id: int, key: str) -> date | None:
+    """The day of ``key`` if it is exactly one of the board's daily boards, else None."""
+    head = f"{_board_tag(board_id)}:d:"
     if not key.startswith(head) or len(key) != len(head) + 10:
         return None
     try:
@@ -43,13 +45,13 @@ def daily_board_day(*, season_id: int, key: str) -> date | None:
         return None
 
 
-def weekly_board(*, season_id: int, iso_year: int, iso_week: int) -> str:
-    """``lb:{s12}:w:2026-W41``: the board of one ISO week, built from the daily boards."""
-    return f"{_season_tag(season_id)}:w:{iso_year:04d}-W{iso_week:02d}"
+def weekly_board(*, board_id: int, iso_year: int, iso_week: int) -> str:
+    """``lb:{b7}:w:2026-W41``: the board of one ISO week, built from the daily boards."""
+    return f"{_board_tag(board_id)}:w:{iso_year:04d}-W{iso_week:02d}"
 
 
 def rebuild_temp(*, board_key: str) -> str:
-    """``lb:{s12}:rebuild``: the temporary key a rebuild fills before RENAMEing it over."""
+    """``lb:{b7}:rebuild``: the temporary key a rebuild fills before RENAMEing it over."""
     return f"{board_key}:rebuild"
 
 
@@ -68,14 +70,14 @@ def rebuild_delta(*, board_key: str) -> str:
     return f"{board_key}:rebuild:delta"
 
 
-def top_snapshot(*, season_id: int) -> str:
-    """``lb:{s12}:top``: the pre-encoded top list refreshed every second by a task."""
-    return f"{_season_tag(season_id)}:top"
+def top_snapshot(*, board_id: int) -> str:
+    """``lb:{b7}:top``: the pre-encoded top list refreshed every second by a task."""
+    return f"{_board_tag(board_id)}:top"
 
 
-def season_pattern(*, season_id: int) -> str:
-    """SCAN pattern for every key of a season (close-out, tests)."""
-    return f"{_season_tag(season_id)}*"
+def board_pattern(*, board_id: int) -> str:
+    """SCAN pattern for every key of a board (close-out, tests)."""
+    return f"{_board_tag(board_id)}*"
 
 
 def prefix_pattern() -> str:
@@ -83,12 +85,14 @@ def prefix_pattern() -> str:
     return f"{settings.LEADERBOARD_KEY_PREFIX}:*"
 
 
-def ingest_applied_offsets(*, topic: str) -> str:
-    """Hash partition -> highest Kafka offset of ``topic`` whose results are on the boards.
+def ingest_applied_offsets(*, board_id: int, topic: str) -> str:
+    """``lb:{b7}:applied:<topic>``: hash partition -> highest offset of ``topic`` whose results
+    for this board are on it.
 
-    Ingestion's bounded dedup state: one small field per partition (docs/ingestion.md).
+    Ingestion's bounded dedup state: one small field per partition and board, in the board's
+    own slot, so the script that writes the board moves it in the same call (docs/ingestion.md).
     """
-    return f"{settings.LEADERBOARD_KEY_PREFIX}:ingest:applied:{topic}"
+    return f"{_board_tag(board_id)}:applied:{topic}"
 
 
 def ingest_consumer_stats(*, consumer_id: str) -> str:

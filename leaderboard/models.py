@@ -1,27 +1,127 @@
 from __future__ import annotations
 
+from functools import cache
+
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from seasons.models import Season
+
+from .codec import ScoreCodec
+
+# Every season has this board; the API's /leaderboard/... paths and a message without a
+# "board" field mean it.
+MAIN_BOARD = "main"
+BOARD_SLUG_PATTERN = r"^[a-z0-9-]{1,32}$"
+
+
+class BoardOrder(models.TextChoices):
+    DESC = "desc", "Higher wins"
+    ASC = "asc", "Lower wins"
+
+
+class ScoringRule(models.TextChoices):
+    BEST = "best", "Best single match"
+    LATEST = "latest", "Latest result"
+    CUMULATIVE = "cumulative", "Sum over matches"
+
+
+class Board(models.Model):
+    """One ranking of a season, with everything its encoded scores depend on.
+
+    ``order``, ``rule``, ``time_resolution_seconds`` and ``time_bits`` are fixed once the board
+    has results: every score in Redis and every stored standing was computed with them.
+    """
+
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="boards")
+    slug = models.CharField(
+        max_length=32,
+        validators=[RegexValidator(BOARD_SLUG_PATTERN, "1 to 32 characters: a-z, 0-9 and '-'.")],
+        help_text='Names the board in the API and in match results ("board").',
+    )
+    name = models.CharField(max_length=200)
+    order = models.CharField(max_length=4, choices=BoardOrder.choices, default=BoardOrder.DESC)
+    rule = models.CharField(max_length=16, choices=ScoringRule.choices, default=ScoringRule.BEST)
+    time_resolution_seconds = models.PositiveIntegerField(
+        default=1, help_text="Tie-break granularity: equal points reached in one tick tie."
+    )
+    # Fixed at creation from the season's length and the resolution (see leaderboard/codec.py).
+    time_bits = models.PositiveSmallIntegerField(editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["season", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["season", "slug"], name="board_season_slug_uniq"),
+            models.CheckConstraint(
+                condition=models.Q(slug__regex=BOARD_SLUG_PATTERN), name="board_slug_format"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(time_resolution_seconds__gte=1),
+                name="board_time_resolution_positive",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(order__in=BoardOrder.values), name="board_order_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(rule__in=ScoringRule.values), name="board_rule_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.slug}, season {self.season_id})"
+
+    @property
+    def codec(self) -> ScoreCodec:
+        return board_codec(
+            time_bits=self.time_bits,
+            resolution_seconds=self.time_resolution_seconds,
+            ascending=self.order == BoardOrder.ASC,
+        )
+
+
+@cache
+def board_codec(*, time_bits: int, resolution_seconds: int, ascending: bool) -> ScoreCodec:
+    # Codecs are immutable and few: ingestion asks for one per result, and building a fresh one
+    # (its bounds checks) each time was a tenth of the consumer's CPU per result.
+    return ScoreCodec(
+        points_bits=53 - time_bits,
+        time_bits=time_bits,
+        resolution_seconds=resolution_seconds,
+        ascending=ascending,
+    )
+
 
 class MatchResult(models.Model):
-    """One player's result in one match: the source of truth every board is rebuilt from.
+    """One player's result in one match on one board: the source of truth every board is
+    rebuilt from.
 
-    ``(match_id, player_id)`` is unique: ingestion inserts with ON CONFLICT DO NOTHING, so a
-    result delivered twice is stored once.
+    ``(match_id, player_id, board)`` is unique: ingestion inserts with ON CONFLICT DO NOTHING,
+    so a result delivered twice is stored once, and one match may count on several boards.
     """
 
     id = models.BigAutoField(primary_key=True)
     match_id = models.UUIDField()
     player_id = models.BigIntegerField()
-    # No index of its own: match_result_player_idx leads with season_id and serves every
-    # lookup by season, and one index less is one write less per ingested result. No
+    # No index of its own: one index less is one write less per ingested result. No
     # per-row constraint check either (a sixth of PostgreSQL's CPU per result): ingestion
     # locks the batch's seasons once per batch instead, and a trigger refuses deleting a season
     # that has results (migration 0006 says how the guarantee is kept).
     season = models.ForeignKey(
-        "seasons.Season",
+        Season,
+        on_delete=models.PROTECT,
+        related_name="match_results",
+        db_index=False,
+        db_constraint=False,
+    )
+    # The board's season is kept on the row too: ingestion locks seasons per batch and bans
+    # apply per season, and neither should need a join per result.
+    # Not checked per row either, for the same reason as the season (migration 0005 of
+    # leaderboard: the batch locks its boards, a trigger refuses deleting a board with results).
+    board = models.ForeignKey(
+        Board,
         on_delete=models.PROTECT,
         related_name="match_results",
         db_index=False,
@@ -47,7 +147,8 @@ class MatchResult(models.Model):
         db_table = "ingestion_matchresult"
         constraints = [
             models.UniqueConstraint(
-                fields=["match_id", "player_id"], name="match_result_match_player_uniq"
+                fields=["match_id", "player_id", "board"],
+                name="match_result_match_player_board_uniq",
             ),
             models.CheckConstraint(
                 condition=models.Q(points__gte=0), name="match_result_points_non_negative"
@@ -55,14 +156,15 @@ class MatchResult(models.Model):
         ]
         indexes = [
             # The rebuild's DISTINCT ON (player_id) ... ORDER BY player_id, points DESC,
-            # achieved_at reads this index in order, no sort. voided_at is carried in it, so
+            # achieved_at reads this index in order, no sort (other orders and rules sort
+            # within each player: an incremental sort). voided_at is carried in it, so
             # the aggregation (which skips voided results) never visits the table: an
             # index-only scan, about 3x faster at 20M rows than fetching each row's voided_at.
             # Not partial on the counted rows: staff look results up by season and player,
             # voided ones included.
             models.Index(
-                fields=["season", "player_id", "-points", "achieved_at"],
-                name="match_result_player_idx",
+                fields=["board", "player_id", "-points", "achieved_at"],
+                name="match_result_board_player_idx",
                 include=["voided_at"],
             ),
         ]
@@ -74,7 +176,7 @@ class MatchResult(models.Model):
 class PlayerBan(models.Model):
     """A player excluded from one season: none of their results count on its boards."""
 
-    season = models.ForeignKey("seasons.Season", on_delete=models.CASCADE, related_name="bans")
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="bans")
     player_id = models.BigIntegerField()
     reason = models.CharField(max_length=500)
     created_by = models.ForeignKey(
@@ -100,10 +202,11 @@ class RunStatus(models.TextChoices):
 
 
 class RebuildRun(models.Model):
-    """One rebuild of one board (the season's, or one UTC day's), for audit and timing."""
+    """One rebuild of one board (the season-long one, or one UTC day's), for audit and timing."""
 
-    season = models.ForeignKey("seasons.Season", on_delete=models.CASCADE, related_name="rebuilds")
-    day = models.DateField(null=True, blank=True, help_text="Empty: the season board.")
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="rebuilds")
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="rebuilds")
+    day = models.DateField(null=True, blank=True, help_text="Empty: the season-long board.")
     reason = models.CharField(max_length=200, blank=True, default="")
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.RUNNING)
     members = models.BigIntegerField(default=0)
@@ -121,17 +224,16 @@ class RebuildRun(models.Model):
         ordering = ["-started_at"]
 
     def __str__(self) -> str:
-        board = self.day.isoformat() if self.day else "season"
-        return f"rebuild of season {self.season_id} {board}: {self.status}"
+        which = self.day.isoformat() if self.day else "season-long"
+        return f"rebuild of board {self.board_id} {which}: {self.status}"
 
 
 class ReconcileRun(models.Model):
     """One comparison of a board in Redis against PostgreSQL, with the drift it found."""
 
-    season = models.ForeignKey(
-        "seasons.Season", on_delete=models.CASCADE, related_name="reconciles"
-    )
-    day = models.DateField(null=True, blank=True, help_text="Empty: the season board.")
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="reconciles")
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="reconciles")
+    day = models.DateField(null=True, blank=True, help_text="Empty: the season-long board.")
     checked_at = models.DateTimeField(default=timezone.now, editable=False)
     redis_members = models.BigIntegerField()
     expected_members = models.BigIntegerField()
@@ -147,4 +249,4 @@ class ReconcileRun(models.Model):
 
     def __str__(self) -> str:
         state = "drift" if self.drift_found else "in sync"
-        return f"reconcile of season {self.season_id} at {self.checked_at:%Y-%m-%d %H:%M}: {state}"
+        return f"reconcile of board {self.board_id} at {self.checked_at:%Y-%m-%d %H:%M}: {state}"

@@ -7,4 +7,9 @@ from . import views
 urlpatterns = [
     path("", views.seasons_page, name="seasons-page"),
     path("seasons/<int:season_id>", views.season_board_page, name="season-board-page"),
+    path(
+        "seasons/<int:season_id>/boards/<str:board>",
+        views.season_board_page,
+        name="board-page",
+    ),
 ]

@@ -22,12 +22,15 @@ from datetime import UTC, date, datetime
 from typing import Literal, cast
 
 from django.conf import settings
+from django.db.models import Count, OuterRef, QuerySet, Subquery
 
-from seasons.models import Season
+from seasons.memo import ProcessMemo, process_memo
+from seasons.models import Season, SeasonStatus
 from seasons.selectors import SeasonRef
 
 from . import keys
 from .codec import ScoreCodec
+from .models import MAIN_BOARD, Board, BoardOrder
 from .redis import get_board_redis
 from .scripts import get_script
 
@@ -37,6 +40,105 @@ logger = logging.getLogger(__name__)
 TOP_SNAPSHOT_SIZE = 1000
 
 TopSource = Literal["snapshot", "live"]
+
+
+# --- boards ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BoardRef:
+    """What the read path and the board services need of a board, detached from the ORM."""
+
+    id: int
+    slug: str
+    name: str
+    order: str
+    rule: str
+    codec: ScoreCodec
+    season: SeasonRef
+
+    @property
+    def season_id(self) -> int:
+        return self.season.id
+
+    @property
+    def ascending(self) -> bool:
+        return self.order == BoardOrder.ASC
+
+    @classmethod
+    def from_model(cls, board: Board) -> BoardRef:
+        return cls(
+            id=board.id,
+            slug=board.slug,
+            name=board.name,
+            order=board.order,
+            rule=board.rule,
+            codec=board.codec,
+            season=SeasonRef.from_model(board.season),
+        )
+
+
+_boards: ProcessMemo[tuple[int, str], BoardRef | None] = process_memo(
+    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS"
+)
+
+
+def board_get_cached(*, season_id: int, slug: str = MAIN_BOARD) -> BoardRef | None:
+    """The season's board ``slug``, or None if either does not exist; memoized per process for
+    LEADERBOARD_SEASON_CACHE_SECONDS (a board's codec never changes; the season's status and
+    dates only matter at that scale)."""
+
+    def load() -> BoardRef | None:
+        board = Board.objects.select_related("season").filter(season_id=season_id, slug=slug)
+        found = board.first()
+        return BoardRef.from_model(found) if found is not None else None
+
+    return _boards.get((season_id, slug), load)
+
+
+def board_get(*, board_id: int) -> BoardRef:
+    """The board by id, fresh from PostgreSQL (tasks and services; Board.DoesNotExist if gone)."""
+    return BoardRef.from_model(Board.objects.select_related("season").get(pk=board_id))
+
+
+def main_board_get(*, season_id: int) -> BoardRef:
+    """The season's main board, fresh from PostgreSQL (Board.DoesNotExist if none)."""
+    board = Board.objects.select_related("season").get(season_id=season_id, slug=MAIN_BOARD)
+    return BoardRef.from_model(board)
+
+
+def board_list(*, season_id: int) -> list[BoardRef]:
+    """The season's boards, ``main`` first, then in creation order."""
+    boards = Board.objects.select_related("season").filter(season_id=season_id).order_by("id")
+    refs = [BoardRef.from_model(board) for board in boards]
+    return sorted(refs, key=lambda ref: ref.slug != MAIN_BOARD)
+
+
+def boards_of_seasons(*, season_ids: set[int]) -> dict[tuple[int, str], BoardRef]:
+    """Every board of the given seasons by (season id, slug), fresh from PostgreSQL (ingestion
+    validates each batch against it: statuses change, so no memo)."""
+    boards = Board.objects.select_related("season").filter(season_id__in=season_ids)
+    return {(board.season_id, board.slug): BoardRef.from_model(board) for board in boards}
+
+
+def board_list_live() -> list[BoardRef]:
+    """The boards of every season whose boards still move: active, or closing while the
+    consumer drains its last results."""
+    boards = (
+        Board.objects.select_related("season")
+        .filter(season__status__in=[SeasonStatus.ACTIVE, SeasonStatus.CLOSING])
+        .order_by("season_id", "id")
+    )
+    return [BoardRef.from_model(board) for board in boards]
+
+
+def season_list_with_main_rule() -> QuerySet[Season]:
+    """Every season (most recent start first), annotated with its main board's rule and its
+    number of boards (the seasons list of the API)."""
+    main_rule = Board.objects.filter(season_id=OuterRef("pk"), slug=MAIN_BOARD).values("rule")[:1]
+    return Season.objects.annotate(rule=Subquery(main_rule), boards_count=Count("boards")).order_by(
+        "-starts_at", "-id"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +169,7 @@ class TopList:
 
 @dataclass(frozen=True, slots=True)
 class TopSnapshot:
-    season_id: int
+    board_id: int
     generated_at: float
     entries: tuple[RankingEntry, ...]
     version: str
@@ -107,35 +209,35 @@ def board_page_get(
     return ranked_entries(flat=flat, start=start, first_rank=int(first_rank), codec=codec)
 
 
-def board_ranks_get(*, season: SeasonRef, start_rank: int, count: int) -> list[RankingEntry]:
-    """A page of the season board from the 1-based position ``start_rank``."""
+def board_ranks_get(*, board: BoardRef, start_rank: int, count: int) -> list[RankingEntry]:
+    """A page of the board from the 1-based position ``start_rank``."""
     return board_page_get(
-        board_key=keys.season_board(season_id=season.id),
-        codec=season.codec,
+        board_key=keys.board(board_id=board.id),
+        codec=board.codec,
         start=start_rank - 1,
         count=count,
     )
 
 
-def daily_board_top_get(*, season: SeasonRef, day: date, limit: int) -> list[RankingEntry]:
+def daily_board_top_get(*, board: BoardRef, day: date, limit: int) -> list[RankingEntry]:
     return board_page_get(
-        board_key=keys.daily_board(season_id=season.id, day=day),
-        codec=season.codec,
+        board_key=keys.daily_board(board_id=board.id, day=day),
+        codec=board.codec,
         start=0,
         count=limit,
     )
 
 
-def _player_script(*, season: SeasonRef, player_id: int, radius: int) -> list[object] | None:
+def _player_script(*, board: BoardRef, player_id: int, radius: int) -> list[object] | None:
     result = get_script(get_board_redis(), "board_player")(
-        keys=[keys.season_board(season_id=season.id)], args=[str(player_id), radius]
+        keys=[keys.board(board_id=board.id)], args=[str(player_id), radius]
     )
     return cast(list[object] | None, result)
 
 
-def board_player_get(*, season: SeasonRef, player_id: int) -> PlayerStanding | None:
-    """The player's standing on the season board, or None if they have no score."""
-    result = _player_script(season=season, player_id=player_id, radius=-1)
+def board_player_get(*, board: BoardRef, player_id: int) -> PlayerStanding | None:
+    """The player's standing on the board, or None if they have no score."""
+    result = _player_script(board=board, player_id=player_id, radius=-1)
     if result is None:
         return None
     rank, score, total, next_score = (
@@ -144,9 +246,14 @@ def board_player_get(*, season: SeasonRef, player_id: int) -> PlayerStanding | N
         int(cast(int, result[2])),
         cast(bytes | None, result[3]),
     )
-    codec = season.codec
+    codec = board.codec
     points = codec.decode_points(score)
-    to_next = None if next_score is None else codec.decode_points(next_score) - points + 1
+    to_next = None
+    if next_score is not None:
+        # How far the value must move to pass the next player up: up on a desc board, down on
+        # an asc one.
+        gap = codec.decode_points(next_score) - points
+        to_next = (-gap if board.ascending else gap) + 1
     return PlayerStanding(
         entry=RankingEntry(rank=rank, player_id=player_id, points=points),
         total=total,
@@ -155,24 +262,24 @@ def board_player_get(*, season: SeasonRef, player_id: int) -> PlayerStanding | N
     )
 
 
-def board_around_get(*, season: SeasonRef, player_id: int, radius: int) -> list[RankingEntry]:
+def board_around_get(*, board: BoardRef, player_id: int, radius: int) -> list[RankingEntry]:
     """Entries from the player's position - radius to + radius; [] if they have no score."""
-    result = _player_script(season=season, player_id=player_id, radius=radius)
+    result = _player_script(board=board, player_id=player_id, radius=radius)
     if result is None:
         return []
     start, first_rank = int(cast(int, result[4])), int(cast(int, result[5]))
     window = cast(list[bytes], result[6])
-    return ranked_entries(flat=window, start=start, first_rank=first_rank, codec=season.codec)
+    return ranked_entries(flat=window, start=start, first_rank=first_rank, codec=board.codec)
 
 
-def board_friends_get(*, season: SeasonRef, player_ids: list[int]) -> list[RankingEntry]:
+def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[RankingEntry]:
     """The listed players' global entries, best first; players without a score left out."""
     if not player_ids:
         return []
     flat = get_script(get_board_redis(), "board_friends")(
-        keys=[keys.season_board(season_id=season.id)], args=[str(pid) for pid in player_ids]
+        keys=[keys.board(board_id=board.id)], args=[str(pid) for pid in player_ids]
     )
-    codec = season.codec
+    codec = board.codec
     entries = [
         RankingEntry(
             rank=int(flat[offset + 2]),
@@ -194,12 +301,12 @@ _snapshots: dict[str, tuple[float, TopSnapshot | None]] = {}
 _snapshots_lock = threading.Lock()
 
 
-def top_snapshot_decode(*, raw: bytes | str, season_id: int) -> TopSnapshot | None:
-    """Parse a stored snapshot; None (and a warning) if it is unreadable or another season's."""
+def top_snapshot_decode(*, raw: bytes | str, board_id: int) -> TopSnapshot | None:
+    """Parse a stored snapshot; None (and a warning) if it is unreadable or another board's."""
     try:
         body = json.loads(raw)
         snapshot = TopSnapshot(
-            season_id=int(body["seasonId"]),
+            board_id=int(body["boardId"]),
             generated_at=float(body["generatedAt"]),
             entries=tuple(
                 RankingEntry(rank=int(rank), player_id=int(player), points=int(points))
@@ -208,25 +315,23 @@ def top_snapshot_decode(*, raw: bytes | str, season_id: int) -> TopSnapshot | No
             version=str(body["version"]),
         )
     except (ValueError, KeyError, TypeError) as exc:
-        logger.warning("unreadable top snapshot of season %s: %s", season_id, exc)
+        logger.warning("unreadable top snapshot of board %s: %s", board_id, exc)
         return None
-    if snapshot.season_id != season_id:
-        logger.warning(
-            "top snapshot under season %s holds season %s", season_id, snapshot.season_id
-        )
+    if snapshot.board_id != board_id:
+        logger.warning("top snapshot under board %s holds board %s", board_id, snapshot.board_id)
         return None
     return snapshot
 
 
-def top_snapshot_get(*, season_id: int) -> TopSnapshot | None:
-    """The season's snapshot as this process last read it; re-read at most once an interval."""
-    key = keys.top_snapshot(season_id=season_id)
+def top_snapshot_get(*, board_id: int) -> TopSnapshot | None:
+    """The board's snapshot as this process last read it; re-read at most once an interval."""
+    key = keys.top_snapshot(board_id=board_id)
     now = time.monotonic()
     hit = _snapshots.get(key)
     if hit is not None and hit[0] > now:
         return hit[1]
     raw = get_board_redis().get(key)
-    snapshot = None if raw is None else top_snapshot_decode(raw=raw, season_id=season_id)
+    snapshot = None if raw is None else top_snapshot_decode(raw=raw, board_id=board_id)
     with _snapshots_lock:
         if len(_snapshots) >= 1000:
             _snapshots.clear()
@@ -239,9 +344,9 @@ def top_snapshot_memo_clear() -> None:
         _snapshots.clear()
 
 
-def board_top_get(*, season: SeasonRef, limit: int) -> TopList:
+def board_top_get(*, board: BoardRef, limit: int) -> TopList:
     """The top ``limit`` entries: from the snapshot when fresh, else from the live board."""
-    snapshot = top_snapshot_get(season_id=season.id)
+    snapshot = top_snapshot_get(board_id=board.id)
     if (
         snapshot is not None
         and limit <= TOP_SNAPSHOT_SIZE
@@ -251,17 +356,17 @@ def board_top_get(*, season: SeasonRef, limit: int) -> TopList:
             entries=snapshot.entries[:limit], source="snapshot", version=snapshot.version
         )
     entries = board_page_get(
-        board_key=keys.season_board(season_id=season.id), codec=season.codec, start=0, count=limit
+        board_key=keys.board(board_id=board.id), codec=board.codec, start=0, count=limit
     )
     return TopList(entries=tuple(entries), source="live", version=None)
 
 
 def weekly_board_top_get(
-    *, season: SeasonRef, iso_year: int, iso_week: int, limit: int
+    *, board: BoardRef, iso_year: int, iso_week: int, limit: int
 ) -> list[RankingEntry]:
     return board_page_get(
-        board_key=keys.weekly_board(season_id=season.id, iso_year=iso_year, iso_week=iso_week),
-        codec=season.codec,
+        board_key=keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week),
+        codec=board.codec,
         start=0,
         count=limit,
     )
@@ -269,18 +374,27 @@ def weekly_board_top_get(
 
 @dataclass(frozen=True)
 class BoardOverview:
+    board: BoardRef
     size: int
     top: list[RankingEntry]
     snapshot_refreshed_at: datetime | None
 
 
-def season_board_overview_get(*, season: Season, limit: int = 100) -> BoardOverview:
+def board_overview_get(*, board: BoardRef, limit: int = 100) -> BoardOverview:
     """What staff see of a live board: its size, its top ``limit`` as the API ranks it, and when
     the top-list snapshot was last refreshed (read from Redis, not from this process's memo)."""
     client = get_board_redis()
-    size = int(client.zcard(keys.season_board(season_id=season.id)))
-    top = board_ranks_get(season=SeasonRef.from_model(season), start_rank=1, count=limit)
-    raw = client.get(keys.top_snapshot(season_id=season.id))
-    snapshot = None if raw is None else top_snapshot_decode(raw=raw, season_id=season.id)
+    size = int(client.zcard(keys.board(board_id=board.id)))
+    top = board_ranks_get(board=board, start_rank=1, count=limit)
+    raw = client.get(keys.top_snapshot(board_id=board.id))
+    snapshot = None if raw is None else top_snapshot_decode(raw=raw, board_id=board.id)
     refreshed = None if snapshot is None else datetime.fromtimestamp(snapshot.generated_at, UTC)
-    return BoardOverview(size=size, top=top, snapshot_refreshed_at=refreshed)
+    return BoardOverview(board=board, size=size, top=top, snapshot_refreshed_at=refreshed)
+
+
+def board_sizes_get(*, boards: list[BoardRef]) -> dict[int, int]:
+    """Each board's number of players in Redis (one pipelined ZCARD per board)."""
+    pipe = get_board_redis().pipeline(transaction=False)
+    for board in boards:
+        pipe.zcard(keys.board(board_id=board.id))
+    return {board.id: int(size) for board, size in zip(boards, pipe.execute(), strict=True)}

@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from leaderboard.services import (
     RebuildInProgressError,
+    board_all_rebuild,
     board_rebuild,
     boards_correct,
     boards_reconcile_live_seasons,
-    season_boards_rebuild,
     top_snapshots_refresh,
     weekly_boards_build,
 )
@@ -37,18 +37,19 @@ from leaderboard.services import (
     acks_late=True,
     ignore_result=True,
 )
-def board_rebuild_task(season_id: int, day: str | None = None, reason: str = "task") -> str:
-    """One day's board, or (no day) the season board with its daily and weekly boards."""
+def board_rebuild_task(board_id: int, day: str | None = None, reason: str = "task") -> str:
+    """One day's board, or (no day) the season-long board with its daily and weekly boards."""
     if day:
-        result = board_rebuild(season_id=season_id, day=date.fromisoformat(day), reason=reason)
-        return f"season {season_id} day {day}: {result.members} players"
-    return season_boards_rebuild(season_id=season_id, reason=reason).describe()
+        result = board_rebuild(board_id=board_id, day=date.fromisoformat(day), reason=reason)
+        return f"board {board_id} day {day}: {result.members} players"
+    return board_all_rebuild(board_id=board_id, reason=reason).describe()
 
 
 # A one-second task must never queue up behind itself: a late run is worthless once the next
 # one is due, so it expires instead of piling up.
 @shared_task(name="leaderboard.tasks.refresh_top_snapshots", ignore_result=True, expires=2)
 def refresh_top_snapshots() -> dict[int, int]:
+    """Every second: each live board's top list, encoded once for every API process."""
     return top_snapshots_refresh()
 
 
@@ -65,7 +66,7 @@ def build_weekly_boards() -> dict[str, int]:
     ignore_result=True,
 )
 def boards_reconcile_task() -> int:
-    """Hourly: compare every running season's boards with PostgreSQL and repair drift."""
+    """Hourly: compare every live board with PostgreSQL and repair drift."""
     results = boards_reconcile_live_seasons(now=timezone.now())
     return sum(1 for r in results if r.drift_found)
 
@@ -81,7 +82,10 @@ def boards_reconcile_task() -> int:
     acks_late=True,
     ignore_result=True,
 )
-def boards_correct_task(season_id: int, days: list[str]) -> str:
-    """After a void or a ban: rebuild the season, daily and weekly boards it touched."""
-    result = boards_correct(season_id=season_id, days=[date.fromisoformat(d) for d in days])
+def boards_correct_task(season_id: int, days: list[str], board_ids: list[int] | None = None) -> str:
+    """After a void or a ban: rebuild the season-long, daily and weekly boards it touched
+    (``board_ids``: the boards concerned; None: every board of the season)."""
+    result = boards_correct(
+        season_id=season_id, days=[date.fromisoformat(d) for d in days], board_ids=board_ids
+    )
     return result.describe()

@@ -1,21 +1,49 @@
 """Read API routes, included under ``api/``. Path parameters are matched as strings and
-validated by the views, so a malformed one is a JSON 400 rather than an HTML 404."""
+validated by the views, so a malformed one is a JSON 400 rather than an HTML 404.
 
-from django.urls import path
+Every board read is served twice: under ``seasons/<season>/boards/<board>/`` (contract 0.2)
+and, for the ``main`` board, under ``seasons/<season>/leaderboard/`` (contract 0.1). The two
+share their views; each path gets its own OpenAPI operation id.
+"""
+
+from django.urls import URLPattern, path
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework.views import APIView
 
 from . import apis
 
 app_name = "leaderboard"
 
-_BOARD = "seasons/<str:season>/leaderboard"
+_MAIN = "seasons/<str:season>/leaderboard"
+_BOARD = "seasons/<str:season>/boards/<str:board>"
+
+# (sub-path, view, route name)
+_READS: list[tuple[str, type[APIView], str]] = [
+    ("top", apis.BoardTopApi, "top"),
+    ("players/<str:player>", apis.BoardPlayerApi, "player"),
+    ("players/<str:player>/around", apis.BoardAroundApi, "around"),
+    ("ranks", apis.BoardRanksApi, "ranks"),
+    ("friends", apis.BoardFriendsApi, "friends"),
+    ("daily/<str:day>/top", apis.DailyTopApi, "daily-top"),
+    ("weekly/<str:week>/top", apis.WeeklyTopApi, "weekly-top"),
+]
+
+
+def _routes(prefix: str, operation_prefix: str, name_prefix: str) -> list[URLPattern]:
+    routes = []
+    for sub_path, view, name in _READS:
+        operation = f"{operation_prefix}_{name.replace('-', '_')}"
+        # A subclass per path family: the schema names each operation once.
+        named: type[APIView] = extend_schema_view(get=extend_schema(operation_id=operation))(
+            type(f"{view.__name__}_{operation_prefix}", (view,), {})
+        )
+        routes.append(path(f"{prefix}/{sub_path}", named.as_view(), name=f"{name_prefix}{name}"))
+    return routes
+
 
 urlpatterns = [
     path("seasons", apis.SeasonListApi.as_view(), name="season-list"),
-    path(f"{_BOARD}/top", apis.BoardTopApi.as_view(), name="top"),
-    path(f"{_BOARD}/players/<str:player>", apis.BoardPlayerApi.as_view(), name="player"),
-    path(f"{_BOARD}/players/<str:player>/around", apis.BoardAroundApi.as_view(), name="around"),
-    path(f"{_BOARD}/ranks", apis.BoardRanksApi.as_view(), name="ranks"),
-    path(f"{_BOARD}/friends", apis.BoardFriendsApi.as_view(), name="friends"),
-    path(f"{_BOARD}/daily/<str:day>/top", apis.DailyTopApi.as_view(), name="daily-top"),
-    path(f"{_BOARD}/weekly/<str:week>/top", apis.WeeklyTopApi.as_view(), name="weekly-top"),
+    path("seasons/<str:season>/boards", apis.BoardListApi.as_view(), name="board-list"),
+    *_routes(_MAIN, "leaderboard", ""),
+    *_routes(_BOARD, "board", "board-"),
 ]

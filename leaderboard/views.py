@@ -10,7 +10,14 @@ from rest_framework.exceptions import ValidationError
 
 from seasons.selectors import season_get_cached, season_list
 
-from .selectors import board_around_get, board_player_get, board_top_get
+from .models import MAIN_BOARD
+from .selectors import (
+    board_around_get,
+    board_get_cached,
+    board_list,
+    board_player_get,
+    board_top_get,
+)
 from .serializers import IdField
 
 PAGE_TOP = 100
@@ -23,14 +30,22 @@ def seasons_page(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def season_board_page(request: HttpRequest, season_id: int) -> HttpResponse:
-    """The season's top 100, and a player lookup (?player=42) with the entries around them."""
+def season_board_page(
+    request: HttpRequest, season_id: int, board: str = MAIN_BOARD
+) -> HttpResponse:
+    """A board's top 100 (the season's boards as tabs), and a player lookup (?player=42) with
+    the entries around them."""
     season = season_get_cached(season_id=season_id)
     if season is None:
         raise Http404(f"season {season_id} does not exist")
+    ref = board_get_cached(season_id=season_id, slug=board)
+    if ref is None:
+        raise Http404(f"season {season_id} has no board {board!r}")
     context: dict[str, object] = {
         "season": season,
-        "top": board_top_get(season=season, limit=PAGE_TOP).entries,
+        "board": ref,
+        "boards": board_list(season_id=season_id),
+        "top": board_top_get(board=ref, limit=PAGE_TOP).entries,
     }
     raw_player = request.GET.get("player", "").strip()
     if raw_player:
@@ -40,13 +55,14 @@ def season_board_page(request: HttpRequest, season_id: int) -> HttpResponse:
         except ValidationError:
             context["lookup_error"] = f"{raw_player!r} is not a player id (a positive integer)."
         else:
-            standing = board_player_get(season=season, player_id=player_id)
+            standing = board_player_get(board=ref, player_id=player_id)
             if standing is None:
-                context["lookup_error"] = f"Player {player_id} has no score this season."
+                where = "this season" if ref.slug == MAIN_BOARD else "on this board"
+                context["lookup_error"] = f"Player {player_id} has no score {where}."
             else:
                 context["standing"] = standing
                 context["around"] = board_around_get(
-                    season=season, player_id=player_id, radius=PAGE_RADIUS
+                    board=ref, player_id=player_id, radius=PAGE_RADIUS
                 )
     return render(request, "leaderboard/season_board.html", context)
 

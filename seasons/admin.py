@@ -112,15 +112,14 @@ def make_closing(season: Season) -> str:
 
 @admin.register(Season)
 class SeasonAdmin(admin.ModelAdmin):
-    list_display = ("id", "name", "status", "rule", "starts_at", "ends_at", "closed_at")
-    list_filter = ("status", "rule")
+    list_display = ("id", "name", "status", "starts_at", "ends_at", "closed_at")
+    list_filter = ("status",)
     search_fields = ("name", "=id")
     # leaderboard.admin and closeout.admin extend this class (board and close-out actions,
     # reward tiers inline) and register the result in its place: seasons knows neither app.
     actions = [make_active, make_closing]
     _always_read_only = (
         "status",
-        "time_bits",
         "created_at",
         "updated_at",
         "closing_since",
@@ -133,8 +132,8 @@ class SeasonAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Season | None = None) -> list[str]:
         fields = list(self._always_read_only)
         if obj is not None:
-            # The encoded scores on the board depend on these: fixed once the season exists.
-            fields += ["id", "starts_at", "rule", "time_resolution_seconds", *self._live_fields]
+            # The boards' encoded scores count ticks from the start: fixed once it exists.
+            fields += ["id", "starts_at", *self._live_fields]
         return fields
 
     def get_fields(self, request: HttpRequest, obj: Season | None = None) -> tuple[str, ...]:
@@ -143,8 +142,6 @@ class SeasonAdmin(admin.ModelAdmin):
             "name",
             "starts_at",
             "ends_at",
-            "rule",
-            "time_resolution_seconds",
         )
         if obj is not None:
             fields += (*self._always_read_only, *self._live_fields)
@@ -152,21 +149,19 @@ class SeasonAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Season, form: Any, change: bool) -> None:
         if change:
-            obj.full_clean(exclude=["time_bits"])
+            obj.full_clean()
             # Only what the form changed: a full save would write back the status, closing and
             # drain fields as loaded, undoing a close-out that ran while the form was open.
             obj.save(update_fields=[*form.changed_data, "updated_at"])
             return
-        # Through the service, which fixes the codec split from the season's length.
-        created = season_create(
+        # Through the service, which validates the window (the boards come with leaderboard's
+        # SeasonAdmin).
+        season_create(
             season_id=obj.id,
             name=obj.name,
             starts_at=obj.starts_at,
             ends_at=obj.ends_at,
-            rule=obj.rule,
-            time_resolution_seconds=obj.time_resolution_seconds,
         )
-        obj.time_bits = created.time_bits
         obj._state.adding = False
 
 

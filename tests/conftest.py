@@ -27,11 +27,11 @@ def _isolated_board_keys(settings) -> None:
 
 @pytest.fixture(autouse=True)
 def _fresh_season_memo() -> None:
-    # The read path memoizes seasons per process; a season of one test must not leak into the
-    # next one that reuses its id.
-    from seasons.selectors import season_cache_clear
+    # The read path memoizes seasons and boards per process; a season of one test must not
+    # leak into the next one that reuses its id.
+    from seasons.memo import process_memos_clear
 
-    season_cache_clear()
+    process_memos_clear()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime
+from typing import Any
 
-from leaderboard.models import MatchResult
-from seasons.models import ScoringRule, Season
+from leaderboard.models import MAIN_BOARD, Board, ScoringRule
+from leaderboard.selectors import BoardRef
+from seasons.models import Season
+from seasons.selectors import SeasonRef
 
 
 def wait_until(
@@ -30,32 +33,75 @@ def wait_until(
         time.sleep(every)
 
 
+def main_board(season: Season | int) -> BoardRef:
+    """The season's main board (a season or its id)."""
+    season_id = season if isinstance(season, int) else season.id
+    return BoardRef.from_model(
+        Board.objects.select_related("season").get(season_id=season_id, slug=MAIN_BOARD)
+    )
+
+
+def main_board_id(season: Season | int) -> int:
+    return main_board(season).id
+
+
+def as_board(board: Season | SeasonRef | Board | BoardRef) -> BoardRef:
+    """A board as the services take it; a season (model or ref) stands for its main board."""
+    if isinstance(board, BoardRef):
+        return board
+    if isinstance(board, Board):
+        return BoardRef.from_model(board)
+    return main_board(board.id)
+
+
+def _on_board(ref: BoardRef, result: object) -> bool:
+    """Whether a stored result (board_id) or a test's Result (season_id, board slug) is on it."""
+    board_id = getattr(result, "board_id", None)
+    if board_id is not None:
+        return bool(board_id == ref.id)
+    slug = getattr(result, "board", MAIN_BOARD)
+    return bool(getattr(result, "season_id", None) == ref.season_id and slug == ref.slug)
+
+
 def expected_board(
-    season: Season,
-    results: Iterable[MatchResult],
+    board: Season | Board | BoardRef,
+    results: Iterable[Any],
     *,
     day: date | None = None,
     banned: Iterable[int] = (),
 ) -> dict[int, int]:
-    """The board the score semantics define, computed in Python from known results.
+    """The board the score semantics define, computed in Python from known results (a season
+    stands for its main board; results of other boards are left out).
 
-    An independent statement of the rules (not the SQL under test): best = max points at the
-    earliest ticks; cumulative = sum of points at the latest ticks.
+    An independent statement of the rules (not the SQL under test): best = the best points for
+    the order at the earliest ticks; latest = the latest result by achieved_at, then the greater
+    match id; cumulative = sum of points at the latest ticks.
     """
-    codec = season.codec
+    ref = as_board(board)
+    codec = ref.codec
+    starts_at = ref.season.starts_at
     excluded = set(banned)
     per_player: dict[int, tuple[int, int]] = {}
+    latest_key: dict[int, tuple[datetime, object]] = {}
     for r in results:
+        if not _on_board(ref, r):
+            continue
         if r.voided_at is not None or r.player_id in excluded:
             continue
         if day is not None and r.achieved_at.astimezone(UTC).date() != day:
             continue
-        ticks = codec.ticks(r.achieved_at - season.starts_at)
+        ticks = codec.ticks(r.achieved_at - starts_at)
         old = per_player.get(r.player_id)
-        if old is None:
+        if ref.rule == ScoringRule.LATEST:
+            key = (r.achieved_at, r.match_id)
+            if old is None or key > latest_key[r.player_id]:
+                per_player[r.player_id] = (r.points, ticks)
+                latest_key[r.player_id] = key
+        elif old is None:
             per_player[r.player_id] = (r.points, ticks)
-        elif season.rule == ScoringRule.BEST:
-            if r.points > old[0] or (r.points == old[0] and ticks < old[1]):
+        elif ref.rule == ScoringRule.BEST:
+            better = r.points < old[0] if ref.ascending else r.points > old[0]
+            if better or (r.points == old[0] and ticks < old[1]):
                 per_player[r.player_id] = (r.points, ticks)
         else:
             per_player[r.player_id] = (old[0] + r.points, max(old[1], ticks))

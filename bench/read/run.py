@@ -100,13 +100,13 @@ def configure(args: argparse.Namespace) -> None:
 def ensure_season() -> Any:
     from django.utils import timezone
 
+    from leaderboard.services import season_setup
     from seasons.models import Season, SeasonStatus
-    from seasons.services import season_create
 
     season = Season.objects.filter(id=SEASON_ID).first()
     if season is None:
         now = timezone.now()
-        season = season_create(
+        season = season_setup(
             season_id=SEASON_ID,
             name="Bench season",
             starts_at=now - timedelta(days=1),
@@ -125,10 +125,12 @@ def load(args: argparse.Namespace, season: Any) -> None:
 
     from leaderboard import keys
     from leaderboard.redis import get_board_redis
+    from leaderboard.selectors import main_board_get
 
     client = get_board_redis()
-    key = keys.season_board(season_id=SEASON_ID)
-    codec = season.codec
+    board = main_board_get(season_id=SEASON_ID)
+    key = keys.board(board_id=board.id)
+    codec = board.codec
     pg = psycopg.connect(settings.DATABASE_URL, autocommit=True)
     pg.execute(
         f"CREATE TABLE IF NOT EXISTS {PG_TABLE} "
@@ -206,12 +208,11 @@ def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[s
 
     from leaderboard import keys, selectors
     from leaderboard.redis import get_board_redis
-    from seasons.selectors import season_get_cached
 
-    ref = season_get_cached(season_id=SEASON_ID)
+    ref = selectors.board_get_cached(season_id=SEASON_ID)
     assert ref is not None
     client = get_board_redis()
-    key = keys.season_board(season_id=SEASON_ID)
+    key = keys.board(board_id=ref.id)
     rng = random.Random(1)
 
     def player() -> int:
@@ -234,13 +235,13 @@ def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[s
         lambda: selectors.board_page_get(board_key=key, codec=ref.codec, start=0, count=100), n
     )
     results["selector: player entry (Lua)"] = timed(
-        lambda: selectors.board_player_get(season=ref, player_id=player()), n
+        lambda: selectors.board_player_get(board=ref, player_id=player()), n
     )
     results["selector: around r=5 (Lua)"] = timed(
-        lambda: selectors.board_around_get(season=ref, player_id=player(), radius=5), n
+        lambda: selectors.board_around_get(board=ref, player_id=player(), radius=5), n
     )
     results["selector: friends 200 (Lua)"] = timed(
-        lambda: selectors.board_friends_get(season=ref, player_ids=friends()), max(1, n // 4)
+        lambda: selectors.board_friends_get(board=ref, player_ids=friends()), max(1, n // 4)
     )
     if args.skip_pg:
         return results
@@ -417,9 +418,11 @@ def cleanup(args: argparse.Namespace) -> None:
 
     from leaderboard import keys
     from leaderboard.redis import get_board_redis
+    from leaderboard.selectors import main_board_get
 
     get_board_redis().unlink(
-        keys.season_board(season_id=SEASON_ID), keys.top_snapshot(season_id=SEASON_ID)
+        keys.board(board_id=main_board_get(season_id=SEASON_ID).id),
+        keys.top_snapshot(board_id=main_board_get(season_id=SEASON_ID).id),
     )
     with psycopg.connect(settings.DATABASE_URL, autocommit=True) as pg:
         pg.execute(f"DROP TABLE IF EXISTS {PG_TABLE}")

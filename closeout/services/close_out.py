@@ -15,15 +15,16 @@ from django.db import transaction
 from django.utils import timezone
 from kafka.errors import KafkaError
 
+from leaderboard.selectors import BoardRef, board_list
 from leaderboard.services import season_keys_unlink
 from seasons.models import Season, SeasonStatus
 
 from ..models import FinalStanding, RewardGrant, RewardTier
 from ..selectors import (
     StandingRow,
+    board_standings_compute,
     consumer_group_lag_get,
     kafka_offsets_reader,
-    season_standings_compute,
     topic_end_offsets_get,
 )
 
@@ -222,12 +223,13 @@ def _season_drain_wait(*, season: Season, timeout_seconds: float) -> str:
         return f"Kafka cannot tell whether the consumer drained the results ({exc!r})"
 
 
-def final_standings_replace(*, season: Season, rows: Sequence[StandingRow]) -> None:
-    """Replace the season's final standings by ``rows``; runs in the caller's transaction."""
-    FinalStanding.objects.filter(season=season).delete()
+def final_standings_replace(*, board: BoardRef, rows: Sequence[StandingRow]) -> None:
+    """Replace the board's final standings by ``rows``; runs in the caller's transaction."""
+    FinalStanding.objects.filter(board_id=board.id).delete()
     FinalStanding.objects.bulk_create(
         FinalStanding(
-            season=season,
+            season_id=board.season_id,
+            board_id=board.id,
             rank=row.rank,
             player_id=row.player_id,
             points=row.points,
@@ -237,9 +239,35 @@ def final_standings_replace(*, season: Season, rows: Sequence[StandingRow]) -> N
     )
 
 
+def _board_finalize(*, board: BoardRef) -> tuple[int, int]:
+    """Final standings and grants of one board; (standings, grants created)."""
+    rows = board_standings_compute(board=board, limit=settings.FINAL_STANDINGS_SIZE)
+    final_standings_replace(board=board, rows=rows)
+    already_granted = set(
+        RewardGrant.objects.filter(board_id=board.id).values_list("player_id", flat=True)
+    )
+    grants = [
+        RewardGrant(
+            season_id=board.season_id,
+            board_id=board.id,
+            tier=tier,
+            player_id=row.player_id,
+            rank=row.rank,
+            reward_name=tier.reward_name,
+            quantity=tier.quantity,
+        )
+        for tier in RewardTier.objects.filter(board_id=board.id).order_by("rank_from")
+        for row in rows[tier.rank_from - 1 : tier.rank_to]
+        if row.player_id not in already_granted
+    ]
+    RewardGrant.objects.bulk_create(grants)
+    return len(rows), len(grants)
+
+
 @transaction.atomic
 def _season_finalize(*, season_id: int, now: datetime) -> tuple[int | None, int] | None:
-    """(standings, grants created); (None, 0) when no longer closing; None when locked."""
+    """(standings, grants created) over every board; (None, 0) when no longer closing; None
+    when locked."""
     season = (
         Season.objects.select_for_update(no_key=True, skip_locked=True).filter(id=season_id).first()
     )
@@ -247,26 +275,12 @@ def _season_finalize(*, season_id: int, now: datetime) -> tuple[int | None, int]
         return None
     if season.status != SeasonStatus.CLOSING:
         return None, 0
-    rows = season_standings_compute(season=season, limit=settings.FINAL_STANDINGS_SIZE)
-    final_standings_replace(season=season, rows=rows)
-    already_granted = set(
-        RewardGrant.objects.filter(season=season).values_list("player_id", flat=True)
-    )
-    grants = [
-        RewardGrant(
-            season=season,
-            tier=tier,
-            player_id=row.player_id,
-            rank=row.rank,
-            reward_name=tier.reward_name,
-            quantity=tier.quantity,
-        )
-        for tier in RewardTier.objects.filter(season=season).order_by("rank_from")
-        for row in rows[tier.rank_from - 1 : tier.rank_to]
-        if row.player_id not in already_granted
-    ]
-    RewardGrant.objects.bulk_create(grants)
+    standings = grants = 0
+    for board in board_list(season_id=season_id):
+        board_standings, board_grants = _board_finalize(board=board)
+        standings += board_standings
+        grants += board_grants
     season.status = SeasonStatus.CLOSED
     season.closed_at = now
     season.save(update_fields=["status", "closed_at", "updated_at"])
-    return len(rows), len(grants)
+    return standings, grants

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from leaderboard.models import MAIN_BOARD, Board
 from seasons.models import Season, SeasonStatus
 
 from ..models import GrantStatus, RewardGrant, RewardTier
@@ -12,17 +13,28 @@ from ..models import GrantStatus, RewardGrant, RewardTier
 
 @transaction.atomic
 def reward_tier_create(
-    *, season_id: int, rank_from: int, rank_to: int, reward_name: str, quantity: int = 1
+    *,
+    season_id: int,
+    rank_from: int,
+    rank_to: int,
+    reward_name: str,
+    quantity: int = 1,
+    board_slug: str = MAIN_BOARD,
 ) -> RewardTier:
-    """Add a tier; ranks start at 1, rank_from <= rank_to, and tiers of a season never overlap
-    (checked here with the season locked, and by an exclusion constraint in the database)."""
+    """Add a tier to a board; ranks start at 1, rank_from <= rank_to, and tiers of a board never
+    overlap (checked here with the season locked, and by an exclusion constraint in the
+    database)."""
     season = Season.objects.select_for_update(no_key=True).filter(id=season_id).first()
     if season is None:
         raise ValidationError(f"season {season_id} does not exist")
     if season.status == SeasonStatus.CLOSED:
         raise ValidationError(f"season {season_id} is closed; its rewards were granted")
+    board = Board.objects.filter(season_id=season_id, slug=board_slug).first()
+    if board is None:
+        raise ValidationError(f"season {season_id} has no board {board_slug!r}")
     tier = RewardTier(
         season=season,
+        board=board,
         rank_from=rank_from,
         rank_to=rank_to,
         reward_name=reward_name,

@@ -9,15 +9,17 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from leaderboard.selectors import BoardRef, board_list
 from seasons.models import Season, SeasonStatus
 
 from ..models import FinalStanding, GrantStatus, RewardGrant, RewardTier
-from ..selectors import StandingRow, season_standings_compute
+from ..selectors import StandingRow, board_standings_compute
 from .close_out import final_standings_replace
 
 
 @dataclass(frozen=True, slots=True)
 class StandingChange:
+    board: str  # the board's slug
     player_id: int
     old_rank: int | None
     new_rank: int | None
@@ -27,6 +29,7 @@ class StandingChange:
 
 @dataclass(frozen=True, slots=True)
 class GrantChange:
+    board: str  # the board's slug
     player_id: int
     action: str  # "grant", "revoke", "reinstate", "change"
     old: str  # "#3 2 x gems (delivered)" or ""
@@ -50,11 +53,26 @@ def _grant_label(*, rank: int, tier: RewardTier | None, name: str, quantity: int
     return f"#{rank} {quantity} x {name}" + ("" if tier else " (tier deleted)")
 
 
-def _standings_plan(
-    season: Season,
-) -> tuple[list[StandingRow], dict[int, tuple[RewardTier, StandingRow]], StandingsReview]:
-    rows = season_standings_compute(season=season, limit=settings.FINAL_STANDINGS_SIZE)
-    old = {s.player_id: s for s in FinalStanding.objects.filter(season=season)}
+@dataclass(frozen=True, slots=True)
+class _BoardPlan:
+    board: BoardRef
+    rows: list[StandingRow]
+    wanted: dict[int, tuple[RewardTier, StandingRow]]  # player -> the tier and row they earn
+    standings: list[StandingChange]
+    grants: list[GrantChange]
+
+
+def _standings_plan(season: Season) -> tuple[list[_BoardPlan], StandingsReview]:
+    plans = [_board_plan(board) for board in board_list(season_id=season.id)]
+    standings = [change for plan in plans for change in plan.standings]
+    grants = [change for plan in plans for change in plan.grants]
+    digest = hashlib.sha256(repr((standings, grants)).encode()).hexdigest()[:16]
+    return plans, StandingsReview(season.id, tuple(standings), tuple(grants), digest)
+
+
+def _board_plan(board: BoardRef) -> _BoardPlan:
+    rows = board_standings_compute(board=board, limit=settings.FINAL_STANDINGS_SIZE)
+    old = {s.player_id: s for s in FinalStanding.objects.filter(board_id=board.id)}
     new = {r.player_id: r for r in rows}
     standing_changes = []
     for player in sorted(set(old) | set(new)):
@@ -63,6 +81,7 @@ def _standings_plan(
             continue
         standing_changes.append(
             StandingChange(
+                board.slug,
                 player,
                 o.rank if o else None,
                 n.rank if n else None,
@@ -72,10 +91,10 @@ def _standings_plan(
         )
     standing_changes.sort(key=lambda c: (c.new_rank or 10**12, c.old_rank or 10**12))
     wanted: dict[int, tuple[RewardTier, StandingRow]] = {}
-    for tier in RewardTier.objects.filter(season=season).order_by("rank_from"):
+    for tier in RewardTier.objects.filter(board_id=board.id).order_by("rank_from"):
         for row in rows[tier.rank_from - 1 : tier.rank_to]:
             wanted[row.player_id] = (tier, row)
-    grants = {g.player_id: g for g in RewardGrant.objects.filter(season=season)}
+    grants = {g.player_id: g for g in RewardGrant.objects.filter(board_id=board.id)}
     grant_changes = []
     for player in sorted(set(wanted) | set(grants)):
         g = grants.get(player)
@@ -88,21 +107,19 @@ def _standings_plan(
         )
         if w is None:
             if g and g.status != GrantStatus.REVOKED:
-                grant_changes.append(GrantChange(player, "revoke", old_label, ""))
+                grant_changes.append(GrantChange(board.slug, player, "revoke", old_label, ""))
             continue
         tier, row = w
         new_label = _grant_label(
             rank=row.rank, tier=tier, name=tier.reward_name, quantity=tier.quantity
         )
         if g is None:
-            grant_changes.append(GrantChange(player, "grant", "", new_label))
+            grant_changes.append(GrantChange(board.slug, player, "grant", "", new_label))
         elif g.status == GrantStatus.REVOKED:
-            grant_changes.append(GrantChange(player, "reinstate", old_label, new_label))
+            grant_changes.append(GrantChange(board.slug, player, "reinstate", old_label, new_label))
         elif (g.rank, g.tier_id) != (row.rank, tier.id):
-            grant_changes.append(GrantChange(player, "change", old_label, new_label))
-    digest = hashlib.sha256(repr((standing_changes, grant_changes)).encode()).hexdigest()[:16]
-    review = StandingsReview(season.id, tuple(standing_changes), tuple(grant_changes), digest)
-    return rows, wanted, review
+            grant_changes.append(GrantChange(board.slug, player, "change", old_label, new_label))
+    return _BoardPlan(board, rows, wanted, standing_changes, grant_changes)
 
 
 def season_standings_review(*, season_id: int) -> StandingsReview:
@@ -110,7 +127,7 @@ def season_standings_review(*, season_id: int) -> StandingsReview:
     season = Season.objects.get(pk=season_id)
     if season.status != SeasonStatus.CLOSED:
         raise ValidationError(f"season {season_id} is {season.status}, not closed")
-    return _standings_plan(season)[2]
+    return _standings_plan(season)[1]
 
 
 @transaction.atomic
@@ -119,23 +136,31 @@ def season_standings_correct(*, season_id: int, fingerprint: str) -> StandingsRe
     season = Season.objects.select_for_update(no_key=True).get(pk=season_id)
     if season.status != SeasonStatus.CLOSED:
         raise ValidationError(f"season {season_id} is {season.status}, not closed")
-    rows, wanted, review = _standings_plan(season)
+    plans, review = _standings_plan(season)
     if review.fingerprint != fingerprint:
         raise ValidationError("the corrections changed since the review: review them again")
-    final_standings_replace(season=season, rows=rows)
-    grants = {g.player_id: g for g in RewardGrant.objects.filter(season=season)}
-    for change in review.grants:
+    for plan in plans:
+        _board_plan_apply(plan)
+    return review
+
+
+def _board_plan_apply(plan: _BoardPlan) -> None:
+    board = plan.board
+    final_standings_replace(board=board, rows=plan.rows)
+    grants = {g.player_id: g for g in RewardGrant.objects.filter(board_id=board.id)}
+    for change in plan.grants:
         g = grants.get(change.player_id)
         if change.action == "revoke" and g is not None:
             g.status = GrantStatus.REVOKED
             g.save(update_fields=["status", "updated_at"])
             continue
-        tier, row = wanted[change.player_id]
+        tier, row = plan.wanted[change.player_id]
         if g is None:
-            g = RewardGrant(season=season, player_id=change.player_id)
+            g = RewardGrant(
+                season_id=board.season_id, board_id=board.id, player_id=change.player_id
+            )
         if change.action == "reinstate":
             g.status = GrantStatus.PENDING
         g.tier, g.rank = tier, row.rank
         g.reward_name, g.quantity = tier.reward_name, tier.quantity
         g.save()
-    return review

@@ -1,23 +1,27 @@
--- Apply one Kafka partition's batch of counted results to the boards, exactly once.
+-- Apply one Kafka partition's batch of counted results to ONE board, exactly once.
 --
--- KEYS[1]            hash: partition -> highest offset of this topic already on the boards
--- KEYS[2 + 4(i-1)..] board i: the board, its rebuild marker, pending list and delta ZSET
+-- Every key belongs to the board's hash slot ({b<board>}): its watermark, its season-long
+-- board and the daily boards the batch touches, each with its rebuild keys.
+--
+-- KEYS[1]            hash: partition -> highest offset of this topic already on this board
+-- KEYS[2 + 4(i-1)..] key group i: the sorted set, its rebuild marker, pending list and delta ZSET
 -- ARGV[1]            the partition (hash field)
 -- ARGV[2]            the lowest offset among the results below
 -- ARGV[3]            the highest offset the caller has handled in this partition
--- ARGV[4]            number of boards n
--- ARGV[5..4+4n]      per board: rule, time_bits, max_points, expire_at (unix seconds, 0 = none)
--- ARGV[5+4n]         the results, one string: "board_index member points ticks xid" entries
+-- ARGV[4..7]         the board's spec: rule, order, time_bits, max_points
+-- ARGV[8]            number of key groups n
+-- ARGV[9..8+n]       per key group: expire_at (unix seconds, 0 = none)
+-- ARGV[9+n]          the results, one string: "group_index member points ticks xid" entries
 --                    separated by ";" (one argument instead of five per result: packing
 --                    arguments was the client's largest cost)
 --
--- Returns {0, applied_offset} when some of these offsets are already on the boards (another
+-- Returns {0, applied_offset} when some of these offsets are already on the board (another
 -- consumer of the partition got there first: the caller drops them and calls again), or
--- {1, changed, overflow...} where overflow lists "board_index member" of cumulative sums the
+-- {1, changed, overflow...} where overflow lists "group_index member" of cumulative sums the
 -- codec cannot hold (those results are left out; nothing is clamped).
 --
 -- Everything, watermark included, happens in this one atomic call: either the whole batch of
--- the partition is on the boards and the watermark covers it, or none of it is.
+-- the partition is on the board and the watermark covers it, or none of it is.
 
 local field = ARGV[1]
 local min_offset = tonumber(ARGV[2])
@@ -27,56 +31,58 @@ if applied and tonumber(applied) >= min_offset then
   return {0, applied}
 end
 
-local nboards = tonumber(ARGV[4])
+local rule, order = ARGV[4], ARGV[5]
+local time_bits, max_points = tonumber(ARGV[6]), tonumber(ARGV[7])
+local ngroups = tonumber(ARGV[8])
 -- A caller of another argument layout (e.g. a process started before a deploy, running its
 -- old Python against this file) must fail loudly: parsed leniently, its results would match
 -- nothing and the watermark would move past them, losing them without a word.
-if #ARGV ~= 5 + nboards * 4 then
-  return redis.error_reply('apply_results: expected ' .. (5 + nboards * 4) .. ' arguments, got '
-    .. #ARGV .. ' (caller and script of different versions?)')
+local spec_error = check_spec(rule, order, time_bits, max_points)
+if spec_error or not ngroups or #ARGV ~= 9 + ngroups or #KEYS ~= 1 + 4 * ngroups then
+  return redis.error_reply('apply_results: expected 9 + n arguments and 1 + 4n keys for n = '
+    .. tostring(ARGV[8]) .. ', got ' .. #ARGV .. ' and ' .. #KEYS
+    .. (spec_error and (' (' .. spec_error .. ')') or '')
+    .. ' (caller and script of different versions?)')
 end
-local packed = ARGV[5 + nboards * 4]
+local packed = ARGV[9 + ngroups]
 local _, separators = string.gsub(packed, ';', '')
 local expected_entries = (packed == '') and 0 or separators + 1
-local boards = {}
-for i = 1, nboards do
-  local a = 4 + (i - 1) * 4
+local groups = {}
+for i = 1, ngroups do
   local k = 1 + (i - 1) * 4
-  boards[i] = {
+  groups[i] = {
     key = KEYS[k + 1], marker = KEYS[k + 2], pending = KEYS[k + 3], delta = KEYS[k + 4],
-    rule = ARGV[a + 1], time_bits = tonumber(ARGV[a + 2]), max_points = tonumber(ARGV[a + 3]),
-    expire_at = tonumber(ARGV[a + 4]), writes = {},
+    expire_at = tonumber(ARGV[8 + i]), writes = {},
   }
 end
 
--- Pass 1: compute every cumulative board score, with no write, so an overflow cannot leave half
--- a batch applied. The best rule cannot overflow: ZADD GT alone compares and writes.
+-- Pass 1: compute every cumulative score, with no write, so an overflow cannot leave half a
+-- batch applied. best and latest cannot overflow: their writes are collected as they come.
 local current = {}   -- "i member" -> score (false = not on the board)
 local dirty = {}
-local order = {}
+local order_of = {}
 local entries = {}
 local overflow = {}
 local parsed = 0
 for si, member, spoints, sticks, sxid in string.gmatch(packed, '(%d+) (%d+) (%d+) (%d+) (%d+)') do
   parsed = parsed + 1
   local i = tonumber(si)
-  local board = boards[i]
+  local group = groups[i]
   local points = tonumber(spoints)
   local ticks = tonumber(sticks)
   local ok = true
-  if board.rule == 'best' then
-    local scale = 2 ^ board.time_bits
-    local writes = board.writes
-    writes[#writes + 1] = score_str(points * scale + (scale - 1 - ticks))
+  if rule ~= 'cumulative' then
+    local writes = group.writes
+    writes[#writes + 1] = score_str(encode_score(points, ticks, order, time_bits, max_points))
     writes[#writes + 1] = member
   else
     local slot = i .. ' ' .. member
     local old = current[slot]
     if old == nil then
-      local stored = redis.call('ZSCORE', board.key, member)
+      local stored = redis.call('ZSCORE', group.key, member)
       old = stored and tonumber(stored) or false
     end
-    local new = merged_score(old or nil, points, ticks, board.rule, board.time_bits, board.max_points)
+    local new = merged_score(old or nil, points, ticks, rule, order, time_bits, max_points)
     if new == false then
       overflow[#overflow + 1] = slot
       ok = false
@@ -84,7 +90,7 @@ for si, member, spoints, sticks, sxid in string.gmatch(packed, '(%d+) (%d+) (%d+
       current[slot] = new
       if not dirty[slot] then
         dirty[slot] = true
-        order[#order + 1] = {i, member}
+        order_of[#order_of + 1] = {i, member}
       end
     else
       current[slot] = old
@@ -100,30 +106,30 @@ if parsed ~= expected_entries then
     .. parsed .. ' well-formed')
 end
 
--- Pass 2: write, one ZADD per board and up to ZADD_PAIRS members (a call from Lua into Redis
--- costs about as much as the insert itself; unpack stays well inside Lua's stack limit). A board
--- has one rule: ZADD GT for best (a pair repeated in one call keeps the higher score), a plain
--- ZADD of the sums computed above for cumulative.
-for _, pair in ipairs(order) do
-  local writes = boards[pair[1]].writes
+-- Pass 2: write, one ZADD per key group and up to ZADD_PAIRS members (a call from Lua into
+-- Redis costs about as much as the insert itself; unpack stays well inside Lua's stack limit).
+-- best: ZADD GT (a pair repeated in one call keeps the higher score); latest: a plain ZADD (the
+-- caller sends a player's latest result only); cumulative: a plain ZADD of the sums above.
+for _, pair in ipairs(order_of) do
+  local writes = groups[pair[1]].writes
   writes[#writes + 1] = score_str(current[pair[1] .. ' ' .. pair[2]])
   writes[#writes + 1] = pair[2]
 end
 local ZADD_PAIRS = 500
 local changed = 0
-for _, board in ipairs(boards) do
-  local writes = board.writes
+for _, group in ipairs(groups) do
+  local writes = group.writes
   for first = 1, #writes, 2 * ZADD_PAIRS do
     local last = math.min(first + 2 * ZADD_PAIRS - 1, #writes)
-    if board.rule == 'best' then
-      changed = changed + redis.call('ZADD', board.key, 'GT', 'CH', unpack(writes, first, last))
+    if rule == 'best' then
+      changed = changed + redis.call('ZADD', group.key, 'GT', 'CH', unpack(writes, first, last))
     else
-      redis.call('ZADD', board.key, unpack(writes, first, last))
+      redis.call('ZADD', group.key, unpack(writes, first, last))
       changed = changed + (last - first + 1) / 2
     end
   end
-  if #writes > 0 and board.expire_at > 0 then
-    redis.call('EXPIREAT', board.key, board.expire_at)
+  if #writes > 0 and group.expire_at > 0 then
+    redis.call('EXPIREAT', group.key, group.expire_at)
   end
 end
 
@@ -131,17 +137,17 @@ end
 -- result its snapshot may not contain, whether or not it changed the live board.
 local markers = {}
 for _, e in ipairs(entries) do
-  local board = boards[e[1]]
+  local group = groups[e[1]]
   local marker = markers[e[1]]
   if marker == nil then
-    marker = redis.call('GET', board.marker) or false
+    marker = redis.call('GET', group.marker) or false
     markers[e[1]] = marker
   end
   if marker == 'pending' then
-    redis.call('RPUSH', board.pending,
+    redis.call('RPUSH', group.pending,
       score_str(e[5]) .. ' ' .. e[2] .. ' ' .. score_str(e[3]) .. ' ' .. score_str(e[4]))
   elseif marker and not xid_visible(e[5], marker) then
-    local res = merge_into(board.delta, e[2], e[3], e[4], board.rule, board.time_bits, board.max_points)
+    local res = merge_into(group.delta, e[2], e[3], e[4], rule, order, time_bits, max_points)
     if type(res) == 'string' then
       overflow[#overflow + 1] = e[1] .. ' ' .. e[2]
     end

@@ -9,50 +9,81 @@ local function score_str(score)
   return string.format('%.0f', score)
 end
 
--- Split an encoded score into (points, low) where low = max_ticks - ticks.
-local function split_score(score, time_bits)
+-- A board's scores depend on its spec: rule ('best' | 'latest' | 'cumulative'), order
+-- ('desc' | 'asc'), time_bits and max_points. Every script that merges scores takes the four,
+-- in this order, and checks them with check_spec.
+local function check_spec(rule, order, time_bits, max_points)
+  if rule ~= 'best' and rule ~= 'latest' and rule ~= 'cumulative' then
+    return 'unknown rule ' .. tostring(rule)
+  end
+  if order ~= 'desc' and order ~= 'asc' then
+    return 'unknown order ' .. tostring(order)
+  end
+  if not time_bits or not max_points then
+    return 'time_bits and max_points must be numbers'
+  end
+  return nil
+end
+
+-- points and ticks -> the encoded score. An asc board stores max_points - points in the high
+-- bits: Redis's descending order still puts the best first, and the earlier tick still wins.
+local function encode_score(points, ticks, order, time_bits, max_points)
   local scale = 2 ^ time_bits
-  local points = math.floor(score / scale)
-  return points, score - points * scale
+  local high = points
+  if order == 'asc' then
+    high = max_points - points
+  end
+  return high * scale + (scale - 1 - ticks)
+end
+
+-- The encoded score -> points, ticks (the inverse of encode_score).
+local function decode_score(score, order, time_bits, max_points)
+  local scale = 2 ^ time_bits
+  local high = math.floor(score / scale)
+  local points = high
+  if order == 'asc' then
+    points = max_points - high
+  end
+  return points, (scale - 1) - (score - high * scale)
 end
 
 -- The score a board must hold after one more result, per rule.
--- best: the higher composite wins (equal points: the earlier, i.e. larger low part).
--- cumulative: points add up, time part = the latest result (the smaller low part).
+-- best: the better encoded score wins (higher in Redis's order; equal points: the earlier).
+-- latest: the result replaces the value (ingestion sends only a player's latest result, as
+--   PostgreSQL decides it; later deliveries in the same script are later results).
+-- cumulative: points add up, the time part is the latest result's.
 -- Returns nil when nothing changes, or false plus a reason when the sum overflows the codec.
-local function merged_score(old, points, ticks, rule, time_bits, max_points)
-  local scale = 2 ^ time_bits
-  local low = (scale - 1) - ticks
+local function merged_score(old, points, ticks, rule, order, time_bits, max_points)
   if rule == 'best' then
-    local new = points * scale + low
+    local new = encode_score(points, ticks, order, time_bits, max_points)
     if old == nil or new > old then
       return new
     end
     return nil
   end
-  if old == nil then
-    return points * scale + low
+  if rule == 'latest' or old == nil then
+    return encode_score(points, ticks, order, time_bits, max_points)
   end
-  local old_points, old_low = split_score(old, time_bits)
+  local old_points, old_ticks = decode_score(old, order, time_bits, max_points)
   local sum = old_points + points
   if sum > max_points then
     return false, 'cumulative points ' .. score_str(sum) .. ' exceed the codec maximum ' .. score_str(max_points)
   end
-  if old_low < low then
-    low = old_low
+  if old_ticks > ticks then
+    ticks = old_ticks
   end
-  return sum * scale + low
+  return encode_score(sum, ticks, order, time_bits, max_points)
 end
 
 -- Merge one (points, ticks) into member of key per rule. Returns 1 if the board changed,
 -- 0 if not, or an error string.
-local function merge_into(key, member, points, ticks, rule, time_bits, max_points)
+local function merge_into(key, member, points, ticks, rule, order, time_bits, max_points)
   local current = redis.call('ZSCORE', key, member)
   local old = nil
   if current then
     old = tonumber(current)
   end
-  local new, err = merged_score(old, points, ticks, rule, time_bits, max_points)
+  local new, err = merged_score(old, points, ticks, rule, order, time_bits, max_points)
   if new == false then
     return err
   end

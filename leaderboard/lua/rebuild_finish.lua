@@ -2,22 +2,26 @@
 -- the live one (readers see the old board, then the new one, never an empty or partial one),
 -- and end the rebuild. An empty result deletes the live board.
 -- KEYS: temp, live, marker, pending, delta.
--- ARGV: snapshot text, rule, time_bits, max_points, ttl ms for a board that had none live (0: none).
+-- ARGV: snapshot text, the board's spec (rule, order, time_bits, max_points), ttl ms for a
+-- board that had none live (0: none).
 -- Returns {the new board's size, members left off...} (a cumulative sum that would overflow
 -- the codec takes the member off the board, as in rebuild_merge_delta.lua).
 local snap = ARGV[1]
-local rule = ARGV[2]
-local time_bits = tonumber(ARGV[3])
-local max_points = tonumber(ARGV[4])
-local max_ticks = 2 ^ time_bits - 1
+local rule, order = ARGV[2], ARGV[3]
+local time_bits, max_points = tonumber(ARGV[4]), tonumber(ARGV[5])
+local spec_error = check_spec(rule, order, time_bits, max_points)
+if spec_error or #ARGV ~= 6 then
+  return redis.error_reply('rebuild_finish: expected 6 arguments, got ' .. #ARGV
+    .. (spec_error and (' (' .. spec_error .. ')') or ''))
+end
 if redis.call('GET', KEYS[3]) ~= snap then
   return redis.error_reply('rebuild marker lost or replaced: writes may have been missed, rebuild again')
 end
 local left_off = {}
 local rest = redis.call('ZRANGE', KEYS[5], 0, -1, 'WITHSCORES')
 for i = 1, #rest, 2 do
-  local points, low = split_score(tonumber(rest[i + 1]), time_bits)
-  local r = merge_into(KEYS[1], rest[i], points, max_ticks - low, rule, time_bits, max_points)
+  local points, ticks = decode_score(tonumber(rest[i + 1]), order, time_bits, max_points)
+  local r = merge_into(KEYS[1], rest[i], points, ticks, rule, order, time_bits, max_points)
   if type(r) == 'string' then
     redis.call('ZREM', KEYS[1], rest[i])
     left_off[#left_off + 1] = rest[i]
@@ -26,7 +30,7 @@ end
 -- A daily board keeps the expiry it had; one rebuilt from nothing gets the default.
 local ttl = redis.call('PTTL', KEYS[2])
 if ttl < 0 then
-  ttl = tonumber(ARGV[5])
+  ttl = tonumber(ARGV[6])
 end
 local size = redis.call('ZCARD', KEYS[1])
 -- UNLINK, never an implicit delete: RENAME over a live board of millions of members would free

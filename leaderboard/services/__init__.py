@@ -1,6 +1,7 @@
 """Writes to the boards, one module per concept: ``apply`` (ingestion), ``rebuild``,
 ``reconcile``, ``corrections`` (voids, bans), ``derived`` (top-list snapshots, weekly boards),
-``unlink`` (dropping a closed season's keys). Callers import from here.
+``unlink`` (dropping a closed season's keys), ``boards`` (creating boards and seasons with
+their main board). Callers import from here.
 """
 
 from __future__ import annotations
@@ -8,19 +9,21 @@ from __future__ import annotations
 from .apply import (
     BoardsApplied,
     CountedResult,
+    applied_offsets_get,
     board_results_apply,
     daily_board_expire_at,
 )
+from .boards import SCORE_FIELDS, board_create, board_update, season_setup
 from .corrections import (
+    BoardRebuilt,
     BoardsCorrected,
     Correction,
-    SeasonBoardsRebuilt,
+    board_all_rebuild,
     boards_correct,
     daily_boards_existing,
     match_result_void,
     player_ban,
     player_unban,
-    season_boards_rebuild,
 )
 from .derived import (
     WEEKLY_MERGE_CHUNK,
@@ -45,6 +48,7 @@ from .rebuild import (
     RebuildInProgressError,
     RebuildResult,
     board_rebuild,
+    spec_args,
 )
 from .reconcile import (
     DEFAULT_RECONCILE_SAMPLE,
@@ -69,7 +73,9 @@ __all__ = [
     "PHASE_PENDING",
     "PREFETCH_CHUNKS",
     "REBUILD_SORTED_RUNS",
+    "SCORE_FIELDS",
     "WEEKLY_MERGE_CHUNK",
+    "BoardRebuilt",
     "BoardsApplied",
     "BoardsCorrected",
     "Correction",
@@ -77,11 +83,14 @@ __all__ = [
     "RebuildInProgressError",
     "RebuildResult",
     "ReconcileResult",
-    "SeasonBoardsRebuilt",
     "WeeklyBuildError",
+    "applied_offsets_get",
+    "board_all_rebuild",
+    "board_create",
     "board_rebuild",
     "board_reconcile",
     "board_results_apply",
+    "board_update",
     "boards_correct",
     "boards_reconcile_live_seasons",
     "daily_board_expire_at",
@@ -90,8 +99,9 @@ __all__ = [
     "player_ban",
     "player_unban",
     "reconcile_days",
-    "season_boards_rebuild",
     "season_keys_unlink",
+    "season_setup",
+    "spec_args",
     "top_snapshot_refresh",
     "top_snapshots_refresh",
     "weekly_board_build",

@@ -12,18 +12,16 @@ from typing import NamedTuple
 from django.conf import settings
 
 from leaderboard import keys
+from leaderboard.models import ScoringRule
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import get_script
-from seasons.models import (
-    ScoringRule,
-    Season,
-)
+from leaderboard.selectors import BoardRef
 
 logger = logging.getLogger(__name__)
 
 
 class CountedResult(NamedTuple):
-    """One stored result that must now count on its season's board and daily board.
+    """One stored result that must now count on its board (season-long and/or daily).
 
     A NamedTuple (immutable, typed) rather than a frozen dataclass: one is built per ingested
     result, and it is about three times cheaper to build.
@@ -31,19 +29,23 @@ class CountedResult(NamedTuple):
 
     partition: int
     offset: int
-    season_id: int
+    board_id: int
     player_id: int
     points: int
     ticks: int
     day: date  # the UTC day of achieved_at
     xid: int  # the PostgreSQL transaction that stored it (rebuild protocol)
+    # Under the latest rule a result counts only where it is the player's latest result
+    # (season-long, and of its day), as PostgreSQL decides; under best and cumulative, both.
+    season_long: bool = True
+    daily: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class BoardsApplied:
     applied: int  # results now on the boards
     already_applied: int  # dropped: another consumer of the partition had applied them
-    overflowed: tuple[str, ...]  # "board member" pairs whose cumulative sum the codec can't hold
+    overflowed: tuple[str, ...]  # "board-key member" pairs whose cumulative sum overflows
 
 
 def daily_board_expire_at(*, day: date, now: datetime) -> int:
@@ -56,43 +58,32 @@ def daily_board_expire_at(*, day: date, now: datetime) -> int:
     return int((max(end_of_day, now) + ttl).timestamp())
 
 
-class _BoardNames:
-    """Board keys of one batch, built once per season and per (season, day)."""
-
-    def __init__(self) -> None:
-        self._season: dict[int, str] = {}
-        self._daily: dict[tuple[int, date], str] = {}
-
-    def of(self, r: CountedResult) -> tuple[str, str]:
-        season_key = self._season.get(r.season_id)
-        if season_key is None:
-            season_key = self._season[r.season_id] = keys.season_board(season_id=r.season_id)
-        daily_key = self._daily.get((r.season_id, r.day))
-        if daily_key is None:
-            daily_key = self._daily[(r.season_id, r.day)] = keys.daily_board(
-                season_id=r.season_id, day=r.day
-            )
-        return season_key, daily_key
-
-
 def _collapse(
-    results: Sequence[CountedResult], seasons: Mapping[int, Season], names: _BoardNames
+    results: Sequence[CountedResult], board: BoardRef, board_key: str
 ) -> dict[tuple[str, int, int], tuple[int, int]]:
-    """One write per (board, player, xid): the batch's contribution under the season's rule.
+    """One write per (key, player, xid): the batch's contribution under the board's rule.
 
     xid stays in the key because a rebuild running meanwhile must see each transaction's results
     apart (a cumulative sum mixing counted and uncounted ones would double the counted part).
     """
     merged: dict[tuple[str, int, int], tuple[int, int]] = {}
+    rule = board.rule
+    sign = -1 if board.ascending else 1
     for r in results:
-        best = seasons[r.season_id].rule == ScoringRule.BEST
-        for board in names.of(r):
-            slot = (board, r.player_id, r.xid)
+        for key, counts in (
+            (board_key, r.season_long),
+            (keys.daily_board(board_id=board.id, day=r.day), r.daily),
+        ):
+            if not counts:
+                continue
+            slot = (key, r.player_id, r.xid)
             old = merged.get(slot)
-            if old is None:
+            if old is None or rule == ScoringRule.LATEST:
+                # latest: the caller sends at most one result per key and player.
                 merged[slot] = (r.points, r.ticks)
-            elif best:
-                if r.points > old[0] or (r.points == old[0] and r.ticks < old[1]):
+            elif rule == ScoringRule.BEST:
+                # The better value for the board's order; equal values: the earlier.
+                if (sign * r.points, -r.ticks) > (sign * old[0], -old[1]):
                     merged[slot] = (r.points, r.ticks)
             else:
                 merged[slot] = (old[0] + r.points, max(old[1], r.ticks))
@@ -101,40 +92,48 @@ def _collapse(
 
 def _script_args(
     *,
+    board: BoardRef,
     partition: int,
     results: Sequence[CountedResult],
     handled_offset: int,
-    seasons: Mapping[int, Season],
 ) -> tuple[list[str], list[str], list[str | int]]:
-    """(board keys in script order, KEYS after the watermark, ARGV) of one partition's call."""
-    names = _BoardNames()
-    boards: dict[str, tuple[Season, date | None]] = {}
+    """(key group names in script order, KEYS after the watermark, ARGV) of one call."""
+    board_key = keys.board(board_id=board.id)
+    groups: dict[str, date | None] = {}
     for r in results:
-        season_key, daily_key = names.of(r)
-        if daily_key not in boards:
-            season = seasons[r.season_id]
-            boards[season_key] = (season, None)
-            boards[daily_key] = (season, r.day)
+        if r.season_long:
+            groups.setdefault(board_key, None)
+        if r.daily:
+            groups.setdefault(keys.daily_board(board_id=board.id, day=r.day), r.day)
     now = datetime.now(UTC)
     index: dict[str, int] = {}
     key_args: list[str] = []
-    board_args: list[str | int] = []
-    for n, (board, (season, day)) in enumerate(boards.items(), start=1):
-        index[board] = n
+    expiries: list[str | int] = []
+    for n, (key, day) in enumerate(groups.items(), start=1):
+        index[key] = n
         key_args += [
-            board,
-            keys.rebuild_marker(board_key=board),
-            keys.rebuild_pending(board_key=board),
-            keys.rebuild_delta(board_key=board),
+            key,
+            keys.rebuild_marker(board_key=key),
+            keys.rebuild_pending(board_key=key),
+            keys.rebuild_delta(board_key=key),
         ]
-        expire_at = 0 if day is None else daily_board_expire_at(day=day, now=now)
-        board_args += [season.rule, season.time_bits, season.codec.max_points, expire_at]
+        expiries.append(0 if day is None else daily_board_expire_at(day=day, now=now))
     entries = ";".join(
-        f"{index[board]} {player} {points} {ticks} {xid}"
-        for (board, player, xid), (points, ticks) in _collapse(results, seasons, names).items()
+        f"{index[key]} {player} {points} {ticks} {xid}"
+        for (key, player, xid), (points, ticks) in _collapse(results, board, board_key).items()
     )
-    head: list[str | int] = [partition, min(r.offset for r in results), handled_offset, len(boards)]
-    return list(boards), key_args, [*head, *board_args, entries]
+    codec = board.codec
+    head: list[str | int] = [
+        partition,
+        min(r.offset for r in results),
+        handled_offset,
+        board.rule,
+        board.order,
+        codec.time_bits,
+        codec.max_points,
+        len(groups),
+    ]
+    return list(groups), key_args, [*head, *expiries, entries]
 
 
 def board_results_apply(
@@ -142,56 +141,72 @@ def board_results_apply(
     topic: str,
     results: Sequence[CountedResult],
     handled_offsets: Mapping[int, int],
-    seasons: Mapping[int, Season],
+    boards: Mapping[int, BoardRef],
 ) -> BoardsApplied:
-    """Put results on their season and daily boards, exactly once per Kafka offset.
+    """Put results on their boards (season-long and daily), exactly once per Kafka offset.
 
     ``handled_offsets`` maps each partition in the batch to the highest offset the caller has
-    dealt with (applied, rejected or found to be a duplicate). One script call per partition,
-    all pipelined: each call checks the partition's applied-offset watermark, writes the boards
-    and moves the watermark atomically (docs/ingestion.md).
+    dealt with (applied, rejected or found to be a duplicate). One script call per partition and
+    board, all pipelined: each checks the board's applied-offset watermark for the partition,
+    writes the board and moves its watermark atomically, touching keys of that board's slot only
+    (docs/ingestion.md).
     """
     client = get_board_redis()
     script = get_script(client, "apply_results")
-    watermark = keys.ingest_applied_offsets(topic=topic)
-    by_partition: dict[int, list[CountedResult]] = defaultdict(list)
+    pending: dict[tuple[int, int], list[CountedResult]] = defaultdict(list)
     for r in results:
-        by_partition[r.partition].append(r)
+        pending[(r.partition, r.board_id)].append(r)
     applied = 0
     already = 0
     overflowed: list[str] = []
-    while by_partition:
+    while pending:
         pipe = client.pipeline(transaction=False)
-        order = sorted(by_partition)
-        board_names: list[list[str]] = []
-        for partition in order:
+        order = sorted(pending)
+        group_names: list[list[str]] = []
+        for partition, board_id in order:
+            board = boards[board_id]
             names, key_args, args = _script_args(
+                board=board,
                 partition=partition,
-                results=by_partition[partition],
+                results=pending[(partition, board_id)],
                 handled_offset=handled_offsets[partition],
-                seasons=seasons,
             )
-            board_names.append(names)
+            group_names.append(names)
+            watermark = keys.ingest_applied_offsets(board_id=board_id, topic=topic)
             script(keys=[watermark, *key_args], args=args, client=pipe)
         replies = pipe.execute()
-        retry: dict[int, list[CountedResult]] = {}
-        for partition, names, reply in zip(order, board_names, replies, strict=True):
-            batch = by_partition[partition]
+        retry: dict[tuple[int, int], list[CountedResult]] = {}
+        for slot, names, reply in zip(order, group_names, replies, strict=True):
+            batch = pending[slot]
             if int(reply[0]) == 1:
                 applied += len(batch)
-                for slot in reply[2:]:
-                    board_index, member = slot.decode().split(" ", 1)
-                    overflowed.append(f"{names[int(board_index) - 1]} {member}")
+                for item in reply[2:]:
+                    group_index, member = item.decode().split(" ", 1)
+                    overflowed.append(f"{names[int(group_index) - 1]} {member}")
                 continue
             # Another consumer (the partition moved during a rebalance) applied part of it.
             applied_offset = int(reply[1])
             remaining = [r for r in batch if r.offset > applied_offset]
             already += len(batch) - len(remaining)
             if remaining:
-                retry[partition] = remaining
-        by_partition = defaultdict(list, retry)
+                retry[slot] = remaining
+        pending = defaultdict(list, retry)
     if overflowed:
         logger.error(
             "cumulative points overflow the codec; results left off the board: %s", overflowed
         )
     return BoardsApplied(applied=applied, already_applied=already, overflowed=tuple(overflowed))
+
+
+def applied_offsets_get(
+    *, topic: str, partitions: Sequence[int], board_ids: Sequence[int]
+) -> dict[tuple[int, int], int]:
+    """(board, partition) -> the highest offset of ``topic`` already on that board (-1: none)."""
+    pipe = get_board_redis().pipeline(transaction=False)
+    for board_id in board_ids:
+        pipe.hmget(keys.ingest_applied_offsets(board_id=board_id, topic=topic), list(partitions))
+    found: dict[tuple[int, int], int] = {}
+    for board_id, raw in zip(board_ids, pipe.execute(), strict=True):
+        for partition, value in zip(partitions, raw, strict=True):
+            found[(board_id, partition)] = -1 if value is None else int(value)
+    return found

@@ -13,22 +13,22 @@ from django.utils import timezone
 
 from leaderboard import keys
 from leaderboard.board_scores import board_days_with_results
-from leaderboard.models import MatchResult, PlayerBan
+from leaderboard.models import Board, MatchResult, PlayerBan
 from leaderboard.redis import get_board_redis
-from seasons.models import (
-    Season,
-    SeasonStatus,
-)
-from seasons.selectors import SeasonRef
+from leaderboard.selectors import BoardRef, board_get, board_list
+from seasons.models import Season, SeasonStatus
 
 from .derived import weekly_board_build
 from .rebuild import RebuildResult, board_rebuild
+
+_RESULTS = MatchResult._meta.db_table
+_BOARDS = Board._meta.db_table
 
 
 @dataclass(frozen=True, slots=True)
 class BoardsCorrected:
     season_id: int
-    rebuilt: tuple[str, ...]  # board keys rebuilt from PostgreSQL (season, daily, weekly)
+    rebuilt: tuple[str, ...]  # keys rebuilt from PostgreSQL (season-long, daily, weekly)
     # A closed season has no live boards: its final standings and grants need a review instead
     # (season_standings_review / season_standings_correct).
     needs_standings_review: bool
@@ -42,9 +42,12 @@ class BoardsCorrected:
         return f"season {self.season_id}: {len(self.rebuilt)} board(s) rebuilt"
 
 
-def boards_correct(*, season_id: int, days: Iterable[date]) -> BoardsCorrected:
-    """Rebuild what a correction touched: the season board, the given days' daily boards that
-    exist, and the weekly boards that exist for those days' weeks.
+def boards_correct(
+    *, season_id: int, days: Iterable[date], board_ids: Iterable[int] | None = None
+) -> BoardsCorrected:
+    """Rebuild what a correction touched on each board (``board_ids``, default every board of
+    the season): its season-long board, the given days' daily boards that exist, and the weekly
+    boards that exist for those days' weeks.
 
     Raises RebuildInProgressError when one of them is being rebuilt: that rebuild may read a
     snapshot from before the correction, so the caller retries (the task does) rather than
@@ -54,94 +57,99 @@ def boards_correct(*, season_id: int, days: Iterable[date]) -> BoardsCorrected:
     if season.status == SeasonStatus.CLOSED:
         return BoardsCorrected(season_id, (), needs_standings_review=True)
     client = get_board_redis()
-    rebuilt = [board_rebuild(season_id=season_id, reason="correction").board_key]
-    # A daily board that expired stays expired: nothing reads it any more.
-    existing = [
-        d for d in sorted(set(days)) if client.exists(keys.daily_board(season_id=season_id, day=d))
-    ]
-    for day in existing:
-        rebuilt.append(board_rebuild(season_id=season_id, day=day, reason="correction").board_key)
-    rebuilt += _weekly_boards_rebuild(client, season=season, days=days)
+    wanted = None if board_ids is None else set(board_ids)
+    days = sorted(set(days))
+    rebuilt: list[str] = []
+    for board in board_list(season_id=season_id):
+        if wanted is not None and board.id not in wanted:
+            continue
+        rebuilt.append(board_rebuild(board_id=board.id, reason="correction").board_key)
+        # A daily board that expired stays expired: nothing reads it any more.
+        for day in days:
+            if client.exists(keys.daily_board(board_id=board.id, day=day)):
+                result = board_rebuild(board_id=board.id, day=day, reason="correction")
+                rebuilt.append(result.board_key)
+        rebuilt += _weekly_boards_rebuild(client, board=board, days=days)
     return BoardsCorrected(season_id, tuple(rebuilt), needs_standings_review=False)
 
 
 def _weekly_boards_rebuild(
-    client: redis.Redis, *, season: Season, days: Iterable[date]
+    client: redis.Redis, *, board: BoardRef, days: Iterable[date]
 ) -> list[str]:
     """Rebuild the weekly boards that exist for the weeks of ``days`` from the daily boards."""
     weeks = {(d.isocalendar().year, d.isocalendar().week) for d in days}
-    ref = SeasonRef.from_model(season)
     rebuilt: list[str] = []
     for iso_year, iso_week in sorted(weeks):
-        weekly = keys.weekly_board(season_id=season.id, iso_year=iso_year, iso_week=iso_week)
+        weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
         # A missing weekly board is built on demand from the (now corrected) daily boards.
         if client.exists(weekly):
-            weekly_board_build(season=ref, iso_year=iso_year, iso_week=iso_week)
+            weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
             rebuilt.append(weekly)
     return rebuilt
 
 
-def daily_boards_existing(*, season_id: int) -> list[date]:
+def daily_boards_existing(*, board_id: int) -> list[date]:
     """The days whose daily board is in Redis now (SCAN; rebuild leftovers filtered out)."""
     client = get_board_redis()
     days = set()
-    for raw in client.scan_iter(match=keys.daily_board_pattern(season_id=season_id), count=1000):
+    for raw in client.scan_iter(match=keys.daily_board_pattern(board_id=board_id), count=1000):
         key = raw.decode() if isinstance(raw, bytes) else str(raw)
-        day = keys.daily_board_day(season_id=season_id, key=key)
+        day = keys.daily_board_day(board_id=board_id, key=key)
         if day is not None:
             days.add(day)
     return sorted(days)
 
 
 @dataclass(frozen=True, slots=True)
-class SeasonBoardsRebuilt:
-    season_id: int
-    season_board: RebuildResult
+class BoardRebuilt:
+    board: BoardRef
+    season_long: RebuildResult
     daily_boards: tuple[RebuildResult, ...]
     weekly_boards: tuple[str, ...]  # keys of the weekly boards rebuilt from the daily ones
 
     def describe(self) -> str:
-        overflowed = {p for r in (self.season_board, *self.daily_boards) for p in r.overflowed}
+        overflowed = {p for r in (self.season_long, *self.daily_boards) for p in r.overflowed}
         text = (
-            f"season {self.season_id}: season board rebuilt ({self.season_board.members} "
-            f"players), {len(self.daily_boards)} daily and {len(self.weekly_boards)} weekly "
-            "board(s)"
+            f"board {self.board.slug!r} of season {self.board.season_id}: "
+            f"{self.season_long.members} players, {len(self.daily_boards)} daily and "
+            f"{len(self.weekly_boards)} weekly board(s)"
         )
         if overflowed:
             text += f"; {len(overflowed)} player(s) left off for overflowing the codec"
         return text
 
 
-def season_boards_rebuild(
+def board_all_rebuild(
     *,
-    season_id: int,
+    board_id: int,
     all_days: bool = False,
     reason: str = "",
     progress: Callable[[str], Callable[[int], None] | None] | None = None,
-) -> SeasonBoardsRebuilt:
-    """Rebuild the season board, then its daily boards, then the weekly boards built from them.
+) -> BoardRebuilt:
+    """Rebuild a board's season-long set, then its daily boards, then the weekly boards built
+    from them.
 
     Daily boards: those in Redis now; with ``all_days`` also every day with a counted result
-    (boards that had expired come back, with the default daily expiry). ``progress(board)``
+    (boards that had expired come back, with the default daily expiry). ``progress(name)``
     may return a per-board progress callback (the command's bars).
     Raises RebuildInProgressError when one of the boards is being rebuilt.
     """
-    season = Season.objects.get(pk=season_id)
+    board = board_get(board_id=board_id)
     client = get_board_redis()
 
-    def bar(board: str) -> Callable[[int], None] | None:
-        return progress(board) if progress is not None else None
+    def bar(name: str) -> Callable[[int], None] | None:
+        return progress(f"{board.slug} {name}") if progress is not None else None
 
-    season_result = board_rebuild(season_id=season_id, reason=reason, progress=bar("season"))
-    days = set(daily_boards_existing(season_id=season_id))
+    season_long = board_rebuild(board_id=board_id, reason=reason, progress=bar("season"))
+    days = set(daily_boards_existing(board_id=board_id))
     if all_days:
-        days.update(board_days_with_results(season=season))
+        days.update(board_days_with_results(board=board))
     daily = tuple(
-        board_rebuild(season_id=season_id, day=day, reason=reason, progress=bar(day.isoformat()))
+        board_rebuild(board_id=board_id, day=day, reason=reason, progress=bar(day.isoformat()))
         for day in sorted(days)
     )
-    weekly = _weekly_boards_rebuild(client, season=season, days=days)
-    return SeasonBoardsRebuilt(season_id, season_result, daily, tuple(weekly))
+    weekly = _weekly_boards_rebuild(client, board=board, days=days)
+    return BoardRebuilt(board, season_long, daily, tuple(weekly))
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +157,8 @@ class Correction:
     season_id: int
     days: tuple[date, ...]  # the UTC days whose boards the correction touches
     changed: bool  # False when it was already in effect (voided before, banned before)
+    # The boards it touches: a void, the result's board; a ban, every board (None).
+    board_ids: tuple[int, ...] | None = None
 
 
 def match_result_void(*, result_id: int, reason: str) -> Correction:
@@ -164,7 +174,9 @@ def match_result_void(*, result_id: int, reason: str) -> Correction:
             result.voided_at = timezone.now()
             result.void_reason = reason[:500]
             result.save(update_fields=["voided_at", "void_reason"])
-    return Correction(result.season_id, (result.achieved_at.astimezone(UTC).date(),), changed)
+    return Correction(
+        result.season_id, (result.achieved_at.astimezone(UTC).date(),), changed, (result.board_id,)
+    )
 
 
 def player_ban(
@@ -192,9 +204,11 @@ def player_unban(*, season_id: int, player_id: int) -> Correction:
 
 def _player_days(*, season_id: int, player_id: int) -> tuple[date, ...]:
     with connection.cursor() as cursor:
+        # Through match_result_board_player_idx: one descent per board of the season.
         cursor.execute(
-            "SELECT DISTINCT (achieved_at AT TIME ZONE 'UTC')::date FROM ingestion_matchresult"
-            " WHERE season_id = %s AND player_id = %s ORDER BY 1",
+            f"SELECT DISTINCT (achieved_at AT TIME ZONE 'UTC')::date FROM {_RESULTS}"  # noqa: S608
+            f" WHERE board_id IN (SELECT id FROM {_BOARDS} WHERE season_id = %s)"
+            " AND player_id = %s ORDER BY 1",
             [season_id, player_id],
         )
         return tuple(row[0] for row in cursor.fetchall())

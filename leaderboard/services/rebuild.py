@@ -26,7 +26,7 @@ from leaderboard.board_scores import board_scores_zadd_chunks
 from leaderboard.models import RebuildRun, RunStatus
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import get_script
-from seasons.models import Season
+from leaderboard.selectors import BoardRef, board_get
 
 from .apply import daily_board_expire_at
 
@@ -61,7 +61,7 @@ class RebuildInProgressError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class RebuildResult:
-    season_id: int
+    board_id: int
     day: date | None
     board_key: str
     members: int
@@ -81,11 +81,11 @@ class _BoardKeys:
     delta: str
 
 
-def _board_keys(*, season_id: int, day: date | None) -> _BoardKeys:
+def _board_keys(*, board_id: int, day: date | None) -> _BoardKeys:
     live = (
-        keys.season_board(season_id=season_id)
+        keys.board(board_id=board_id)
         if day is None
-        else keys.daily_board(season_id=season_id, day=day)
+        else keys.daily_board(board_id=board_id, day=day)
     )
     return _BoardKeys(
         live=live,
@@ -101,7 +101,7 @@ _DONE = object()
 
 def _read_snapshot_and_stream(
     *,
-    season: Season,
+    board: BoardRef,
     day: date | None,
     on_snapshot: Callable[[str], None],
     on_phase: Callable[[str], None] | None,
@@ -122,7 +122,7 @@ def _read_snapshot_and_stream(
             if on_phase is not None:
                 on_phase(PHASE_ACTIVATED)
             for chunk in board_scores_zadd_chunks(
-                season=season, day=day, overflowed=overflowed, sorted_runs=REBUILD_SORTED_RUNS
+                board=board, day=day, overflowed=overflowed, sorted_runs=REBUILD_SORTED_RUNS
             ):
                 while not stop.is_set():
                     try:
@@ -154,16 +154,21 @@ def _chunks_from(out: queue.Queue[object], producer: threading.Thread) -> Iterat
         yield item  # type: ignore[misc]
 
 
+def spec_args(board: BoardRef) -> list[str | int]:
+    """The board's spec as every merging script takes it: rule, order, time_bits, max_points."""
+    return [board.rule, board.order, board.codec.time_bits, board.codec.max_points]
+
+
 def board_rebuild(
     *,
-    season_id: int,
+    board_id: int,
     day: date | None = None,
     progress: Callable[[int], None] | None = None,
     reason: str = "",
     zadd_batch: int = DEFAULT_ZADD_BATCH,
     on_phase: Callable[[str], None] | None = None,
 ) -> RebuildResult:
-    """Rebuild the season board (or the board of UTC ``day``) from PostgreSQL.
+    """Rebuild the board's season-long sorted set (or that of UTC ``day``) from PostgreSQL.
 
     ``progress`` is called with the number of members each loaded chunk added; ``on_phase``
     with each PHASE_* as the protocol reaches it (PHASE_ACTIVATED from the reader thread).
@@ -174,17 +179,18 @@ def board_rebuild(
     would overflow; see docs/operations.md).
     """
     started = time.monotonic()
-    season = Season.objects.get(pk=season_id)
-    codec = season.codec
-    k = _board_keys(season_id=season_id, day=day)
+    board = board_get(board_id=board_id)
+    k = _board_keys(board_id=board_id, day=day)
     client = get_board_redis()
-    rule_args: list[str | int] = [str(season.rule), codec.time_bits, codec.max_points]
+    rule_args = spec_args(board)
 
     if not get_script(client, "rebuild_begin")(
         keys=[k.marker, k.pending, k.delta, k.temp], args=[MARKER_TTL_SECONDS]
     ):
         raise RebuildInProgressError(f"board {k.live} is already being rebuilt")
-    run = RebuildRun.objects.create(season_id=season_id, day=day, reason=reason[:200])
+    run = RebuildRun.objects.create(
+        season_id=board.season_id, board_id=board_id, day=day, reason=reason[:200]
+    )
     snapshot: list[str] = []
     overflowed: list[int] = []
 
@@ -199,7 +205,7 @@ def board_rebuild(
     producer = threading.Thread(
         target=_read_snapshot_and_stream,
         kwargs={
-            "season": season,
+            "board": board,
             "day": day,
             "on_snapshot": activate,
             "on_phase": on_phase,
@@ -207,7 +213,7 @@ def board_rebuild(
             "stop": stop,
             "overflowed": overflowed,
         },
-        name=f"rebuild-reader-{season_id}",
+        name=f"rebuild-reader-{board_id}",
         daemon=True,
     )
     try:
@@ -261,7 +267,7 @@ def board_rebuild(
         overflowed_players=list(left_off[:MAX_OVERFLOWED_RECORDED]),
     )
     return RebuildResult(
-        season_id=season_id,
+        board_id=board_id,
         day=day,
         board_key=k.live,
         members=size,

@@ -15,8 +15,8 @@ from leaderboard.board_scores import (
 )
 from leaderboard.models import ReconcileRun
 from leaderboard.redis import get_board_redis
-from seasons.models import Season
-from seasons.selectors import season_list_active
+from leaderboard.selectors import BoardRef, board_get, board_list_live
+from seasons.selectors import SeasonRef
 
 from .rebuild import RebuildInProgressError, _board_keys, board_rebuild
 
@@ -27,7 +27,7 @@ MISMATCH_EXAMPLES = 20
 
 @dataclass(frozen=True, slots=True)
 class ReconcileResult:
-    season_id: int
+    board_id: int
     day: date | None
     # None when the board was being rebuilt and the comparison was skipped.
     run_id: int | None
@@ -36,14 +36,14 @@ class ReconcileResult:
 
 
 def _compare(
-    client: redis.Redis, *, season: Season, day: date | None, key: str, players: list[int]
+    client: redis.Redis, *, board: BoardRef, day: date | None, key: str, players: list[int]
 ) -> tuple[int, int, list[dict[str, int | None]]]:
     """(redis members, expected members, mismatching sampled players)."""
     redis_members = int(client.zcard(key))
-    expected_members = board_member_count(season=season, day=day)
+    expected_members = board_member_count(board=board, day=day)
     if not players:
         return redis_members, expected_members, []
-    expected = board_scores_for_players(season=season, player_ids=players, day=day)
+    expected = board_scores_for_players(board=board, player_ids=players, day=day)
     actual = client.zmscore(key, [str(p) for p in players])
     mismatches: list[dict[str, int | None]] = []
     for player, got in zip(players, actual, strict=True):
@@ -58,7 +58,7 @@ def _compare(
 
 def board_reconcile(
     *,
-    season_id: int,
+    board_id: int,
     day: date | None = None,
     sample_size: int = DEFAULT_RECONCILE_SAMPLE,
     repair: bool = True,
@@ -70,28 +70,29 @@ def board_reconcile(
     committed but not yet applied looks like drift for a moment, so a drift is confirmed by
     a second look at the same players before it counts.
     """
-    season = Season.objects.get(pk=season_id)
+    board = board_get(board_id=board_id)
     client = get_board_redis()
-    k = _board_keys(season_id=season_id, day=day)
+    k = _board_keys(board_id=board_id, day=day)
     if client.exists(k.marker):
-        return ReconcileResult(season_id, day, None, drift_found=False, rebuilt=False)
+        return ReconcileResult(board_id, day, None, drift_found=False, rebuilt=False)
     half = max(1, sample_size // 2)
-    from_pg = board_players_sample(season=season, size=half, day=day)
+    from_pg = board_players_sample(board=board, size=half, day=day)
     raw_members = cast(list[bytes], client.zrandmember(k.live, half) or [])
     from_redis = [int(m) for m in raw_members]
     players = sorted(set(from_pg) | set(from_redis))
 
     redis_members, expected_members, mismatches = _compare(
-        client, season=season, day=day, key=k.live, players=players
+        client, board=board, day=day, key=k.live, players=players
     )
     if mismatches or redis_members != expected_members:
         recheck = [int(m["player_id"] or 0) for m in mismatches]
         redis_members, expected_members, mismatches = _compare(
-            client, season=season, day=day, key=k.live, players=recheck
+            client, board=board, day=day, key=k.live, players=recheck
         )
     drift = bool(mismatches) or redis_members != expected_members
     run = ReconcileRun.objects.create(
-        season_id=season_id,
+        season_id=board.season_id,
+        board_id=board_id,
         day=day,
         redis_members=redis_members,
         expected_members=expected_members,
@@ -103,15 +104,15 @@ def board_reconcile(
     rebuilt = False
     if drift and repair:
         try:
-            board_rebuild(season_id=season_id, day=day, reason=f"reconcile #{run.pk}")
+            board_rebuild(board_id=board_id, day=day, reason=f"reconcile #{run.pk}")
             rebuilt = True
         except RebuildInProgressError:
             rebuilt = False
         ReconcileRun.objects.filter(pk=run.pk).update(rebuilt=rebuilt)
-    return ReconcileResult(season_id, day, run.pk, drift_found=drift, rebuilt=rebuilt)
+    return ReconcileResult(board_id, day, run.pk, drift_found=drift, rebuilt=rebuilt)
 
 
-def reconcile_days(*, season: Season, today: date) -> list[date]:
+def reconcile_days(*, season: SeasonRef, today: date) -> list[date]:
     """The daily boards a reconcile covers: the current ISO week's days within the season
     (what weekly boards are built from; older daily boards expire anyway)."""
     first = max(season.starts_at.astimezone(UTC).date(), today - timedelta(days=today.weekday()))
@@ -122,11 +123,11 @@ def reconcile_days(*, season: Season, today: date) -> list[date]:
 def boards_reconcile_live_seasons(
     *, now: datetime, sample_size: int = DEFAULT_RECONCILE_SAMPLE
 ) -> list[ReconcileResult]:
-    """Reconcile the season board and this week's daily boards of every running season."""
+    """Reconcile every live board, season-long and this week's daily boards."""
     results: list[ReconcileResult] = []
     # Closing seasons still move while the consumer drains their last results.
-    for season in season_list_active(include_closing=True):
-        results.append(board_reconcile(season_id=season.id, sample_size=sample_size))
-        for day in reconcile_days(season=season, today=now.astimezone(UTC).date()):
-            results.append(board_reconcile(season_id=season.id, day=day, sample_size=sample_size))
+    for board in board_list_live():
+        results.append(board_reconcile(board_id=board.id, sample_size=sample_size))
+        for day in reconcile_days(season=board.season, today=now.astimezone(UTC).date()):
+            results.append(board_reconcile(board_id=board.id, day=day, sample_size=sample_size))
     return results

@@ -11,6 +11,7 @@ from closeout.services import CloseOutcome, reward_tier_create, season_close
 from leaderboard import keys
 from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
+from tests.helpers import main_board_id
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 END = START + timedelta(days=30)
@@ -64,10 +65,12 @@ def best_season(board_redis) -> Season:
     reward_tier_create(season_id=season.id, rank_from=2, rank_to=3, reward_name="gems", quantity=50)
     reward_tier_create(season_id=season.id, rank_from=5, rank_to=50, reward_name="badge")
     # The season's Redis keys (and another season's, which must survive).
-    board_redis.zadd(keys.season_board(season_id=season.id), {"1": 1.0})
-    board_redis.zadd(keys.daily_board(season_id=season.id, day=START.date()), {"1": 1.0})
-    board_redis.set(keys.top_snapshot(season_id=season.id), b"[]")
-    board_redis.zadd(keys.season_board(season_id=season.id + 1000), {"1": 1.0})
+    board_redis.zadd(keys.board(board_id=main_board_id(season.id)), {"1": 1.0})
+    board_redis.zadd(
+        keys.daily_board(board_id=main_board_id(season.id), day=START.date()), {"1": 1.0}
+    )
+    board_redis.set(keys.top_snapshot(board_id=main_board_id(season.id)), b"[]")
+    board_redis.zadd(keys.board(board_id=main_board_id(season) + 1000), {"1": 1.0})
     return season
 
 
@@ -95,12 +98,15 @@ def test_close_out_twice_grants_once(best_season: Season, board_redis) -> None:
     ]
     closed = Season.objects.get(id=season.id)
     assert (closed.status, closed.closed_at) == (SeasonStatus.CLOSED, AFTER)
-    assert list(board_redis.scan_iter(match=keys.season_pattern(season_id=season.id))) == []
-    assert board_redis.exists(keys.season_board(season_id=season.id + 1000)) == 1
+    assert (
+        list(board_redis.scan_iter(match=keys.board_pattern(board_id=main_board_id(season.id))))
+        == []
+    )
+    assert board_redis.exists(keys.board(board_id=main_board_id(season) + 1000)) == 1
 
     # Staff delivered one grant; a second close-out changes nothing and grants nothing.
     RewardGrant.objects.filter(player_id=1).update(status="delivered")
-    board_redis.zadd(keys.season_board(season_id=season.id), {"9": 1.0})  # a straggler key
+    board_redis.zadd(keys.board(board_id=main_board_id(season.id)), {"9": 1.0})  # a straggler key
     second = season_close(season_id=season.id, now=AFTER + timedelta(hours=1), grace_seconds=0)
     assert (second.outcome, second.grants_created, second.keys_unlinked) == (
         CloseOutcome.ALREADY_CLOSED,

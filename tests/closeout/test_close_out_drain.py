@@ -20,6 +20,7 @@ from leaderboard import keys
 from seasons.models import Season, SeasonStatus
 from seasons.services import season_status_transition, season_statuses_sync
 from tests.factories import MatchResultFactory, SeasonFactory
+from tests.helpers import main_board_id
 from tests.ingestion.ingest_helpers import (
     Result,
     board,
@@ -117,7 +118,7 @@ def test_queued_results_count_and_close_out_waits_for_the_drain(drain, season, b
     # the end count, on the boards and in PostgreSQL; the one after the end is dead-lettered.
     consume_all(options, records=len(queued) + 2)
     assert committed_offsets(topic, options.group_id) == end_offsets(topic)
-    on_board = board(board_redis, keys.season_board(season_id=season.id))
+    on_board = board(board_redis, keys.board(board_id=main_board_id(season.id)))
     assert sorted(on_board) == [1, 2, 3, 4]
     [letter] = read_topic(dlq, count=1)
     assert dict(letter.headers)["dlq.code"] == b"outside_season"

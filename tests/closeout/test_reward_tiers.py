@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 from closeout.models import RewardTier
 from closeout.services import reward_tier_create
 from tests.factories import SeasonFactory
+from tests.helpers import main_board_id
 
 
 @pytest.mark.django_db
@@ -48,10 +49,18 @@ def test_invalid_tiers_are_refused(rank_from: int, rank_to: int, message: str) -
 @pytest.mark.django_db
 def test_the_database_refuses_overlaps_and_bad_ranks_too() -> None:
     season = SeasonFactory.create()
-    RewardTier.objects.create(season=season, rank_from=1, rank_to=10, reward_name="a")
+    RewardTier.objects.create(
+        season=season, board_id=main_board_id(season), rank_from=1, rank_to=10, reward_name="a"
+    )
     for rank_from, rank_to in [(10, 12), (0, 0), (7, 3)]:
         with pytest.raises(IntegrityError), transaction.atomic():
             RewardTier.objects.create(
-                season=season, rank_from=rank_from, rank_to=rank_to, reward_name="b"
+                season=season,
+                board_id=main_board_id(season),
+                rank_from=rank_from,
+                rank_to=rank_to,
+                reward_name="b",
             )
-    RewardTier.objects.create(season=season, rank_from=11, rank_to=12, reward_name="b")
+    RewardTier.objects.create(
+        season=season, board_id=main_board_id(season), rank_from=11, rank_to=12, reward_name="b"
+    )

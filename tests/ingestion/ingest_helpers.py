@@ -24,8 +24,15 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from ingestion.consumer import ConsumerOptions
 from leaderboard import keys
+from leaderboard.models import Board
+from leaderboard.selectors import BoardRef
 from seasons.models import Season
-from tests.helpers import expected_board, subprocess_database_url, wait_until
+from tests.helpers import (
+    as_board,
+    expected_board,
+    subprocess_database_url,
+    wait_until,
+)
 
 
 @dataclass(frozen=True)
@@ -38,15 +45,19 @@ class Result:
     points: int
     achieved_at: datetime
     voided_at: datetime | None = None
+    board: str = "main"  # the board's slug ("board" is left out of the message for main)
 
     def message(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "matchId": str(self.match_id),
             "playerId": self.player_id,
             "seasonId": self.season_id,
             "points": self.points,
             "achievedAt": self.achieved_at.isoformat(),
         }
+        if self.board != "main":
+            body["board"] = self.board
+        return body
 
     def value(self) -> bytes:
         return json.dumps(self.message()).encode()
@@ -132,26 +143,30 @@ def board(client: redis.Redis, key: str) -> dict[int, int]:
     return {int(member): int(score) for member, score in pairs}
 
 
-def daily_keys(season: Season, results: Sequence[Result]) -> set[date]:
+def daily_keys(season: object, results: Sequence[Result]) -> set[date]:
     return {r.achieved_at.astimezone(UTC).date() for r in results}
 
 
-def assert_boards_match(client: redis.Redis, season: Season, results: Sequence[Result]) -> None:
-    """The season board and every daily board equal the reference computed from ``results``."""
+def assert_boards_match(
+    client: redis.Redis, season: Season | Board | BoardRef, results: Sequence[Result]
+) -> None:
+    """The board (a season: its main board), season-long and every daily board, equals the
+    reference computed from ``results``."""
+    ref = as_board(season)
     # expected_board reads MatchResult attributes; Result has the same ones.
-    rows: list[Any] = list(results)
-    assert board(client, keys.season_board(season_id=season.id)) == expected_board(season, rows)
-    for day in daily_keys(season, results):
-        assert board(client, keys.daily_board(season_id=season.id, day=day)) == expected_board(
-            season, rows, day=day
+    rows: list[Any] = [r for r in results if r.board == ref.slug]
+    assert board(client, keys.board(board_id=ref.id)) == expected_board(ref, rows)
+    for day in daily_keys(season, rows):
+        assert board(client, keys.daily_board(board_id=ref.id, day=day)) == expected_board(
+            ref, rows, day=day
         ), f"daily board {day}"
 
 
 def unique_results(results: Iterable[Result]) -> list[Result]:
-    """The results PostgreSQL keeps: the first message of each (match, player)."""
-    seen: dict[tuple[uuid.UUID, int], Result] = {}
+    """The results PostgreSQL keeps: the first message of each (match, player, board)."""
+    seen: dict[tuple[uuid.UUID, int, str], Result] = {}
     for r in results:
-        seen.setdefault((r.match_id, r.player_id), r)
+        seen.setdefault((r.match_id, r.player_id, r.board), r)
     return list(seen.values())
 
 

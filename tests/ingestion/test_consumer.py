@@ -14,9 +14,9 @@ from django.db import connection
 
 from ingestion.consumer import IngestTotals, MatchResultConsumer
 from leaderboard import keys
-from leaderboard.models import MatchResult, PlayerBan
-from seasons.models import ScoringRule, SeasonStatus
-from tests.helpers import make_season, wait_until
+from leaderboard.models import MatchResult, PlayerBan, ScoringRule
+from seasons.models import SeasonStatus
+from tests.helpers import as_board, main_board_id, make_season, wait_until
 
 from .ingest_helpers import (
     Result,
@@ -114,13 +114,13 @@ def test_best_rule_equal_score_later_never_moves_a_player(topics, board_redis) -
     later = Result(uuid.uuid4(), 7, season.id, 100, start + timedelta(hours=2))
     publish_results(topic, [early])
     _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=1)
-    before = board_redis.zscore(keys.season_board(season_id=season.id), "7")
+    before = board_redis.zscore(keys.board(board_id=main_board_id(season.id)), "7")
 
     publish_results(topic, [later])
     _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=2)
 
-    assert board_redis.zscore(keys.season_board(season_id=season.id), "7") == before
-    assert season.codec.decode(int(before)).elapsed_ticks == 3600
+    assert board_redis.zscore(keys.board(board_id=main_board_id(season.id)), "7") == before
+    assert as_board(season).codec.decode(int(before)).elapsed_ticks == 3600
 
 
 def test_replaying_the_whole_topic_changes_nothing_under_the_cumulative_rule(
@@ -173,7 +173,7 @@ def test_every_kind_of_bad_message_is_dead_lettered_with_its_reason(topics, boar
         (bad(matchId="nope"), "invalid_value"),
         (bad(playerId=0), "invalid_value"),
         (bad(points=-5), "invalid_value"),
-        (bad(points=season.codec.max_points + 1), "points_too_large"),
+        (bad(points=as_board(season).codec.max_points + 1), "points_too_large"),
         (bad(seasonId=999_999), "unknown_season"),
         (bad(achievedAt="2026-10-02T00:00:00"), "invalid_value"),
         (bad(achievedAt=(season.starts_at - timedelta(seconds=1)).isoformat()), "outside_season"),
@@ -225,11 +225,11 @@ def test_daily_boards_expire_and_consumer_stats_are_published(
 
     _consume(options, records=1)
 
-    daily = keys.daily_board(season_id=season.id, day=result.achieved_at.date())
+    daily = keys.daily_board(board_id=main_board_id(season.id), day=result.achieved_at.date())
     # The day is long past: the board lives TTL days from this late write.
     expected = datetime.now(UTC) + timedelta(days=3)
     assert abs(board_redis.expiretime(daily) - expected.timestamp()) < 60
-    assert board_redis.ttl(keys.season_board(season_id=season.id)) == -1
+    assert board_redis.ttl(keys.board(board_id=main_board_id(season.id))) == -1
     stats = board_redis.hgetall(keys.ingest_consumer_stats(consumer_id=options.consumer_id))
     assert stats[b"applied"] == b"1"
     assert stats[b"topic"] == topic.encode()

@@ -14,8 +14,7 @@ import pytest
 from django.db.models import Max
 
 from ingestion.consumer import MatchResultConsumer
-from leaderboard.models import MatchResult
-from seasons.models import ScoringRule
+from leaderboard.models import MatchResult, ScoringRule
 from tests.helpers import make_season, wait_until
 
 from .ingest_helpers import (

@@ -20,9 +20,9 @@ from ingestion.services import (
     match_results_ingest,
     match_results_store,
 )
-from leaderboard.models import MatchResult
-from seasons.models import ScoringRule, Season
-from tests.helpers import make_season, subprocess_database_url
+from leaderboard.models import MatchResult, ScoringRule
+from seasons.models import Season
+from tests.helpers import main_board_id, make_season, subprocess_database_url
 
 from .ingest_helpers import Result, assert_boards_match
 
@@ -51,7 +51,11 @@ def test_a_result_stored_by_its_second_message_before_a_crash_is_applied_once(
     other = Result(uuid.uuid4(), 9, season.id, 2, season.starts_at + timedelta(hours=6))
     # Two messages carry the same result (a game-server retry) on two partitions. The second
     # one's consumer stored it, then died before Redis.
-    match_results_store(results=[ValidResult(1, 20, message_decode(result.value()))])
+    match_results_store(
+        results=[
+            ValidResult(1, 20, message_decode(result.value()), main_board_id(result.season_id))
+        ]
+    )
 
     # The redelivery meets the first message before the one that stored the row.
     batch = [_record(result, 0, 10), _record(other, 0, 11), _record(result, 1, 20)]
@@ -141,7 +145,9 @@ def test_a_season_deleted_between_validation_and_storing_turns_its_results_into_
 def test_a_season_with_results_cannot_be_deleted_or_renumbered_even_in_sql() -> None:
     season = make_season()
     result = Result(uuid.uuid4(), 1, season.id, 10, season.starts_at + timedelta(hours=1))
-    match_results_store(results=[ValidResult(0, 1, message_decode(result.value()))])
+    match_results_store(
+        results=[ValidResult(0, 1, message_decode(result.value()), main_board_id(result.season_id))]
+    )
 
     with pytest.raises(ProtectedError):
         season.delete()
@@ -168,7 +174,13 @@ def test_a_batch_being_stored_holds_off_a_season_delete_which_then_fails() -> No
     other = psycopg.connect(subprocess_database_url(), autocommit=True)
     try:
         with transaction.atomic():
-            match_results_store(results=[ValidResult(0, 1, message_decode(result.value()))])
+            match_results_store(
+                results=[
+                    ValidResult(
+                        0, 1, message_decode(result.value()), main_board_id(result.season_id)
+                    )
+                ]
+            )
             other.execute("SET lock_timeout = '200ms'")
             with pytest.raises(psycopg.errors.LockNotAvailable):
                 other.execute("DELETE FROM seasons_season WHERE id = %s", [season.id])

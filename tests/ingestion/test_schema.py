@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
 
 from ingestion import schema
 from ingestion.schema import MatchResultMessage, MessageRejected
+from leaderboard.codec import ScoreCodec
+from leaderboard.models import board_codec
 from seasons.models import Season
 
 MATCH = "6f1c2a5e-9a55-4a8b-8d6e-0d1f6a2b3c4d"
@@ -117,31 +120,69 @@ def test_rejects_mistyped_and_out_of_range_fields(
 
 
 def _season(**overrides: object) -> Season:
-    # Unsaved: message_check_season needs no database.
+    # Unsaved: message_check_board needs no database.
     fields: dict[str, object] = {
         "id": 12,
         "name": "S12",
         "starts_at": datetime(2026, 10, 1, tzinfo=UTC),
         "ends_at": datetime(2026, 12, 31, tzinfo=UTC),
         "status": "active",
-        "rule": "best",
-        "time_resolution_seconds": 1,
-        "time_bits": 23,
     }
     fields.update(overrides)
     return Season(**fields)
 
 
+@dataclass(frozen=True)
+class _Board:
+    codec: ScoreCodec
+
+
+# The season's main board: 23 time bits (91 days at one second), 30 points bits.
+_MAIN = _Board(board_codec(time_bits=23, resolution_seconds=1, ascending=False))
+
+
+def _check(message: MatchResultMessage, season: Season | None) -> None:
+    """The season check, with the message's board the season's main one (or none)."""
+    board = _MAIN if season is not None and message.board == "main" else None
+    schema.message_check_board(message, season, board)
+
+
+def test_a_message_without_board_means_main_and_keeps_the_contract_0_1_shape() -> None:
+    message = schema.message_validate(_good())
+    assert message.board == "main"
+    assert "board" not in message.to_contract()
+    other = schema.message_validate(_good(board="lap-times"))
+    assert other.board == "lap-times"
+    assert other.to_contract()["board"] == "lap-times"
+    assert schema.message_decode(other.to_bytes()) == other
+
+
+@pytest.mark.parametrize("board", ["", "Main", "a_b", "x" * 33, 7, None])
+def test_a_malformed_board_is_rejected(board: object) -> None:
+    with pytest.raises(MessageRejected) as caught:
+        schema.message_validate(_good(board=board))
+    assert caught.value.code in {schema.INVALID_VALUE, schema.WRONG_TYPE}
+    assert caught.value.field == "board"
+
+
+def test_an_unknown_board_is_its_own_reason() -> None:
+    message = schema.message_validate(_good(board="kills"))
+    with pytest.raises(MessageRejected) as caught:
+        _check(message, _season())
+    assert caught.value.code == schema.UNKNOWN_BOARD
+    assert "kills" in caught.value.reason
+
+
 def test_a_message_inside_an_open_season_passes() -> None:
-    schema.message_check_season(schema.message_validate(_good()), _season())
-    schema.message_check_season(schema.message_validate(_good()), _season(status="scheduled"))
+    _check(schema.message_validate(_good()), _season())
+    _check(schema.message_validate(_good()), _season(status="scheduled"))
 
 
 def test_the_season_window_is_inclusive() -> None:
     season = _season()
     for moment in (season.starts_at, season.ends_at):
         message = schema.message_validate(_good(achievedAt=moment.isoformat()))
-        schema.message_check_season(message, season)
+        _check(message, season)
 
 
 @pytest.mark.parametrize(
@@ -160,7 +201,7 @@ def test_season_checks(
     season = None if season_kwargs is None else _season(**season_kwargs)
     message = schema.message_validate(_good(**overrides))
     with pytest.raises(MessageRejected) as caught:
-        schema.message_check_season(message, season)
+        _check(message, season)
     assert caught.value.code == code
 
 
@@ -170,16 +211,14 @@ def test_the_window_decides_until_the_season_is_closed(status: str) -> None:
     # status sync activated it) still count; only the window and "closed" reject them.
     season = _season(status=status)
     for moment in (season.starts_at, season.ends_at):
-        schema.message_check_season(
-            schema.message_validate(_good(achievedAt=moment.isoformat())), season
-        )
+        _check(schema.message_validate(_good(achievedAt=moment.isoformat())), season)
     late = schema.message_validate(_good(achievedAt="2026-12-31T00:00:01Z"))
     with pytest.raises(MessageRejected) as caught:
-        schema.message_check_season(late, season)
+        _check(late, season)
     assert caught.value.code == schema.OUTSIDE_SEASON
 
 
 def test_the_codec_maximum_itself_is_accepted() -> None:
     season = _season()
-    message = schema.message_validate(_good(points=season.codec.max_points))
-    schema.message_check_season(message, season)
+    message = schema.message_validate(_good(points=_MAIN.codec.max_points))
+    _check(message, season)

@@ -12,8 +12,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from ingestion.schema import message_check_season, message_decode
+from ingestion.schema import message_check_board, message_decode
 from ingestion.simulation import MatchGenerator, SimulationConfig
+from leaderboard.models import Board
 from tests.factories import SeasonFactory
 from tests.helpers import subprocess_database_url, wait_until
 
@@ -51,7 +52,8 @@ def test_a_short_run_publishes_about_rate_times_duration_valid_results(
     assert len(records) == size
     messages = [message_decode(record.value) for record in records]
     for record, message in zip(records, messages, strict=True):
-        message_check_season(message, season)  # raises if the consumer would dead-letter it
+        board = Board.objects.get(season=season, slug=message.board)
+        message_check_board(message, season, board)  # raises if the consumer would dead-letter it
         assert record.key == str(message.player_id).encode()
     # No duplicates were asked for.
     assert len({(m.match_id, m.player_id) for m in messages}) == size

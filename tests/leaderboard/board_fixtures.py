@@ -6,6 +6,7 @@ from datetime import date
 
 from leaderboard import keys
 from seasons.models import Season
+from tests.helpers import as_board, main_board_id
 
 # player id: (points, elapsed ticks). Ranked:
 #   2 (500 @5) r1 · 1 (500 @10) r2 · 3 (400) r3 · 5 and 4 (300 @7: identical scores) r4, r4 ·
@@ -23,7 +24,7 @@ KNOWN_BOARD = {
 
 
 def write_board(client, key: str, season: Season, entries: dict[int, tuple[int, int]]) -> None:
-    codec = season.codec
+    codec = as_board(season).codec
     client.zadd(
         key,
         {
@@ -34,11 +35,13 @@ def write_board(client, key: str, season: Season, entries: dict[int, tuple[int, 
 
 
 def write_season_board(client, season: Season, entries=KNOWN_BOARD) -> None:
-    write_board(client, keys.season_board(season_id=season.id), season, entries)
+    write_board(client, keys.board(board_id=main_board_id(season.id)), season, entries)
 
 
 def write_daily_board(client, season: Season, day: date, entries) -> None:
-    write_board(client, keys.daily_board(season_id=season.id, day=day), season, entries)
+    write_board(
+        client, keys.daily_board(board_id=main_board_id(season.id), day=day), season, entries
+    )
 
 
 def entry(rank: int, player: int, points: int) -> dict[str, int]:

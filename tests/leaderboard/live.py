@@ -8,17 +8,26 @@ from datetime import UTC, datetime
 import redis
 from django.db import connection, transaction
 
-from leaderboard.models import MatchResult
+from leaderboard.models import Board, MatchResult
+from leaderboard.selectors import BoardRef
 from leaderboard.services import CountedResult, board_results_apply
 from seasons.models import Season
+from tests.helpers import as_board
+
+# A season stands for its main board in these helpers.
+AnyBoard = Season | Board | BoardRef
 
 
-def store(season: Season, *, player_id: int, points: int, at: datetime) -> tuple[MatchResult, int]:
+def store(
+    season: AnyBoard, *, player_id: int, points: int, at: datetime
+) -> tuple[MatchResult, int]:
     """Insert one result in its own committed transaction; returns it and its xid."""
+    board = as_board(season)
     with transaction.atomic():
         result = MatchResult.objects.create(
             match_id=uuid.uuid4(),
-            season=season,
+            season_id=board.season_id,
+            board_id=board.id,
             player_id=player_id,
             points=points,
             achieved_at=at,
@@ -30,10 +39,11 @@ def store(season: Season, *, player_id: int, points: int, at: datetime) -> tuple
     return result, int(row[0])
 
 
-def apply(client: redis.Redis, season: Season, result: MatchResult, xid: int) -> None:
-    """Apply a stored result to its season and daily boards with ingestion's own apply
+def apply(client: redis.Redis, season: AnyBoard, result: MatchResult, xid: int) -> None:
+    """Apply a stored result to its board (season-long and daily) with ingestion's own apply
     (the apply_results script, rebuild protocol included)."""
     del client  # the service takes the boards' client itself
+    board = as_board(season)
     board_results_apply(
         # A topic of its own per call: its offset watermark never fences another call.
         topic=f"test-live-{uuid.uuid4().hex[:12]}",
@@ -41,21 +51,21 @@ def apply(client: redis.Redis, season: Season, result: MatchResult, xid: int) ->
             CountedResult(
                 partition=0,
                 offset=0,
-                season_id=season.id,
+                board_id=board.id,
                 player_id=result.player_id,
                 points=result.points,
-                ticks=season.codec.ticks(result.achieved_at - season.starts_at),
+                ticks=board.codec.ticks(result.achieved_at - board.season.starts_at),
                 day=result.achieved_at.astimezone(UTC).date(),
                 xid=xid,
             )
         ],
         handled_offsets={0: 0},
-        seasons={season.id: season},
+        boards={board.id: board},
     )
 
 
 def ingest(
-    client: redis.Redis, season: Season, *, player_id: int, points: int, at: datetime
+    client: redis.Redis, season: AnyBoard, *, player_id: int, points: int, at: datetime
 ) -> MatchResult:
     result, xid = store(season, player_id=player_id, points=points, at=at)
     apply(client, season, result, xid)

@@ -7,23 +7,30 @@ from datetime import UTC, date, datetime
 import pytest
 
 from leaderboard import keys
+from leaderboard.models import BoardOrder, ScoringRule, board_codec
+from leaderboard.selectors import BoardRef
 from leaderboard.services import CountedResult, board_results_apply
-from seasons.models import ScoringRule, Season
+from seasons.selectors import SeasonRef
 
 TOPIC = "apply-test"
 DAY = date(2026, 10, 2)
 
 
-def _season(rule: str = ScoringRule.CUMULATIVE) -> Season:
-    return Season(
-        id=77,
-        name="S77",
+BOARD = 77
+
+
+def _season(rule: str = ScoringRule.CUMULATIVE, order: str = BoardOrder.DESC) -> BoardRef:
+    """A board (no database row: the script and the service need only its spec)."""
+    season = SeasonRef(
+        id=7,
+        name="S7",
+        status="active",
         starts_at=datetime(2026, 10, 1, tzinfo=UTC),
         ends_at=datetime(2026, 12, 30, tzinfo=UTC),
-        status="active",
-        rule=rule,
-        time_resolution_seconds=1,
-        time_bits=23,
+    )
+    codec = board_codec(time_bits=23, resolution_seconds=1, ascending=order == BoardOrder.ASC)
+    return BoardRef(
+        id=BOARD, slug="main", name="Main", order=order, rule=rule, codec=codec, season=season
     )
 
 
@@ -31,7 +38,7 @@ def _result(offset: int, *, player: int = 1, points: int = 10, xid: int = 500) -
     return CountedResult(
         partition=0,
         offset=offset,
-        season_id=77,
+        board_id=BOARD,
         player_id=player,
         points=points,
         ticks=86400 + offset,
@@ -40,22 +47,22 @@ def _result(offset: int, *, player: int = 1, points: int = 10, xid: int = 500) -
     )
 
 
-def _apply(season: Season, results: list[CountedResult]):
+def _apply(season: BoardRef, results: list[CountedResult]):
     return board_results_apply(
         topic=TOPIC,
         results=results,
         handled_offsets={0: max(r.offset for r in results)},
-        seasons={season.id: season},
+        boards={season.id: season},
     )
 
 
-def _points(board_redis, season: Season, key: str, player: int = 1) -> int:
+def _points(board_redis, season: BoardRef, key: str, player: int = 1) -> int:
     return season.codec.decode(int(board_redis.zscore(key, str(player)))).points
 
 
 def test_offsets_already_applied_by_another_owner_are_dropped(board_redis) -> None:
     season = _season()
-    board = keys.season_board(season_id=season.id)
+    board = keys.board(board_id=BOARD)
     first = _apply(season, [_result(o) for o in range(5, 11)])
     assert (first.applied, first.already_applied) == (6, 0)
 
@@ -64,8 +71,8 @@ def test_offsets_already_applied_by_another_owner_are_dropped(board_redis) -> No
 
     assert (late.applied, late.already_applied) == (2, 3)
     assert _points(board_redis, season, board) == 80
-    assert _points(board_redis, season, keys.daily_board(season_id=77, day=DAY)) == 80
-    assert board_redis.hget(keys.ingest_applied_offsets(topic=TOPIC), "0") == b"12"
+    assert _points(board_redis, season, keys.daily_board(board_id=BOARD, day=DAY)) == 80
+    assert board_redis.hget(keys.ingest_applied_offsets(board_id=BOARD, topic=TOPIC), "0") == b"12"
 
 
 @pytest.mark.parametrize(
@@ -81,26 +88,26 @@ def test_a_batch_collapses_per_player_under_each_rule(board_redis, rule, points,
     batch = [_result(1, points=10), _result(2, points=30), _result(3, points=20)]
     _apply(season, [*batch, _result(4, points=30)])
 
-    decoded = season.codec.decode(int(board_redis.zscore(keys.season_board(season_id=77), "1")))
+    decoded = season.codec.decode(int(board_redis.zscore(keys.board(board_id=BOARD), "1")))
     assert (decoded.points, decoded.elapsed_ticks) == (points, ticks)
 
 
 def test_writes_during_a_pending_rebuild_are_queued(board_redis) -> None:
     season = _season()
-    board = keys.season_board(season_id=77)
+    board = keys.board(board_id=BOARD)
     board_redis.set(keys.rebuild_marker(board_key=board), "pending")
 
     _apply(season, [_result(1, points=10, xid=600), _result(2, player=2, points=5, xid=600)])
 
     pending = board_redis.lrange(keys.rebuild_pending(board_key=board), 0, -1)
     assert sorted(pending) == [b"600 1 10 86401", b"600 2 5 86402"]
-    daily = keys.daily_board(season_id=77, day=DAY)
+    daily = keys.daily_board(board_id=BOARD, day=DAY)
     assert board_redis.llen(keys.rebuild_pending(board_key=daily)) == 0
 
 
 def test_writes_invisible_to_the_rebuild_snapshot_go_to_the_delta(board_redis) -> None:
     season = _season(ScoringRule.BEST)
-    board = keys.season_board(season_id=77)
+    board = keys.board(board_id=BOARD)
     board_redis.set(keys.rebuild_marker(board_key=board), "100:200:150")
     board_redis.zadd(board, {"1": season.codec.encode(points=999, elapsed_ticks=0)})
 
@@ -121,7 +128,7 @@ def test_writes_invisible_to_the_rebuild_snapshot_go_to_the_delta(board_redis) -
 
 def test_a_cumulative_overflow_is_left_out_not_clamped(board_redis) -> None:
     season = _season()
-    board = keys.season_board(season_id=77)
+    board = keys.board(board_id=BOARD)
     near_max = season.codec.encode(points=season.codec.max_points - 5, elapsed_ticks=0)
     board_redis.zadd(board, {"1": near_max})
 
@@ -150,15 +157,17 @@ def test_a_caller_of_another_argument_layout_fails_and_moves_nothing(board_redis
     from leaderboard.scripts import get_script
 
     season = _season(ScoringRule.BEST)
-    board = keys.season_board(season_id=season.id)
-    watermark = keys.ingest_applied_offsets(topic=TOPIC)
+    board = keys.board(board_id=BOARD)
+    watermark = keys.ingest_applied_offsets(board_id=BOARD, topic=TOPIC)
     board_keys = [
         board,
         keys.rebuild_marker(board_key=board),
         keys.rebuild_pending(board_key=board),
         keys.rebuild_delta(board_key=board),
     ]
-    head: list[str | int] = [0, 5, 6, 1, "best", season.time_bits, season.codec.max_points, 0]
+    # partition, lowest offset, handled offset, the spec, one key group and its expiry.
+    codec = season.codec
+    head: list[str | int] = [0, 5, 6, "best", "desc", codec.time_bits, codec.max_points, 1, 0]
     args: list[str | int]
     if layout == "one-argument-per-field":
         args = [*head, 1, 42, 100, 7, 500, 1, 43, 90, 8, 500]
@@ -207,6 +216,9 @@ def test_a_batch_larger_than_one_zadd_lands_whole_on_both_boards(board_redis, ru
         str(player).encode(): season.codec.encode(points=points, elapsed_ticks=ticks)
         for player, (points, ticks) in expected.items()
     }
-    for key in (keys.season_board(season_id=77), keys.daily_board(season_id=77, day=DAY)):
+    for key in (
+        keys.board(board_id=BOARD),
+        keys.daily_board(board_id=BOARD, day=DAY),
+    ):
         got = {m: int(s) for m, s in board_redis.zrange(key, 0, -1, withscores=True)}
         assert got == want

@@ -18,9 +18,8 @@ from leaderboard.board_scores import (
     player_id_split,
 )
 from leaderboard.codec import CodecError
-from leaderboard.models import MatchResult, PlayerBan
-from seasons.models import ScoringRule
-from tests.helpers import expected_board, make_result, make_season
+from leaderboard.models import MatchResult, PlayerBan, ScoringRule
+from tests.helpers import as_board, expected_board, make_result, make_season
 
 pytestmark = pytest.mark.django_db
 
@@ -62,31 +61,38 @@ def test_aggregation_matches_the_rule_semantics(rule, resolution):
     expected = expected_board(season, made, banned=[3])
     streamed = {
         s.player_id: s.score
-        for chunk in board_scores_chunks(season=season, chunk_rows=7)
+        for chunk in board_scores_chunks(board=as_board(season), chunk_rows=7)
         for s in chunk
     }
     assert streamed == expected
-    flat = [a for chunk in board_scores_zadd_chunks(season=season, chunk_bytes=64) for a in chunk]
+    flat = [
+        a
+        for chunk in board_scores_zadd_chunks(board=as_board(season), chunk_bytes=64)
+        for a in chunk
+    ]
     assert {int(m): int(s) for s, m in zip(flat[::2], flat[1::2], strict=True)} == expected
-    assert board_member_count(season=season) == len(expected)
+    assert board_member_count(board=as_board(season)) == len(expected)
     assert_sorted_runs(season=season, day=None, expected=expected, runs=3)
 
     day = (season.starts_at + timedelta(days=2)).date()
     expected_day = expected_board(season, made, banned=[3], day=day)
     assert expected_day
     assert {
-        s.player_id: s.score for c in board_scores_chunks(season=season, day=day) for s in c
+        s.player_id: s.score
+        for c in board_scores_chunks(board=as_board(season), day=day)
+        for s in c
     } == expected_day
-    assert board_member_count(season=season, day=day) == len(expected_day)
+    assert board_member_count(board=as_board(season), day=day) == len(expected_day)
     assert_sorted_runs(season=season, day=day, expected=expected_day, runs=4)
 
-    top = board_scores_top(season=season, limit=5)
+    top = board_scores_top(board=as_board(season), limit=5)
     assert [s.score for s in top] == sorted(expected.values(), reverse=True)[:5]
     some = [*list(expected)[:4], 3, 10_000]
     assert {
-        p: s.score for p, s in board_scores_for_players(season=season, player_ids=some).items()
+        p: s.score
+        for p, s in board_scores_for_players(board=as_board(season), player_ids=some).items()
     } == {p: expected[p] for p in some if p in expected}
-    sample = board_players_sample(season=season, size=10)
+    sample = board_players_sample(board=as_board(season), size=10)
     assert len(sample) == 10
     assert set(sample) <= set(expected)
 
@@ -97,7 +103,7 @@ def assert_sorted_runs(*, season, day, expected, runs):
     pairs = [
         (int(s), int(m))
         for chunk in board_scores_zadd_chunks(
-            season=season, day=day, chunk_bytes=64, sorted_runs=runs
+            board=as_board(season), day=day, chunk_bytes=64, sorted_runs=runs
         )
         for s, m in zip(chunk[::2], chunk[1::2], strict=True)
     ]
@@ -142,23 +148,23 @@ def test_best_takes_the_earliest_time_of_the_max_and_cumulative_the_latest():
                 points=points,
                 achieved_at=season.starts_at + timedelta(hours=hours),
             )
-    (b,) = board_scores_top(season=best, limit=10)
+    (b,) = board_scores_top(board=as_board(best), limit=10)
     assert (b.points, b.achieved_at) == (50, best.starts_at + timedelta(hours=2))
-    assert b.score == best.codec.encode(points=50, elapsed_ticks=2 * 3600)
-    (c,) = board_scores_top(season=cum, limit=10)
+    assert b.score == as_board(best).codec.encode(points=50, elapsed_ticks=2 * 3600)
+    (c,) = board_scores_top(board=as_board(cum), limit=10)
     assert (c.points, c.achieved_at) == (110, cum.starts_at + timedelta(hours=9))
-    assert c.score == cum.codec.encode(points=110, elapsed_ticks=9 * 3600)
+    assert c.score == as_board(cum).codec.encode(points=110, elapsed_ticks=9 * 3600)
 
 
 def test_cumulative_overflow_is_an_error_not_a_wrong_score():
     season = make_season(rule=ScoringRule.CUMULATIVE)
-    max_points = season.codec.max_points
+    max_points = as_board(season).codec.max_points
     make_result(season=season, player_id=1, points=max_points)
     make_result(season=season, player_id=1, points=1)
     with pytest.raises(CodecError, match="player 1"):
-        list(board_scores_zadd_chunks(season=season))
+        list(board_scores_zadd_chunks(board=as_board(season)))
     with pytest.raises(CodecError, match="player 1"):
-        list(board_scores_chunks(season=season))
+        list(board_scores_chunks(board=as_board(season)))
 
 
 def test_the_reconcile_sample_draws_every_counted_player_and_nothing_else():
@@ -176,14 +182,17 @@ def test_the_reconcile_sample_draws_every_counted_player_and_nothing_else():
 
     # 800 draws over ids 1..8: each of the five players is missed with probability < 1e-46;
     # all 12 draws of size 3 land past player 5 with probability (3/8)^12 < 1e-5.
-    assert sorted(board_players_sample(season=season, size=200)) == [1, 2, 3, 4, 5]
+    assert sorted(board_players_sample(board=as_board(season), size=200)) == [1, 2, 3, 4, 5]
     # Up to the size: draws past the last counted player, or landing on the same one, add none.
-    small = board_players_sample(season=season, size=3)
+    small = board_players_sample(board=as_board(season), size=3)
     assert 1 <= len(small) <= 3
     assert set(small) <= {1, 2, 3, 4, 5}
-    assert board_players_sample(season=season, size=5, day=at.date() + timedelta(days=1)) == []
+    assert (
+        board_players_sample(board=as_board(season), size=5, day=at.date() + timedelta(days=1))
+        == []
+    )
     empty = make_season(rule=ScoringRule.BEST)
-    assert board_players_sample(season=empty, size=5) == []
+    assert board_players_sample(board=as_board(empty), size=5) == []
 
 
 def test_the_reconcile_sample_does_not_sort_the_season():
@@ -192,8 +201,9 @@ def test_the_reconcile_sample_does_not_sort_the_season():
 
     season = make_season(rule=ScoringRule.BEST)
     make_result(season=season, player_id=1, points=10, achieved_at=season.starts_at)
+    board = as_board(season)
     with CaptureQueriesContext(connection) as queries:
-        board_players_sample(season=season, size=5)
+        board_players_sample(board=board, size=5)
     (query,) = queries.captured_queries
     assert "random()" in query["sql"]
     assert "ORDER BY random()" not in query["sql"]

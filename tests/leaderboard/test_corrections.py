@@ -15,12 +15,12 @@ from closeout.services import (
     season_standings_review,
 )
 from leaderboard import keys
-from leaderboard.models import MatchResult, PlayerBan
+from leaderboard.models import MatchResult, PlayerBan, ScoringRule
 from leaderboard.services import boards_correct, match_result_void, player_ban, weekly_board_build
 from leaderboard_project.celery import app as celery_app
-from seasons.models import ScoringRule, SeasonStatus
+from seasons.models import SeasonStatus
 from seasons.selectors import SeasonRef
-from tests.helpers import expected_board, make_season
+from tests.helpers import as_board, expected_board, main_board_id, make_season
 from tests.leaderboard import live
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -52,13 +52,13 @@ def _reload(results):
 
 
 def _assert_boards(client, season, results, days, banned=()):
-    assert live.board(client, keys.season_board(season_id=season.id)) == expected_board(
+    assert live.board(client, keys.board(board_id=main_board_id(season.id))) == expected_board(
         season, results, banned=banned
     )
     for day in days:
-        assert live.board(client, keys.daily_board(season_id=season.id, day=day)) == expected_board(
-            season, results, day=day, banned=banned
-        )
+        assert live.board(
+            client, keys.daily_board(board_id=main_board_id(season.id), day=day)
+        ) == expected_board(season, results, day=day, banned=banned)
 
 
 @pytest.mark.parametrize("rule", RULES)
@@ -76,11 +76,11 @@ def test_a_void_is_followed_by_the_right_rebuilt_boards(board_redis, rule):
     day = victim.achieved_at.astimezone(UTC).date()
     iso = tuple(day.isocalendar())[:2]
     ref = SeasonRef.from_model(season)
-    weekly = keys.weekly_board(season_id=season.id, iso_year=iso[0], iso_week=iso[1])
-    weekly_board_build(season=ref, iso_year=iso[0], iso_week=iso[1])
+    weekly = keys.weekly_board(board_id=main_board_id(season.id), iso_year=iso[0], iso_week=iso[1])
+    weekly_board_build(board=as_board(ref), iso_year=iso[0], iso_week=iso[1])
     assert live.board(board_redis, weekly) == _week_expected(season, results, iso)
 
-    before = live.board(board_redis, keys.season_board(season_id=season.id))
+    before = live.board(board_redis, keys.board(board_id=main_board_id(season.id)))
     correction = match_result_void(result_id=victim.pk, reason="desync")
     assert (correction.season_id, correction.days, correction.changed) == (season.id, (day,), True)
     assert not match_result_void(result_id=victim.pk, reason="again").changed
@@ -92,7 +92,7 @@ def test_a_void_is_followed_by_the_right_rebuilt_boards(board_redis, rule):
     _assert_boards(board_redis, season, results, [day])
     assert live.board(board_redis, weekly) == _week_expected(season, results, iso)
     # Not vacuous: the void changed the player's score.
-    after = live.board(board_redis, keys.season_board(season_id=season.id))
+    after = live.board(board_redis, keys.board(board_id=main_board_id(season.id)))
     assert after.get(victim.player_id) != before.get(victim.player_id)
 
 
@@ -108,7 +108,7 @@ def test_a_ban_is_followed_by_the_right_rebuilt_boards(board_redis, rule):
     boards_correct(season_id=season.id, days=correction.days)
     all_days = sorted({r.achieved_at.astimezone(UTC).date() for r in results})
     _assert_boards(board_redis, season, results, all_days, banned=[cheater])
-    assert board_redis.zscore(keys.season_board(season_id=season.id), str(cheater)) is None
+    assert board_redis.zscore(keys.board(board_id=main_board_id(season.id)), str(cheater)) is None
     with pytest.raises(ValidationError):
         player_ban(season_id=season.id, player_id=6, reason="  ")
 
@@ -129,7 +129,7 @@ def test_a_closed_season_lists_corrected_standings_and_grants_for_review(
     outcome = boards_correct(season_id=season.id, days=correction.days)
     assert outcome.needs_standings_review
     assert outcome.rebuilt == ()
-    assert not board_redis.exists(keys.season_board(season_id=season.id))  # stays unlinked
+    assert not board_redis.exists(keys.board(board_id=main_board_id(season.id)))  # stays unlinked
 
     review = season_standings_review(season_id=season.id)
     assert [(c.player_id, c.old_rank, c.new_rank) for c in review.standings] == [

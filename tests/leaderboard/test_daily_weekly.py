@@ -8,11 +8,12 @@ import pytest
 from django.utils import timezone
 
 from leaderboard import keys
+from leaderboard.models import ScoringRule
 from leaderboard.services import WeeklyBuildError, weekly_board_build
 from leaderboard.tasks import build_weekly_boards
-from seasons.models import ScoringRule, SeasonStatus
+from seasons.models import SeasonStatus
 from seasons.selectors import SeasonRef
-from tests.helpers import make_season
+from tests.helpers import as_board, main_board_id, make_season
 
 from .board_fixtures import entry, write_daily_board
 
@@ -77,8 +78,8 @@ def test_weekly_best_is_the_max_over_the_week_days(client, board_redis):
     # Built on demand on the first request.
     assert client.get(url).json() == [entry(1, 1, 200), entry(2, 2, 150), entry(3, 3, 80)]
     year, week, _ = monday.isocalendar()
-    weekly = keys.weekly_board(season_id=season.id, iso_year=year, iso_week=week)
-    codec = season.codec
+    weekly = keys.weekly_board(board_id=main_board_id(season.id), iso_year=year, iso_week=week)
+    codec = as_board(season).codec
     # Of equal points, the earliest time is kept (best rule).
     assert int(board_redis.zscore(weekly, "3")) == codec.encode(points=80, elapsed_ticks=3)
     assert board_redis.ttl(weekly) > 0
@@ -91,10 +92,12 @@ def test_weekly_cumulative_adds_points_and_keeps_the_latest_time(board_redis):
     write_daily_board(board_redis, season, monday + timedelta(days=2), {1: (200, 90)})
     write_daily_board(board_redis, season, monday + timedelta(days=3), {1: (5, 40), 3: (1, 1)})
     year, week, _ = monday.isocalendar()
-    size = weekly_board_build(season=SeasonRef.from_model(season), iso_year=year, iso_week=week)
+    size = weekly_board_build(
+        board=as_board(SeasonRef.from_model(season)), iso_year=year, iso_week=week
+    )
     assert size == 3
-    weekly = keys.weekly_board(season_id=season.id, iso_year=year, iso_week=week)
-    codec = season.codec
+    weekly = keys.weekly_board(board_id=main_board_id(season.id), iso_year=year, iso_week=week)
+    codec = as_board(season).codec
     scores = {m.decode(): int(s) for m, s in board_redis.zrange(weekly, 0, -1, withscores=True)}
     assert scores == {
         "1": codec.encode(points=305, elapsed_ticks=90),
@@ -108,14 +111,19 @@ def test_weekly_cumulative_adds_points_and_keeps_the_latest_time(board_redis):
 def test_weekly_cumulative_overflow_is_an_error_and_leaves_no_board(board_redis):
     monday = past_monday(1)
     season = season_over(monday, rule=ScoringRule.CUMULATIVE)
-    top = season.codec.max_points
+    top = as_board(season).codec.max_points
     write_daily_board(board_redis, season, monday, {1: (top, 1)})
     write_daily_board(board_redis, season, monday + timedelta(days=1), {1: (1, 2)})
     year, week, _ = monday.isocalendar()
     with pytest.raises(WeeklyBuildError, match="exceed"):
-        weekly_board_build(season=SeasonRef.from_model(season), iso_year=year, iso_week=week)
-    assert list(board_redis.scan_iter(match=keys.season_pattern(season_id=season.id))) != []
-    weekly = keys.weekly_board(season_id=season.id, iso_year=year, iso_week=week)
+        weekly_board_build(
+            board=as_board(SeasonRef.from_model(season)), iso_year=year, iso_week=week
+        )
+    assert (
+        list(board_redis.scan_iter(match=keys.board_pattern(board_id=main_board_id(season.id))))
+        != []
+    )
+    weekly = keys.weekly_board(board_id=main_board_id(season.id), iso_year=year, iso_week=week)
     assert list(board_redis.scan_iter(match=f"{weekly}*")) == []
 
 
@@ -125,8 +133,8 @@ def test_the_task_builds_the_current_week_of_active_seasons(board_redis):
     write_daily_board(board_redis, season, monday, {1: (10, 1)})
     built = build_weekly_boards()
     year, week, _ = monday.isocalendar()
-    assert built[f"{season.id}:{year}-W{week:02d}"] == 1
-    weekly = keys.weekly_board(season_id=season.id, iso_year=year, iso_week=week)
+    assert built[f"{main_board_id(season)}:{year}-W{week:02d}"] == 1
+    weekly = keys.weekly_board(board_id=main_board_id(season.id), iso_year=year, iso_week=week)
     assert board_redis.zcard(weekly) == 1
 
 
@@ -137,6 +145,6 @@ def test_a_future_week_is_empty_and_not_built(client, board_redis):
     assert client.get(url).json() == []
     year, week, _ = monday.isocalendar()
     lock = keys.weekly_build_lock(
-        board_key=keys.weekly_board(season_id=season.id, iso_year=year, iso_week=week)
+        board_key=keys.weekly_board(board_id=main_board_id(season.id), iso_year=year, iso_week=week)
     )
     assert not board_redis.exists(lock)

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from leaderboard.board_scores import match_results_of_player
-from tests.helpers import make_result, make_season
+from tests.helpers import main_board_id, make_result, make_season
 
 pytestmark = pytest.mark.django_db
 
@@ -40,9 +40,10 @@ def test_a_match_id_still_finds_its_results(admin_client) -> None:
     assert _listed(admin_client, str(result.match_id)) == {result.pk}
 
 
-def test_the_selector_names_every_season_so_the_player_index_serves_it() -> None:
+def test_the_selector_names_every_board_so_the_player_index_serves_it() -> None:
     seasons = [make_season(), make_season()]
     sql = str(match_results_of_player(player_id=77).query)
-    assert '"season_id" IN (' in sql
+    assert '"board_id" IN (' in sql
+    named = sql.split('"board_id" IN (', 1)[1].split(")", 1)[0]
     for season in seasons:
-        assert str(season.id) in sql.split('"season_id" IN (', 1)[1].split(")", 1)[0]
+        assert str(main_board_id(season)) in named

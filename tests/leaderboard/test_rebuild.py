@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from leaderboard import keys
-from leaderboard.models import MatchResult
+from leaderboard.models import MatchResult, ScoringRule
 from leaderboard.services import (
     PHASE_ACTIVATED,
     PHASE_LOADED,
@@ -20,8 +20,7 @@ from leaderboard.services import (
     board_rebuild,
     daily_board_expire_at,
 )
-from seasons.models import ScoringRule
-from tests.helpers import expected_board, make_season
+from tests.helpers import as_board, expected_board, main_board_id, make_season
 from tests.leaderboard import live
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -74,17 +73,17 @@ def _in_other_thread(fn):
 def test_rebuild_equals_the_board_live_ingestion_built(board_redis, rule):
     season = make_season(rule=rule)
     results = _ingest_many(board_redis, season, 150)
-    season_key = keys.season_board(season_id=season.id)
+    season_key = keys.board(board_id=main_board_id(season.id))
     day = season.starts_at.date() + timedelta(days=1)
-    day_key = keys.daily_board(season_id=season.id, day=day)
+    day_key = keys.daily_board(board_id=main_board_id(season.id), day=day)
     live_season, live_day = live.board(board_redis, season_key), live.board(board_redis, day_key)
     assert live_season == expected_board(season, results)
     assert live_day == expected_board(season, results, day=day)
 
     board_redis.delete(season_key)
     board_redis.zadd(day_key, {"999": 1})  # drift the daily board
-    assert board_rebuild(season_id=season.id).members == len(live_season)
-    board_rebuild(season_id=season.id, day=day)
+    assert board_rebuild(board_id=main_board_id(season.id)).members == len(live_season)
+    board_rebuild(board_id=main_board_id(season.id), day=day)
 
     assert live.board(board_redis, season_key) == live_season
     assert live.board(board_redis, day_key) == live_day
@@ -96,24 +95,24 @@ def test_a_daily_board_keeps_its_expiry_and_a_recreated_one_gets_the_default(boa
     season = make_season()
     r = live.ingest(board_redis, season, player_id=1, points=5, at=season.starts_at)
     day = r.achieved_at.date()
-    day_key = keys.daily_board(season_id=season.id, day=day)
+    day_key = keys.daily_board(board_id=main_board_id(season.id), day=day)
     board_redis.expire(day_key, 5000)
-    board_rebuild(season_id=season.id, day=day)
+    board_rebuild(board_id=main_board_id(season.id), day=day)
     assert 4900 < board_redis.ttl(day_key) <= 5000
     board_redis.delete(day_key)
-    board_rebuild(season_id=season.id, day=day)
+    board_rebuild(board_id=main_board_id(season.id), day=day)
     now = timezone.now()
     expected_ttl = daily_board_expire_at(day=day, now=now) - int(now.timestamp())
     assert expected_ttl - 5 < board_redis.ttl(day_key) <= expected_ttl
-    assert board_redis.ttl(keys.season_board(season_id=season.id)) == -1
+    assert board_redis.ttl(keys.board(board_id=main_board_id(season.id))) == -1
 
 
 def test_a_board_with_no_counted_results_is_removed(board_redis):
     season = make_season()
     r = live.ingest(board_redis, season, player_id=1, points=5, at=season.starts_at)
     MatchResult.objects.filter(pk=r.pk).delete()
-    assert board_rebuild(season_id=season.id).members == 0
-    assert not board_redis.exists(keys.season_board(season_id=season.id))
+    assert board_rebuild(board_id=main_board_id(season.id)).members == 0
+    assert not board_redis.exists(keys.board(board_id=main_board_id(season.id)))
 
 
 @pytest.mark.parametrize("rule", RULES)
@@ -149,12 +148,12 @@ def test_results_ingested_during_a_rebuild_survive_it(board_redis, rule, phase):
     def progress(_members):
         on_phase("loading")
 
-    board_rebuild(season_id=season.id, on_phase=on_phase, progress=progress)
+    board_rebuild(board_id=main_board_id(season.id), on_phase=on_phase, progress=progress)
     assert fired == [phase]
     # Results applied after the rebuild land on the new board as usual.
     ingest_some()
     everything = results + during
-    assert live.board(board_redis, keys.season_board(season_id=season.id)) == expected_board(
+    assert live.board(board_redis, keys.board(board_id=main_board_id(season.id))) == expected_board(
         season, everything
     )
 
@@ -179,10 +178,10 @@ def test_a_result_committed_after_the_snapshot_began_is_kept_once(board_redis, r
         if name == PHASE_PENDING:
             with conn.cursor() as cur:
                 cur.execute(
-                    "INSERT INTO ingestion_matchresult (match_id, player_id, season_id, points, "
-                    "achieved_at, ingested_at, void_reason) VALUES (gen_random_uuid(), 1, %s, 40, "
-                    "%s, now(), '') RETURNING id, pg_current_xact_id()::text::bigint",
-                    [season.id, season.starts_at + timedelta(days=3)],
+                    "INSERT INTO ingestion_matchresult (match_id, player_id, season_id, board_id, "
+                    "points, achieved_at, ingested_at, void_reason) VALUES (gen_random_uuid(), 1, "
+                    "%s, %s, 40, %s, now(), '') RETURNING id, pg_current_xact_id()::text::bigint",
+                    [season.id, main_board_id(season), season.starts_at + timedelta(days=3)],
                 )
                 row = cur.fetchone()
                 assert row is not None
@@ -195,7 +194,7 @@ def test_a_result_committed_after_the_snapshot_began_is_kept_once(board_redis, r
             )
         if name == PHASE_ACTIVATED:
             snap = board_redis.get(
-                keys.rebuild_marker(board_key=keys.season_board(season_id=season.id))
+                keys.rebuild_marker(board_key=keys.board(board_id=main_board_id(season.id)))
             )
             xip = snap.decode().split(":")[2]
             assert str(state["xid"]) in xip.split(",")
@@ -210,10 +209,10 @@ def test_a_result_committed_after_the_snapshot_began_is_kept_once(board_redis, r
             _in_other_thread(apply_late)
 
     try:
-        board_rebuild(season_id=season.id, on_phase=on_phase)
+        board_rebuild(board_id=main_board_id(season.id), on_phase=on_phase)
     finally:
         conn.close()
-    assert live.board(board_redis, keys.season_board(season_id=season.id)) == expected_board(
+    assert live.board(board_redis, keys.board(board_id=main_board_id(season.id))) == expected_board(
         season, results
     )
 
@@ -222,14 +221,14 @@ def test_readers_never_see_an_empty_or_partial_board(board_redis):
     season = make_season(rule=ScoringRule.CUMULATIVE)
     with connection.cursor() as cur:
         cur.execute(
-            "INSERT INTO ingestion_matchresult (match_id, player_id, season_id, points,"
+            "INSERT INTO ingestion_matchresult (match_id, player_id, season_id, board_id, points,"
             " achieved_at, ingested_at, void_reason)"
-            " SELECT gen_random_uuid(), g, %s, g %% 1000, %s, now(), ''"
+            " SELECT gen_random_uuid(), g, %s, %s, g %% 1000, %s, now(), ''"
             " FROM generate_series(1, 30000) g",
-            [season.id, season.starts_at + timedelta(hours=1)],
+            [season.id, main_board_id(season), season.starts_at + timedelta(hours=1)],
         )
-    key = keys.season_board(season_id=season.id)
-    board_rebuild(season_id=season.id)
+    key = keys.board(board_id=main_board_id(season.id))
+    board_rebuild(board_id=main_board_id(season.id))
     assert board_redis.zcard(key) == 30000
     sizes = []
     stop = threading.Event()
@@ -241,7 +240,7 @@ def test_readers_never_see_an_empty_or_partial_board(board_redis):
     t = threading.Thread(target=reader)
     t.start()
     try:
-        board_rebuild(season_id=season.id, zadd_batch=100)
+        board_rebuild(board_id=main_board_id(season.id), zadd_batch=100)
     finally:
         stop.set()
         t.join()
@@ -256,19 +255,19 @@ def test_a_second_rebuild_of_the_same_board_is_refused(board_redis):
     def on_phase(name):
         if name == PHASE_LOADED:
             with pytest.raises(RebuildInProgressError):
-                board_rebuild(season_id=season.id)
+                board_rebuild(board_id=main_board_id(season.id))
 
-    board_rebuild(season_id=season.id, on_phase=on_phase)
-    board_rebuild(season_id=season.id)
-    assert live.board(board_redis, keys.season_board(season_id=season.id)) == {
-        1: season.codec.encode(points=5, elapsed_ticks=0)
+    board_rebuild(board_id=main_board_id(season.id), on_phase=on_phase)
+    board_rebuild(board_id=main_board_id(season.id))
+    assert live.board(board_redis, keys.board(board_id=main_board_id(season.id))) == {
+        1: as_board(season).codec.encode(points=5, elapsed_ticks=0)
     }
 
 
 def test_a_failed_rebuild_leaves_the_live_board_and_no_marker(board_redis):
     season = make_season()
     live.ingest(board_redis, season, player_id=1, points=5, at=season.starts_at)
-    key = keys.season_board(season_id=season.id)
+    key = keys.board(board_id=main_board_id(season.id))
     before = live.board(board_redis, key)
 
     def on_phase(name):
@@ -276,6 +275,6 @@ def test_a_failed_rebuild_leaves_the_live_board_and_no_marker(board_redis):
             raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError, match="boom"):
-        board_rebuild(season_id=season.id, on_phase=on_phase)
+        board_rebuild(board_id=main_board_id(season.id), on_phase=on_phase)
     assert live.board(board_redis, key) == before
     assert list(board_redis.scan_iter(match=f"{key}*rebuild*")) == []

@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from leaderboard import keys
 from leaderboard.models import RebuildRun, RunStatus
 from leaderboard.tasks import board_rebuild_task
-from tests.helpers import make_season
+from tests.helpers import main_board_id, make_season
 from tests.leaderboard import live
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,8 +19,8 @@ def test_command_rebuilds_the_season_and_a_day(board_redis, capsys):
     r = live.ingest(
         board_redis, season, player_id=4, points=9, at=season.starts_at + timedelta(hours=2)
     )
-    key = keys.season_board(season_id=season.id)
-    day_key = keys.daily_board(season_id=season.id, day=r.achieved_at.date())
+    key = keys.board(board_id=main_board_id(season.id))
+    day_key = keys.daily_board(board_id=main_board_id(season.id), day=r.achieved_at.date())
     expected, expected_day = live.board(board_redis, key), live.board(board_redis, day_key)
     board_redis.delete(key, day_key)
     call_command("rebuild_leaderboard", "--season", str(season.id))
@@ -51,11 +51,11 @@ def _two_days(board_redis, season):
             points=hours,
             at=season.starts_at + timedelta(hours=hours),
         )
-        day_key = keys.daily_board(season_id=season.id, day=r.achieved_at.date())
+        day_key = keys.daily_board(board_id=main_board_id(season.id), day=r.achieved_at.date())
         if day_key not in day_keys:
             day_keys.append(day_key)
     days = {day_key: live.board(board_redis, day_key) for day_key in day_keys}
-    return keys.season_board(season_id=season.id), days
+    return keys.board(board_id=main_board_id(season.id)), days
 
 
 def test_task_rebuilds_the_season_its_daily_boards_and_their_weekly_boards(board_redis):
@@ -64,13 +64,15 @@ def test_task_rebuilds_the_season_its_daily_boards_and_their_weekly_boards(board
     expected = live.board(board_redis, key)
     first_day, second_day = days
     (iso_year, iso_week, _) = season.starts_at.isocalendar()
-    weekly = keys.weekly_board(season_id=season.id, iso_year=iso_year, iso_week=iso_week)
+    weekly = keys.weekly_board(
+        board_id=main_board_id(season.id), iso_year=iso_year, iso_week=iso_week
+    )
     board_redis.zadd(weekly, {"999": 1})  # a weekly board in Redis, drifted
     board_redis.delete(key)
     board_redis.zadd(first_day, {"999": 1})  # a daily board in Redis, drifted
     board_redis.delete(second_day)  # an expired daily board stays expired
 
-    outcome = board_rebuild_task.apply(args=(season.id,)).get()
+    outcome = board_rebuild_task.apply(args=(main_board_id(season),)).get()
 
     assert "1 daily and 1 weekly" in outcome
     assert live.board(board_redis, key) == expected

@@ -11,10 +11,10 @@ import pytest
 from django.db import connection
 
 from ingestion.consumer import IngestTotals, MatchResultConsumer
-from leaderboard.models import RebuildRun
+from leaderboard.models import RebuildRun, ScoringRule
 from leaderboard.services import board_rebuild
-from seasons.models import ScoringRule, SeasonStatus
-from tests.helpers import make_season
+from seasons.models import SeasonStatus
+from tests.helpers import main_board_id, make_season
 from tests.ingestion.ingest_helpers import (
     Result,
     assert_boards_match,
@@ -61,8 +61,8 @@ def test_results_consumed_during_rebuilds_all_survive(board_redis, kafka_topic_f
     consumer.start()
     rebuilds = 0
     while consumer.is_alive():
-        board_rebuild(season_id=season.id)
-        board_rebuild(season_id=season.id, day=day)
+        board_rebuild(board_id=main_board_id(season.id))
+        board_rebuild(board_id=main_board_id(season.id), day=day)
         rebuilds += 1
     consumer.join()
     assert totals

@@ -8,11 +8,11 @@ from django.conf import settings as django_settings
 from django.utils import timezone
 
 from leaderboard import keys
-from leaderboard.models import MatchResult, ReconcileRun
+from leaderboard.models import MatchResult, ReconcileRun, ScoringRule
 from leaderboard.redis import get_board_redis
 from leaderboard.services import board_reconcile, boards_reconcile_live_seasons, reconcile_days
-from seasons.models import ScoringRule, SeasonStatus
-from tests.helpers import expected_board, make_season
+from seasons.models import SeasonStatus
+from tests.helpers import expected_board, main_board_id, make_season
 from tests.leaderboard import live
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -52,7 +52,7 @@ def _populate(client, season, n=80, seed=3):
 def test_a_board_in_sync_is_left_alone(board_redis, rule):
     season = make_season(rule=rule)
     results = _populate(board_redis, season)
-    result = board_reconcile(season_id=season.id, sample_size=50)
+    result = board_reconcile(board_id=main_board_id(season.id), sample_size=50)
     assert (result.drift_found, result.rebuilt) == (False, False)
     run = ReconcileRun.objects.get(pk=int(result.run_id or 0))
     assert run.redis_members == run.expected_members == len(expected_board(season, results))
@@ -63,9 +63,9 @@ def test_a_board_in_sync_is_left_alone(board_redis, rule):
 def test_a_lost_redis_is_detected_and_repaired_exactly(own_redis, rule):
     season = make_season(rule=rule, status=SeasonStatus.ACTIVE)
     results = _populate(own_redis, season)
-    season_key = keys.season_board(season_id=season.id)
+    season_key = keys.board(board_id=main_board_id(season.id))
     day = season.starts_at.date()
-    day_key = keys.daily_board(season_id=season.id, day=day)
+    day_key = keys.daily_board(board_id=main_board_id(season.id), day=day)
     assert live.board(own_redis, season_key) == expected_board(season, results)
 
     own_redis.flushdb()  # db 9 only: this suite's own database
@@ -82,15 +82,15 @@ def test_a_lost_redis_is_detected_and_repaired_exactly(own_redis, rule):
     expected_members = len(expected_board(season, results))
     assert (run.redis_members, run.expected_members, run.rebuilt) == (0, expected_members, True)
     # Repaired: the next look finds nothing to do.
-    assert not board_reconcile(season_id=season.id).drift_found
+    assert not board_reconcile(board_id=main_board_id(season.id)).drift_found
 
 
 def test_a_wrong_score_and_a_stray_member_are_drift(board_redis):
     season = make_season(rule=ScoringRule.CUMULATIVE)
     results = _populate(board_redis, season, n=40)
-    key = keys.season_board(season_id=season.id)
+    key = keys.board(board_id=main_board_id(season.id))
     board_redis.zincrby(key, 1, "7")
-    result = board_reconcile(season_id=season.id, sample_size=100)
+    result = board_reconcile(board_id=main_board_id(season.id), sample_size=100)
     assert (result.drift_found, result.rebuilt) == (True, True)
     run = ReconcileRun.objects.get(pk=int(result.run_id or 0))
     assert run.mismatched_scores == 1
@@ -102,15 +102,15 @@ def test_a_wrong_score_and_a_stray_member_are_drift(board_redis):
     MatchResult.objects.filter(player_id=stray_player, season=season).update(
         voided_at=timezone.now()
     )
-    stray = board_reconcile(season_id=season.id, sample_size=100, repair=False)
+    stray = board_reconcile(board_id=main_board_id(season.id), sample_size=100, repair=False)
     assert (stray.drift_found, stray.rebuilt) == (True, False)
 
 
 def test_reconcile_skips_a_board_being_rebuilt(board_redis):
     season = make_season()
-    key = keys.season_board(season_id=season.id)
+    key = keys.board(board_id=main_board_id(season.id))
     board_redis.set(keys.rebuild_marker(board_key=key), "pending")
-    result = board_reconcile(season_id=season.id)
+    result = board_reconcile(board_id=main_board_id(season.id))
     assert result.run_id is None
     assert not ReconcileRun.objects.exists()
 

@@ -10,7 +10,7 @@ from leaderboard.codec import ScoreCodec
 
 def test_zset_round_trip_orders_by_points_then_earliest(board_redis) -> None:
     codec = ScoreCodec.reference()
-    key = keys.season_board(season_id=7)
+    key = keys.board(board_id=7)
     entries = {
         # player: (points, elapsed seconds)
         b"1": (1518, 100),
@@ -38,7 +38,7 @@ def test_zset_round_trip_orders_by_points_then_earliest(board_redis) -> None:
 
 def test_ties_never_fall_back_to_member_order(board_redis) -> None:
     codec = ScoreCodec.for_window(duration=timedelta(days=90))
-    key = keys.season_board(season_id=8)
+    key = keys.board(board_id=8)
     # Member "a" sorts lexically after "9"; the earlier one must still win.
     board_redis.zadd(key, {b"9": codec.encode(points=10, elapsed_ticks=5)})
     board_redis.zadd(key, {b"a": codec.encode(points=10, elapsed_ticks=4)})
@@ -46,11 +46,14 @@ def test_ties_never_fall_back_to_member_order(board_redis) -> None:
     assert board_redis.zrevrank(key, b"a") == 0
 
 
-def test_keys_share_the_season_hash_tag(settings) -> None:
+def test_every_key_of_a_board_shares_its_hash_tag(settings) -> None:
     from datetime import date
 
     settings.LEADERBOARD_KEY_PREFIX = "lb"
-    assert keys.season_board(season_id=12) == "lb:{s12}"
-    assert keys.daily_board(season_id=12, day=date(2026, 10, 2)) == "lb:{s12}:d:2026-10-02"
-    assert keys.weekly_board(season_id=12, iso_year=2026, iso_week=3) == "lb:{s12}:w:2026-W03"
-    assert keys.rebuild_temp(board_key=keys.season_board(season_id=12)) == "lb:{s12}:rebuild"
+    assert keys.board(board_id=12) == "lb:{b12}"
+    assert keys.daily_board(board_id=12, day=date(2026, 10, 2)) == "lb:{b12}:d:2026-10-02"
+    assert keys.weekly_board(board_id=12, iso_year=2026, iso_week=3) == "lb:{b12}:w:2026-W03"
+    assert keys.rebuild_temp(board_key=keys.board(board_id=12)) == "lb:{b12}:rebuild"
+    assert keys.top_snapshot(board_id=12) == "lb:{b12}:top"
+    # The exactly-once watermark lives in the board's slot: one script touches one slot.
+    assert keys.ingest_applied_offsets(board_id=12, topic="t") == "lb:{b12}:applied:t"

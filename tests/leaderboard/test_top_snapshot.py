@@ -12,7 +12,7 @@ from leaderboard.services import top_snapshot_refresh
 from leaderboard.tasks import refresh_top_snapshots
 from seasons.models import SeasonStatus
 from seasons.selectors import SeasonRef
-from tests.helpers import make_season
+from tests.helpers import as_board, main_board_id, make_season
 
 from .board_fixtures import entry, write_season_board
 
@@ -42,7 +42,7 @@ def top(client, season_id, limit=3):
 
 
 def test_without_the_task_the_top_list_is_read_live(client, season, board_redis):
-    assert not board_redis.exists(keys.top_snapshot(season_id=season.id))
+    assert not board_redis.exists(keys.top_snapshot(board_id=main_board_id(season.id)))
     response = top(client, season.id)
     assert response.json() == TOP
     assert response["X-Leaderboard-Source"] == "live"
@@ -50,7 +50,7 @@ def test_without_the_task_the_top_list_is_read_live(client, season, board_redis)
 
 def test_with_the_task_the_top_list_comes_from_the_snapshot(client, season, board_redis):
     refreshed = refresh_top_snapshots()
-    assert refreshed[season.id] == 7
+    assert refreshed[main_board_id(season)] == 7
     response = top(client, season.id)
     assert response.json() == TOP
     assert response["X-Leaderboard-Source"] == "snapshot"
@@ -76,7 +76,7 @@ def test_a_stale_snapshot_falls_back_to_the_live_board(client, season, board_red
 
 def test_a_stopped_task_never_yields_an_empty_list(client, season, board_redis):
     refresh_top_snapshots()
-    board_redis.delete(keys.top_snapshot(season_id=season.id))
+    board_redis.delete(keys.top_snapshot(board_id=main_board_id(season.id)))
     top_snapshot_memo_clear()
     response = top(client, season.id)
     assert response.json() == TOP
@@ -104,8 +104,8 @@ def test_only_active_seasons_are_refreshed_and_never_mixed(client, board_redis):
     write_season_board(board_redis, second, {2: (20, 0)})
     write_season_board(board_redis, closed, {3: (30, 0)})
     refreshed = refresh_top_snapshots()
-    assert refreshed[first.id] == 1
-    assert refreshed[second.id] == 1
+    assert refreshed[main_board_id(first)] == 1
+    assert refreshed[main_board_id(second)] == 1
     assert closed.id not in refreshed
     assert top(client, first.id).json() == [entry(1, 1, 10)]
     assert top(client, second.id).json() == [entry(1, 2, 20)]
@@ -116,21 +116,21 @@ def test_only_active_seasons_are_refreshed_and_never_mixed(client, board_redis):
 def test_a_snapshot_of_another_season_under_the_key_is_ignored(client, season, board_redis):
     other = make_season(status=SeasonStatus.ACTIVE)
     write_season_board(board_redis, other, {99: (999, 0)})
-    top_snapshot_refresh(season=SeasonRef.from_model(other))
-    misplaced = board_redis.get(keys.top_snapshot(season_id=other.id))
-    board_redis.set(keys.top_snapshot(season_id=season.id), misplaced)
+    top_snapshot_refresh(board=as_board(SeasonRef.from_model(other)))
+    misplaced = board_redis.get(keys.top_snapshot(board_id=main_board_id(other.id)))
+    board_redis.set(keys.top_snapshot(board_id=main_board_id(season.id)), misplaced)
     response = top(client, season.id)
     assert response.json() == TOP
     assert response["X-Leaderboard-Source"] == "live"
 
 
 def test_the_snapshot_is_encoded_once_with_its_generation_time(season, board_redis):
-    top_snapshot_refresh(season=SeasonRef.from_model(season))
-    stored = json.loads(board_redis.get(keys.top_snapshot(season_id=season.id)))
-    assert stored["seasonId"] == season.id
+    top_snapshot_refresh(board=as_board(SeasonRef.from_model(season)))
+    stored = json.loads(board_redis.get(keys.top_snapshot(board_id=main_board_id(season.id))))
+    assert stored["boardId"] == main_board_id(season)
     assert stored["generatedAt"] > 0
     assert stored["entries"][:3] == [[1, 2, 500], [2, 1, 500], [3, 3, 400]]
-    assert 0 < board_redis.ttl(keys.top_snapshot(season_id=season.id)) <= 60
+    assert 0 < board_redis.ttl(keys.top_snapshot(board_id=main_board_id(season.id))) <= 60
 
 
 def test_snapshot_responses_carry_etag_and_honour_if_none_match(client, season):
@@ -154,7 +154,7 @@ def test_snapshot_served_top_makes_no_redis_or_sql_round_trip_per_request(
     refresh_top_snapshots()
     top(client, season.id)
     # Deleting the key shows the process no longer reads Redis for the list within the interval.
-    board_redis.delete(keys.top_snapshot(season_id=season.id))
+    board_redis.delete(keys.top_snapshot(board_id=main_board_id(season.id)))
     with django_assert_num_queries(0):
         response = top(client, season.id)
     assert response["X-Leaderboard-Source"] == "snapshot"

@@ -12,6 +12,7 @@ from closeout.services import reward_tier_create, season_close
 from leaderboard import keys
 from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
+from tests.helpers import as_board, main_board_id
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 SEASONS = "/admin/seasons/season/"
@@ -36,7 +37,7 @@ def season(board_redis) -> Season:
     season = SeasonFactory.create(
         starts_at=START, ends_at=START + timedelta(days=30), status=SeasonStatus.ACTIVE
     )
-    codec = season.codec
+    codec = as_board(season).codec
     for player, points, seconds in [(11, 40, 7), (12, 90, 3), (13, 40, 2)]:
         MatchResultFactory.create(
             season=season,
@@ -45,7 +46,7 @@ def season(board_redis) -> Season:
             achieved_at=START + timedelta(seconds=seconds),
         )
         board_redis.zadd(
-            keys.season_board(season_id=season.id),
+            keys.board(board_id=main_board_id(season.id)),
             {str(player): codec.encode(points=points, elapsed_ticks=seconds)},
         )
     reward_tier_create(season_id=season.id, rank_from=1, rank_to=2, reward_name="gems")
@@ -65,7 +66,8 @@ def test_season_pages_show_the_live_board(staff: Client, season: Season) -> None
     page = staff.get(f"{SEASONS}{season.id}/change/")
     assert page.status_code == 200
     html = page.content.decode()
-    assert "Board size (Redis)" in html
+    assert "Live boards (Redis)" in html
+    assert "3 players" in html
     assert "never (no snapshot)" in html
     # The live top 100, best first, decoded from the board.
     rows = [
@@ -81,7 +83,7 @@ def test_season_pages_show_the_live_board(staff: Client, season: Season) -> None
     from leaderboard.services import top_snapshot_refresh
     from seasons.selectors import SeasonRef
 
-    top_snapshot_refresh(season=SeasonRef.from_model(season))
+    top_snapshot_refresh(board=as_board(SeasonRef.from_model(season)))
     html = staff.get(f"{SEASONS}{season.id}/change/").content.decode()
     assert "never (no snapshot)" not in html
     assert f"{datetime.now(tz=UTC):%Y-%m-%d}" in html
@@ -129,14 +131,14 @@ def test_transition_actions_report_refusals(staff: Client, season: Season) -> No
 def test_rebuild_action_rebuilds_the_board(staff: Client, season: Season, board_redis) -> None:
     from leaderboard_project.celery import app
 
-    board = keys.season_board(season_id=season.id)
+    board = keys.board(board_id=main_board_id(season.id))
     board_redis.delete(board)
     app.conf.task_always_eager = True  # the queued rebuild runs inline, no worker needed
     try:
         page = run_action(staff, "rebuild_board", season, confirmed=True)
     finally:
         app.conf.task_always_eager = False
-    assert f"Season {season.id}: rebuild of the season, daily and weekly boards queued" in (
+    assert f"Season {season.id}: rebuild of 1 board(s) with their daily and weekly" in (
         page.content.decode()
     )
     assert [m.decode() for m in board_redis.zrevrange(board, 0, -1)] == ["12", "13", "11"]

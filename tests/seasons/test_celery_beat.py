@@ -23,7 +23,7 @@ from closeout.services import reward_tier_create
 from leaderboard import keys
 from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
-from tests.helpers import subprocess_database_url, wait_until
+from tests.helpers import as_board, main_board_id, subprocess_database_url, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -96,13 +96,13 @@ def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
             season=season, player_id=player, points=points, achieved_at=now - timedelta(hours=1)
         )
     reward_tier_create(season_id=season.id, rank_from=1, rank_to=2, reward_name="gems")
-    board = keys.season_board(season_id=season.id)
+    board = keys.board(board_id=main_board_id(season.id))
     board_redis.zadd(board, {"1": 1.0, "2": 2.0})
     # A season that stays live: its top list must be refreshed every second.
     live = SeasonFactory.create(starts_at=now - timedelta(days=1), ends_at=now + timedelta(days=1))
     Season.objects.filter(id=live.id).update(status=SeasonStatus.ACTIVE)
-    codec = live.codec
-    live_board = keys.season_board(season_id=live.id)
+    codec = as_board(live).codec
+    live_board = keys.board(board_id=main_board_id(live.id))
     board_redis.zadd(live_board, {"7": codec.encode(points=70, elapsed_ticks=5)})
 
     # Every registered task, ticking every second for the test.
@@ -119,7 +119,7 @@ def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
 
     celery_processes()
 
-    snapshot_key = keys.top_snapshot(season_id=live.id)
+    snapshot_key = keys.top_snapshot(board_id=main_board_id(live.id))
 
     def snapshot_entries() -> list[list[int]] | None:
         raw = board_redis.get(snapshot_key)

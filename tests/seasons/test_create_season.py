@@ -6,6 +6,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from leaderboard.models import Board
 from seasons.models import Season
 
 
@@ -23,11 +24,12 @@ def test_create_season_as_in_the_contract() -> None:
     )  # fmt: skip
     season = Season.objects.get(id=12)
     assert season.name == "Season 12"
-    assert season.rule == "best"
     assert season.status == "scheduled"
     assert season.starts_at == datetime(2026, 10, 1, tzinfo=UTC)
+    board = Board.objects.get(season=season)
+    assert (board.slug, board.rule, board.order) == ("main", "best", "desc")
     # 91 days at one second: 7,862,400 ticks need 23 bits; points take the other 30.
-    assert (season.codec.points_bits, season.codec.time_bits) == (30, 23)
+    assert (board.codec.points_bits, board.codec.time_bits) == (30, 23)
     assert "created season 12" in output
 
 
@@ -38,9 +40,33 @@ def test_cumulative_rule_and_resolution() -> None:
         "--starts-at", "2026-10-01T00:00:00+02:00", "--ends-at", "2026-12-31T00:00:00Z",
     )  # fmt: skip
     season = Season.objects.get(id=13)
-    assert season.rule == "cumulative"
-    assert season.time_resolution_seconds == 60
+    board = Board.objects.get(season=season, slug="main")
+    assert (board.rule, board.time_resolution_seconds) == ("cumulative", 60)
     assert season.starts_at == datetime(2026, 9, 30, 22, tzinfo=UTC)
+
+
+@pytest.mark.django_db
+def test_order_asc_and_more_boards() -> None:
+    run(
+        "--id", "14", "--name", "S14", "--order", "asc",
+        "--starts-at", "2026-10-01T00:00:00Z", "--ends-at", "2026-12-31T00:00:00Z",
+    )  # fmt: skip
+    out = StringIO()
+    call_command(
+        "create_board", "--season", "14", "--slug", "lap-times", "--name", "Lap times",
+        "--order", "asc", "--rule", "best", stdout=out,
+    )  # fmt: skip
+    assert "created board 'lap-times'" in out.getvalue()
+    boards = {
+        b.slug: (b.order, b.rule, b.codec.ascending) for b in Board.objects.filter(season_id=14)
+    }
+    assert boards == {"main": ("asc", "best", True), "lap-times": ("asc", "best", True)}
+    with pytest.raises(CommandError, match="already has a board"):
+        call_command("create_board", "--season", "14", "--slug", "lap-times", "--name", "x")
+    with pytest.raises(CommandError, match="1 to 32 characters"):
+        call_command("create_board", "--season", "14", "--slug", "Lap_Times", "--name", "x")
+    with pytest.raises(CommandError, match="does not exist"):
+        call_command("create_board", "--season", "99", "--slug", "kills", "--name", "x")
 
 
 @pytest.mark.django_db

@@ -4,7 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from seasons.models import ScoringRule, SeasonStatus
+from leaderboard.models import ScoringRule
+from seasons.models import SeasonStatus
 from tests.factories import SeasonFactory
 
 pytestmark = pytest.mark.django_db

@@ -32,6 +32,16 @@ class Command(BaseCommand):
         parser.add_argument("--points-mean", type=int, default=1_500)
         parser.add_argument("--points-step", type=int, default=10, help="coarser = more ties")
         parser.add_argument("--seed", type=int, default=None)
+        parser.add_argument(
+            "--boards",
+            default=None,
+            help="comma-separated board slugs, or * for every board of the season (default main)",
+        )
+        parser.add_argument(
+            "--spread",
+            action="store_true",
+            help="each player result goes to one of the boards in turn, not to every one",
+        )
         parser.add_argument("--topic", default=None, help="default: KAFKA_MATCH_RESULTS_TOPIC")
         parser.add_argument("--no-progress", action="store_true")
 
@@ -47,6 +57,8 @@ class Command(BaseCommand):
                 points_mean=options["points_mean"],
                 points_step=options["points_step"],
                 seed=options["seed"],
+                board_slugs=None if options["boards"] is None else options["boards"].split(","),
+                spread=options["spread"],
             )
         except (LookupError, ValueError) as exc:
             raise CommandError(str(exc)) from exc

@@ -10,14 +10,23 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from leaderboard.models import Board, BoardOrder, ScoringRule
+from leaderboard.services import board_create, season_setup
 from seasons.models import Season
-from seasons.services import season_create
 
 DEMO_SEASON_ID = 1
+# The demo season's boards besides main (score): kills add up, lap times rank lowest first.
+DEMO_BOARDS = (
+    ("kills", "Kills", BoardOrder.DESC, ScoringRule.CUMULATIVE),
+    ("lap-times", "Lap times (ms)", BoardOrder.ASC, ScoringRule.BEST),
+)
 
 
 class Command(BaseCommand):
-    help = "Create the demo season and a staff user for `make run` (idempotent)."
+    help = (
+        "Create the demo season (boards: score, kills, lap times) and a staff user for "
+        "`make run` (idempotent)."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--username", default="admin")
@@ -30,13 +39,18 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if not Season.objects.filter(id=DEMO_SEASON_ID).exists():
             now = datetime.now(tz=UTC).replace(microsecond=0)
-            season_create(
+            season_setup(
                 season_id=DEMO_SEASON_ID,
                 name="Demo season",
                 starts_at=now - timedelta(days=1),
                 ends_at=now + timedelta(days=89),
+                main_board_name="Score",
             )
             self.stdout.write(f"created demo season {DEMO_SEASON_ID}")
+        for slug, name, order, rule in DEMO_BOARDS:
+            if not Board.objects.filter(season_id=DEMO_SEASON_ID, slug=slug).exists():
+                board_create(season_id=DEMO_SEASON_ID, slug=slug, name=name, order=order, rule=rule)
+                self.stdout.write(f"created demo board {slug}")
 
         password_file = Path(options["password_file"])
         if password_file.exists():

@@ -1,0 +1,129 @@
+"""Creating boards, and seasons with their main board."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from seasons.models import Season, SeasonStatus
+from seasons.services import season_create
+
+from ..codec import CodecError, ScoreCodec
+from ..models import MAIN_BOARD, Board, BoardOrder, ScoringRule
+
+
+@transaction.atomic
+def board_create(
+    *,
+    season_id: int,
+    slug: str,
+    name: str,
+    order: str = BoardOrder.DESC,
+    rule: str = ScoringRule.BEST,
+    time_resolution_seconds: int = 1,
+) -> Board:
+    """Add a board to a season; its codec split is fixed now from the season's length and the
+    time resolution, and never changes once the board has results."""
+    season = Season.objects.select_for_update(no_key=True).filter(id=season_id).first()
+    if season is None:
+        raise ValidationError(f"season {season_id} does not exist")
+    if season.status == SeasonStatus.CLOSED:
+        raise ValidationError(f"season {season_id} is closed: it takes no new board")
+    if order not in BoardOrder.values:
+        raise ValidationError(f"order must be one of {', '.join(BoardOrder.values)}, got {order!r}")
+    if rule not in ScoringRule.values:
+        raise ValidationError(f"rule must be one of {', '.join(ScoringRule.values)}, got {rule!r}")
+    if Board.objects.filter(season_id=season_id, slug=slug).exists():
+        raise ValidationError(f"season {season_id} already has a board {slug!r}")
+    try:
+        codec = ScoreCodec.for_window(
+            duration=season.ends_at - season.starts_at,
+            resolution_seconds=time_resolution_seconds,
+        )
+    except CodecError as exc:
+        raise ValidationError(str(exc)) from exc
+    board = Board(
+        season=season,
+        slug=slug,
+        name=name,
+        order=order,
+        rule=rule,
+        time_resolution_seconds=time_resolution_seconds,
+        time_bits=codec.time_bits,
+    )
+    board.full_clean()
+    board.save(force_insert=True)
+    return board
+
+
+# What a board's encoded scores depend on: fixed once the board has results.
+SCORE_FIELDS = ("slug", "order", "rule", "time_resolution_seconds")
+
+
+@transaction.atomic
+def board_update(
+    *,
+    board_id: int,
+    name: str,
+    slug: str,
+    order: str,
+    rule: str,
+    time_resolution_seconds: int,
+) -> Board:
+    """Change a board. Its slug, order, rule and time resolution only while it has no result:
+    every stored score, standing and message naming it depends on them."""
+    board = Board.objects.select_for_update().select_related("season").get(pk=board_id)
+    wanted = {
+        "slug": slug,
+        "order": order,
+        "rule": rule,
+        "time_resolution_seconds": time_resolution_seconds,
+    }
+    changed = [field for field, value in wanted.items() if getattr(board, field) != value]
+    if changed and board.match_results.exists():
+        raise ValidationError(
+            f"board {board.slug!r} has results: {', '.join(changed)} can no longer change"
+        )
+    if "time_resolution_seconds" in changed:
+        try:
+            codec = ScoreCodec.for_window(
+                duration=board.season.ends_at - board.season.starts_at,
+                resolution_seconds=time_resolution_seconds,
+            )
+        except CodecError as exc:
+            raise ValidationError(str(exc)) from exc
+        board.time_bits = codec.time_bits
+    board.name = name
+    for field, value in wanted.items():
+        setattr(board, field, value)
+    board.full_clean()
+    board.save()
+    return board
+
+
+@transaction.atomic
+def season_setup(
+    *,
+    season_id: int,
+    name: str,
+    starts_at: datetime,
+    ends_at: datetime,
+    rule: str = ScoringRule.BEST,
+    order: str = BoardOrder.DESC,
+    time_resolution_seconds: int = 1,
+    main_board_name: str = "Main",
+) -> Season:
+    """Create a season with its ``main`` board (configured by ``rule``, ``order`` and
+    ``time_resolution_seconds``), in one transaction."""
+    season = season_create(season_id=season_id, name=name, starts_at=starts_at, ends_at=ends_at)
+    board_create(
+        season_id=season.id,
+        slug=MAIN_BOARD,
+        name=main_board_name,
+        order=order,
+        rule=rule,
+        time_resolution_seconds=time_resolution_seconds,
+    )
+    return season
