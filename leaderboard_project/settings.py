@@ -5,6 +5,7 @@ reads ``django.conf.settings`` at call time. Every variable is documented in
 ``.env.example``. Defaults point at the local services that ``make services`` starts.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -32,6 +33,24 @@ if not DEBUG and SECRET_KEY == _INSECURE_DEV_KEY:
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default="localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default="")
 
+# --- HTTPS (production) ---------------------------------------------------------------------------
+# Off by default: the local demo serves plain HTTP on loopback. Behind TLS turn them on;
+# `manage.py check --deploy` is clean with DEBUG off, a real secret and these set.
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+# Load balancers and Prometheus probe these over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+# Start small (300) and raise it once HTTPS is known good: browsers remember it that long.
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("DJANGO_CSRF_COOKIE_SECURE", default=False)
+# The request header a TLS-terminating proxy sets to "https" (e.g. HTTP_X_FORWARDED_PROTO).
+# Only behind a proxy that always sets it and strips it from clients: otherwise any client
+# could claim HTTPS. Empty: the connection itself decides.
+_proxy_ssl_header = env.str("DJANGO_SECURE_PROXY_SSL_HEADER", default="")
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -43,6 +62,10 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "django_celery_beat",
+    # Swagger UI's and Redoc's files, served from our static files (no CDN at /api/docs).
+    "drf_spectacular_sidecar",
+    # Admin login lockout (AXES_* below).
+    "axes",
     "seasons",
     "ingestion",
     "leaderboard",
@@ -57,7 +80,25 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, per django-axes: it answers the lockout response for a login its backend refused.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- Admin login lockout (django-axes) -----------------------------------------------------------
+
+# Axes first: it refuses a locked-out login before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Failed logins of one username from one address before both are locked out (429).
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
+# Username and address together: a guesser cannot lock a staff member out from elsewhere.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# The address is REMOTE_ADDR (django-ipware is not installed, so a forged X-Forwarded-For is
+# never read); behind a proxy, gunicorn's --forwarded-allow-ips decides what REMOTE_ADDR is.
 
 ROOT_URLCONF = "leaderboard_project.urls"
 WSGI_APPLICATION = "leaderboard_project.wsgi.application"
@@ -187,6 +228,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Real-time season leaderboards: rankings, friends, daily and weekly boards.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/docs and /api/redoc load their JS/CSS from our own static files (drf-spectacular-
+    # sidecar), never from a CDN: they work offline and nothing unpinned runs in staff browsers.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Read API ----------------------------------------------------------------------------------
@@ -228,11 +274,32 @@ STORAGES = {
 # --- Logging -------------------------------------------------------------------------------------
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+# text: one human line per record; json: one JSON object per line for log shippers
+# (timestamp, level, logger, message, exc_info when there is a traceback, and any extra fields).
+LOG_FORMAT = env.str("LOG_FORMAT", default="text")
+if LOG_FORMAT not in {"text", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not one of text, json")
+# Tasks Celery logs nothing routine about (beat's "Sending due task", the worker's "received"
+# and "succeeded"): the every-second ones. Their warnings and errors still show.
+LOG_QUIET_TASKS = env.list("LOG_QUIET_TASKS", default="leaderboard.tasks.refresh_top_snapshots")
+_console_handler = {
+    "class": "logging.StreamHandler",
+    "formatter": LOG_FORMAT,
+    "filters": ["kafka_repeats", "quiet_tasks"],
+}
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        # python-json-logger: extra= fields and values json cannot encode (datetimes, UUIDs)
+        # come out right without a formatter of our own to maintain.
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            "rename_fields": {"asctime": "timestamp", "levelname": "level", "name": "logger"},
+            "datefmt": "%Y-%m-%dT%H:%M:%S%z",
+        },
     },
     "filters": {
         # kafka-python logs each failed reconnect (several a second while a broker is away):
@@ -242,18 +309,21 @@ LOGGING = {
             "loggers": ["kafka"],
             "interval_seconds": env.float("KAFKA_LOG_REPEAT_SECONDS", default=60.0),
         },
+        "quiet_tasks": {
+            "()": "leaderboard_project.logfilters.QuietTasksFilter",
+            "tasks": LOG_QUIET_TASKS,
+        },
     },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["kafka_repeats"],
-        }
-    },
+    "handlers": {"console": _console_handler},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "kafka": {"level": env.str("KAFKA_LOG_LEVEL", default="WARNING")},
         "django.db.backends": {"level": "INFO"},
+        # gunicorn's workers load Django, which then routes gunicorn's own error and access
+        # lines through the handler above (JSON too); the master process keeps gunicorn's
+        # format for its few start-up lines.
+        "gunicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "gunicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
     },
 }
 
