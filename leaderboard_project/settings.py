@@ -296,9 +296,10 @@ LOGGING = {
         # come out right without a formatter of our own to maintain.
         "json": {
             "()": "pythonjsonlogger.json.JsonFormatter",
-            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
-            "rename_fields": {"asctime": "timestamp", "levelname": "level", "name": "logger"},
-            "datefmt": "%Y-%m-%dT%H:%M:%S%z",
+            "fmt": "%(levelname)s %(name)s %(message)s",
+            "rename_fields": {"levelname": "level", "name": "logger"},
+            # ISO 8601 in UTC with microseconds, from the record's creation time.
+            "timestamp": True,
         },
     },
     "filters": {
