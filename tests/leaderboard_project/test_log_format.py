@@ -30,9 +30,9 @@ import logging
 from leaderboard_project.celery import app
 
 app.log.setup(loglevel="INFO")
-beat = logging.getLogger("celery.beat")
-beat.info("Scheduler: Sending due task %s (%s)", "snapshots", "leaderboard.tasks.refresh_top_snapshots")
-beat.info("Scheduler: Sending due task %s (%s)", "close-out", "seasons.tasks.seasons_close_due_task")
+due = logging.getLogger("celery.beat").info
+due("Scheduler: Sending due task %s (%s)", "snap", "leaderboard.tasks.refresh_top_snapshots")
+due("Scheduler: Sending due task %s (%s)", "close-out", "seasons.tasks.seasons_close_due_task")
 """
 
 
