@@ -115,11 +115,12 @@ def collected() -> Iterator[_Collect]:
 
 
 def _task_lines(name: str) -> None:
-    from celery import beat
     from celery.app import trace
     from celery.worker import strategy
 
-    beat.info("Scheduler: Sending due task %s (%s)", f"entry for {name}", name)
+    logging.getLogger("celery.beat").info(
+        "Scheduler: Sending due task %s (%s)", f"entry for {name}", name
+    )
     strategy.logger.info(
         trace.LOG_RECEIVED, {"id": "1", "name": name, "args": "()", "kwargs": "{}"}
     )
