@@ -891,7 +891,8 @@ try:
     brokers = a.describe_cluster()["brokers"]
 finally:
     a.close()
-sys.exit(0 if len(brokers) >= int(sys.argv[2]) else 1)
+# A restarted broker is listed (fenced) before it has caught up; count only unfenced ones.
+sys.exit(0 if sum(not b.get("is_fenced") for b in brokers) >= int(sys.argv[2]) else 1)
 '
 # $1 = bootstrap list, $2 = how many brokers must be registered.
 kc_brokers_registered() {
