@@ -16,6 +16,7 @@ help:
 	@echo "make services         start PostgreSQL, Redis and Kafka on loopback (.local/)"
 	@echo "make services-stop    stop them"
 	@echo "make services-status  tell whether they run"
+	@echo "                      (LB_REDIS_MODE=cluster / LB_KAFKA_BROKERS=3: also the local clusters)"
 	@echo "make lint             ruff + mypy + import contracts"
 	@echo "make bench            how to run each benchmark (on demand, never in the suite)"
 

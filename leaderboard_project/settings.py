@@ -191,6 +191,55 @@ KAFKA_DEAD_LETTER_TOPIC = env.str(
 KAFKA_CONSUMER_GROUP = env.str("KAFKA_CONSUMER_GROUP", default="leaderboard-ingest")
 KAFKA_TOPIC_PARTITIONS = env.int("KAFKA_TOPIC_PARTITIONS", default=4)
 
+# --- Clusters (LB_REDIS_MODE, LB_KAFKA_BROKERS; README "Running on clusters") ------------------
+# Self-contained on purpose: reads only its own variables, and replaces the default of
+# KAFKA_BOOTSTRAP_SERVERS (above) only when that variable is not set. scripts/services.sh reads
+# the same LB_* variables and starts the local clusters on these ports.
+
+# Where the boards live: "single" (REDIS_URL, the default) or "cluster" (REDIS_CLUSTER_NODES,
+# through redis-py's RedisCluster). Celery's broker and Django's cache stay on a standalone
+# Redis in both modes (CELERY_BROKER_URL, CACHE_URL).
+LB_REDIS_MODE = env.str("LB_REDIS_MODE", default="single").strip().lower()
+if LB_REDIS_MODE not in {"single", "cluster"}:
+    raise ImproperlyConfigured(f"LB_REDIS_MODE={LB_REDIS_MODE!r}: use 'single' or 'cluster'")
+# The local Redis Cluster of scripts/services.sh: six nodes from this port on.
+_LB_REDIS_CLUSTER_PORT = env.int("LB_REDIS_CLUSTER_PORT", default=7000)
+LOCAL_REDIS_CLUSTER_NODES = [f"127.0.0.1:{_LB_REDIS_CLUSTER_PORT + i}" for i in range(6)]
+# Seed nodes (host:port, comma-separated) the cluster client discovers the rest from.
+REDIS_CLUSTER_NODES = env.list(
+    "REDIS_CLUSTER_NODES",
+    default=",".join(LOCAL_REDIS_CLUSTER_NODES) if LB_REDIS_MODE == "cluster" else "",
+)
+for _node in REDIS_CLUSTER_NODES:
+    _host, _sep, _port = _node.rpartition(":")
+    if not (_host and _sep and _port.isdigit()):
+        raise ImproperlyConfigured(f"REDIS_CLUSTER_NODES: {_node!r} is not host:port")
+if LB_REDIS_MODE == "cluster" and not REDIS_CLUSTER_NODES:
+    raise ImproperlyConfigured("LB_REDIS_MODE=cluster needs REDIS_CLUSTER_NODES (host:port,...)")
+
+# 1: the single local broker; 3: the local three-node cluster (the bootstrap default below).
+LB_KAFKA_BROKERS = env.int("LB_KAFKA_BROKERS", default=1)
+if LB_KAFKA_BROKERS not in {1, 3}:
+    raise ImproperlyConfigured(f"LB_KAFKA_BROKERS={LB_KAFKA_BROKERS}: use 1 or 3")
+_LB_KAFKA_CLUSTER_PORT = env.int("LB_KAFKA_CLUSTER_PORT", default=19092)
+LOCAL_KAFKA_CLUSTER_BROKERS = [f"127.0.0.1:{_LB_KAFKA_CLUSTER_PORT + i}" for i in range(3)]
+if LB_KAFKA_BROKERS == 3 and not env.str("KAFKA_BOOTSTRAP_SERVERS", default="").strip():
+    KAFKA_BOOTSTRAP_SERVERS = list(LOCAL_KAFKA_CLUSTER_BROKERS)
+# Replicas of every topic the project creates, and how many must have a write before an
+# acks=all producer gets its acknowledgement: with 3 and 2, one broker may die with nothing lost.
+KAFKA_TOPIC_REPLICATION_FACTOR = env.int(
+    "KAFKA_TOPIC_REPLICATION_FACTOR", default=3 if LB_KAFKA_BROKERS == 3 else 1
+)
+KAFKA_TOPIC_MIN_INSYNC_REPLICAS = env.int(
+    "KAFKA_TOPIC_MIN_INSYNC_REPLICAS", default=2 if LB_KAFKA_BROKERS == 3 else 1
+)
+if not 1 <= KAFKA_TOPIC_MIN_INSYNC_REPLICAS <= KAFKA_TOPIC_REPLICATION_FACTOR:
+    raise ImproperlyConfigured(
+        f"KAFKA_TOPIC_MIN_INSYNC_REPLICAS={KAFKA_TOPIC_MIN_INSYNC_REPLICAS} must be between 1 "
+        f"and KAFKA_TOPIC_REPLICATION_FACTOR={KAFKA_TOPIC_REPLICATION_FACTOR}"
+    )
+# --- end of the clusters block ------------------------------------------------------------------
+
 # --- Ingestion consumer (ingestion/consumer.py, docs/ingestion.md) ------------------------------
 
 # Records per poll: one PostgreSQL statement and one Redis round trip per batch, so bigger
