@@ -16,6 +16,7 @@ help:
 	@echo "make services         start PostgreSQL, Redis and Kafka on loopback (.local/)"
 	@echo "make services-stop    stop them"
 	@echo "make services-status  tell whether they run"
+	@echo "                      (LB_REDIS_MODE=cluster / LB_KAFKA_BROKERS=3: also the local clusters)"
 	@echo "make lint             ruff + mypy + import contracts"
 	@echo "make bench            how to run each benchmark (on demand, never in the suite)"
 
@@ -43,7 +44,8 @@ migrate: services
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy .
+	@# django-stubs imports the settings, which refuse the development secret with DEBUG off.
+	DJANGO_DEBUG=true $(VENV)/bin/mypy .
 	$(VENV)/bin/lint-imports
 
 test: services lint test-only
@@ -51,6 +53,9 @@ test: services lint test-only
 test-only: $(STAMP)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
+# The local demo runs with DEBUG on (DJANGO_DEBUG=false make run to try production behaviour,
+# with a DJANGO_SECRET_KEY); DEBUG is off by default everywhere else.
+run: export DJANGO_DEBUG ?= true
 run: migrate
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py bootstrap_demo

@@ -13,10 +13,10 @@ DEFAULT_DATABASE_URL = "postgres://leaderboard:leaderboard@127.0.0.1:5432/leader
 
 def bench_database_url(*, name: str) -> str:
     """The URL of database ``name`` beside the configured one, created if it does not exist."""
-    import dj_database_url
+    import environ
     import psycopg
 
-    parsed = dj_database_url.parse(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL))
+    parsed = environ.Env.db_url_config(os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL)
     server = (
         f"postgres://{parsed['USER']}:{parsed['PASSWORD']}@{parsed['HOST']}:"
         f"{parsed['PORT'] or 5432}"

@@ -482,10 +482,12 @@ def run(args: argparse.Namespace) -> Report:
     topic = f"bench-ingest-{RUN_TAG}"
     group = f"bench-{RUN_TAG}"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="bench-admin")
+    replicas = settings.KAFKA_TOPIC_REPLICATION_FACTOR
+    configs = {"min.insync.replicas": str(settings.KAFKA_TOPIC_MIN_INSYNC_REPLICAS)}
     admin.create_topics(
         [
-            NewTopic(topic, num_partitions=args.partitions, replication_factor=1),
-            NewTopic(f"{topic}.dlq", num_partitions=1, replication_factor=1),
+            NewTopic(topic, args.partitions, replicas, topic_configs=configs),
+            NewTopic(f"{topic}.dlq", 1, replicas, topic_configs=configs),
         ]
     )
     used = set(Season.objects.values_list("id", flat=True))

@@ -1,9 +1,11 @@
 """Logging filters.
 
-kafka-python logs every failed connection attempt, at ERROR or WARNING, and retries every
-few hundred milliseconds: while a broker is away a consumer writes thousands of identical lines
-a minute, burying its own "waiting for Kafka" line and filling disks. The filter below keeps
-the first line of each kind and then one per interval, saying how many it dropped.
+RepeatedRecordsFilter: kafka-python logs every failed connection attempt, at ERROR or WARNING,
+and retries every few hundred milliseconds: while a broker is away a consumer writes thousands
+of identical lines a minute, burying its own "waiting for Kafka" line and filling disks. The
+filter keeps the first line of each kind and then one per interval, saying how many it dropped.
+
+QuietTasksFilter: Celery's per-run INFO lines for tasks that run every second.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 
 class RepeatedRecordsFilter(logging.Filter):
@@ -64,4 +66,33 @@ class RepeatedRecordsFilter(logging.Filter):
             message = record.getMessage()
             record.msg = f"{message} [{dropped} more like this dropped since the previous one]"
             record.args = None
+        return True
+
+
+class QuietTasksFilter(logging.Filter):
+    """Drop Celery's routine INFO lines about the tasks named in ``tasks``.
+
+    Beat sends the top-list snapshot task every second and the worker logs its receipt and its
+    success: two lines a second that bury everything else. The lines dropped are beat's
+    "Scheduler: Sending due task <entry> (<task>)" and the worker's "Task <task>[id] received"
+    and "... succeeded in ..."; a warning or an error about the same task (a failure, a
+    retry, an expired run) and every line about any other task still pass.
+    """
+
+    def __init__(self, tasks: Iterable[str] = ()) -> None:
+        super().__init__()
+        self._tasks = frozenset(tasks)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.INFO or not self._tasks:
+            return True
+        if not (record.name == "celery" or record.name.startswith("celery.")):
+            return True
+        args = record.args
+        if isinstance(args, Mapping):
+            # The worker: Celery formats "Task %(name)s[%(id)s] ..." from a dict.
+            return args.get("name") not in self._tasks
+        if isinstance(args, tuple):
+            # Beat: "Scheduler: Sending due task %s (%s)" with the entry's name, then the task.
+            return not any(isinstance(arg, str) and arg in self._tasks for arg in args)
         return True

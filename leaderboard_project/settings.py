@@ -5,65 +5,51 @@ reads ``django.conf.settings`` at call time. Every variable is documented in
 ``.env.example``. Defaults point at the local services that ``make services`` starts.
 """
 
-import os
+from datetime import timedelta
 from pathlib import Path
 
-import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+from .env import StrictEnv
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-
-def _env(name: str, default: str) -> str:
-    return os.environ.get(name, default)
-
-
-def _env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    value = raw.strip().lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off"}:
-        return False
-    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false)")
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from exc
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from exc
-
-
-def _env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in _env(name, default).split(",") if item.strip()]
+env = StrictEnv()
 
 
 # --- Core -------------------------------------------------------------------------------------
 
 _INSECURE_DEV_KEY = "django-insecure-local-development-only-do-not-use-in-production"
-DEBUG = _env_bool("DJANGO_DEBUG", True)
-SECRET_KEY = _env("DJANGO_SECRET_KEY", _INSECURE_DEV_KEY)
+# Off unless asked for: a debug page shows settings (DATABASE_URL with its password) to anyone
+# who triggers a 500. `make run` turns it on for the local demo.
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=_INSECURE_DEV_KEY)
+# Sessions, CSRF tokens and password resets are signed with it: every process refuses to start
+# with the published development key unless DEBUG says this is a local machine. The test suite
+# sets its own key (pyproject.toml, [tool.pytest_env]), which its child processes inherit.
 if not DEBUG and SECRET_KEY == _INSECURE_DEV_KEY:
     raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
 
-ALLOWED_HOSTS = _env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
-CSRF_TRUSTED_ORIGINS = _env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default="localhost,127.0.0.1,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default="")
+
+# --- HTTPS (production) ---------------------------------------------------------------------------
+# Off by default: the local demo serves plain HTTP on loopback. Behind TLS turn them on;
+# `manage.py check --deploy` is clean with DEBUG off, a real secret and these set.
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+# Load balancers and Prometheus probe these over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+# Start small (300) and raise it once HTTPS is known good: browsers remember it that long.
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("DJANGO_CSRF_COOKIE_SECURE", default=False)
+# The request header a TLS-terminating proxy sets to "https" (e.g. HTTP_X_FORWARDED_PROTO).
+# Only behind a proxy that always sets it and strips it from clients: otherwise any client
+# could claim HTTPS. Empty: the connection itself decides.
+_proxy_ssl_header = env.str("DJANGO_SECURE_PROXY_SSL_HEADER", default="")
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -76,6 +62,10 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "django_celery_beat",
+    # Swagger UI's and Redoc's files, served from our static files (no CDN at /api/docs).
+    "drf_spectacular_sidecar",
+    # Admin login lockout (AXES_* below).
+    "axes",
     # The apps, lowest layer first (the import contracts in pyproject.toml hold them to it).
     "seasons",
     "leaderboard",
@@ -94,7 +84,25 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, per django-axes: it answers the lockout response for a login its backend refused.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- Admin login lockout (django-axes) -----------------------------------------------------------
+
+# Axes first: it refuses a locked-out login before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Failed logins of one username from one address before both are locked out (429).
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
+# Username and address together: a guesser cannot lock a staff member out from elsewhere.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# The address is REMOTE_ADDR (django-ipware is not installed, so a forged X-Forwarded-For is
+# never read); behind a proxy, gunicorn's --forwarded-allow-ips decides what REMOTE_ADDR is.
 
 ROOT_URLCONF = "leaderboard_project.urls"
 WSGI_APPLICATION = "leaderboard_project.wsgi.application"
@@ -118,16 +126,18 @@ TEMPLATES = [
 
 # --- PostgreSQL (source of truth) ----------------------------------------------------------------
 
-DATABASE_URL = _env("DATABASE_URL", "postgres://leaderboard:leaderboard@127.0.0.1:5432/leaderboard")
+DATABASE_URL = env.str(
+    "DATABASE_URL", default="postgres://leaderboard:leaderboard@127.0.0.1:5432/leaderboard"
+)
 DATABASES = {
-    "default": dj_database_url.parse(
-        DATABASE_URL,
-        conn_max_age=_env_int("DATABASE_CONN_MAX_AGE", 60),
-        conn_health_checks=True,
-    )
+    "default": {
+        **env.db_url_config(DATABASE_URL),
+        "CONN_MAX_AGE": env.int("DATABASE_CONN_MAX_AGE", default=60),
+        "CONN_HEALTH_CHECKS": True,
+    }
 }
 # Lets several checkouts run their test suites against one server at once.
-_test_db_name = _env("DJANGO_TEST_DATABASE_NAME", "")
+_test_db_name = env.str("DJANGO_TEST_DATABASE_NAME", default="")
 if _test_db_name:
     DATABASES["default"]["TEST"] = {"NAME": _test_db_name}
 
@@ -136,13 +146,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Redis ---------------------------------------------------------------------------------------
 
 # Boards (sorted sets) live here. Redis is an index rebuilt from PostgreSQL, never the truth.
-REDIS_URL = _env("REDIS_URL", "redis://127.0.0.1:6379/0")
-CACHE_URL = _env("CACHE_URL", "redis://127.0.0.1:6379/1")
+REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
+CACHE_URL = env.str("CACHE_URL", default="redis://127.0.0.1:6379/1")
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
         "LOCATION": CACHE_URL,
-        "KEY_PREFIX": _env("CACHE_KEY_PREFIX", "lbcache"),
+        "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="lbcache"),
         "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
     },
     # Raw access to the boards' Redis through django-redis's pooled connection
@@ -153,55 +163,108 @@ CACHES = {
         "OPTIONS": {
             "CLIENT_CLASS": "django_redis.client.DefaultClient",
             "SOCKET_CONNECT_TIMEOUT": 2,
-            "SOCKET_TIMEOUT": _env_int("REDIS_SOCKET_TIMEOUT", 5),
-            "CONNECTION_POOL_KWARGS": {"max_connections": _env_int("REDIS_MAX_CONNECTIONS", 64)},
+            "SOCKET_TIMEOUT": env.int("REDIS_SOCKET_TIMEOUT", default=5),
+            "CONNECTION_POOL_KWARGS": {
+                "max_connections": env.int("REDIS_MAX_CONNECTIONS", default=64)
+            },
         },
     },
 }
 # Every board key starts with this; tests give each test its own prefix.
-LEADERBOARD_KEY_PREFIX = _env("LEADERBOARD_KEY_PREFIX", "lb")
+LEADERBOARD_KEY_PREFIX = env.str("LEADERBOARD_KEY_PREFIX", default="lb")
 # Daily boards expire this many days after their day ends; the one daily expiry, for ingestion
 # and rebuilds alike. 15 days cover the current and the previous ISO week, which the weekly
 # boards are built from and the reconcile compares.
-LEADERBOARD_DAILY_TTL_DAYS = _env_int("LEADERBOARD_DAILY_TTL_DAYS", 15)
+LEADERBOARD_DAILY_TTL_DAYS = env.int("LEADERBOARD_DAILY_TTL_DAYS", default=15)
 
 # --- Kafka ---------------------------------------------------------------------------------------
 
-KAFKA_BOOTSTRAP_SERVERS = _env_list("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+KAFKA_BOOTSTRAP_SERVERS = env.list("KAFKA_BOOTSTRAP_SERVERS", default="127.0.0.1:9092")
 # The test suite's Kafka outage: the broker's FAULTS listener (infra/kafka/server.properties
 # .template) and the address it advertises, where the suite runs a TCP proxy it can cut.
-KAFKA_FAULTS_LISTENER = _env("KAFKA_FAULTS_LISTENER", "127.0.0.1:9094")
-KAFKA_FAULTS_PROXY = _env("KAFKA_FAULTS_PROXY", "127.0.0.1:9095")
-KAFKA_MATCH_RESULTS_TOPIC = _env("KAFKA_MATCH_RESULTS_TOPIC", "match-results")
-KAFKA_DEAD_LETTER_TOPIC = _env("KAFKA_DEAD_LETTER_TOPIC", f"{KAFKA_MATCH_RESULTS_TOPIC}.dlq")
-KAFKA_CONSUMER_GROUP = _env("KAFKA_CONSUMER_GROUP", "leaderboard-ingest")
-KAFKA_TOPIC_PARTITIONS = _env_int("KAFKA_TOPIC_PARTITIONS", 4)
+KAFKA_FAULTS_LISTENER = env.str("KAFKA_FAULTS_LISTENER", default="127.0.0.1:9094")
+KAFKA_FAULTS_PROXY = env.str("KAFKA_FAULTS_PROXY", default="127.0.0.1:9095")
+KAFKA_MATCH_RESULTS_TOPIC = env.str("KAFKA_MATCH_RESULTS_TOPIC", default="match-results")
+KAFKA_DEAD_LETTER_TOPIC = env.str(
+    "KAFKA_DEAD_LETTER_TOPIC", default=f"{KAFKA_MATCH_RESULTS_TOPIC}.dlq"
+)
+KAFKA_CONSUMER_GROUP = env.str("KAFKA_CONSUMER_GROUP", default="leaderboard-ingest")
+KAFKA_TOPIC_PARTITIONS = env.int("KAFKA_TOPIC_PARTITIONS", default=4)
+
+# --- Clusters (LB_REDIS_MODE, LB_KAFKA_BROKERS; README "Running on clusters") ------------------
+# Self-contained on purpose: reads only its own variables, and replaces the default of
+# KAFKA_BOOTSTRAP_SERVERS (above) only when that variable is not set. scripts/services.sh reads
+# the same LB_* variables and starts the local clusters on these ports.
+
+# Where the boards live: "single" (REDIS_URL, the default) or "cluster" (REDIS_CLUSTER_NODES,
+# through redis-py's RedisCluster). Celery's broker and Django's cache stay on a standalone
+# Redis in both modes (CELERY_BROKER_URL, CACHE_URL).
+LB_REDIS_MODE = env.str("LB_REDIS_MODE", default="single").strip().lower()
+if LB_REDIS_MODE not in {"single", "cluster"}:
+    raise ImproperlyConfigured(f"LB_REDIS_MODE={LB_REDIS_MODE!r}: use 'single' or 'cluster'")
+# The local Redis Cluster of scripts/services.sh: six nodes from this port on.
+_LB_REDIS_CLUSTER_PORT = env.int("LB_REDIS_CLUSTER_PORT", default=7000)
+LOCAL_REDIS_CLUSTER_NODES = [f"127.0.0.1:{_LB_REDIS_CLUSTER_PORT + i}" for i in range(6)]
+# Seed nodes (host:port, comma-separated) the cluster client discovers the rest from.
+REDIS_CLUSTER_NODES = env.list(
+    "REDIS_CLUSTER_NODES",
+    default=",".join(LOCAL_REDIS_CLUSTER_NODES) if LB_REDIS_MODE == "cluster" else "",
+)
+for _node in REDIS_CLUSTER_NODES:
+    _host, _sep, _port = _node.rpartition(":")
+    if not (_host and _sep and _port.isdigit()):
+        raise ImproperlyConfigured(f"REDIS_CLUSTER_NODES: {_node!r} is not host:port")
+if LB_REDIS_MODE == "cluster" and not REDIS_CLUSTER_NODES:
+    raise ImproperlyConfigured("LB_REDIS_MODE=cluster needs REDIS_CLUSTER_NODES (host:port,...)")
+
+# 1: the single local broker; 3: the local three-node cluster (the bootstrap default below).
+LB_KAFKA_BROKERS = env.int("LB_KAFKA_BROKERS", default=1)
+if LB_KAFKA_BROKERS not in {1, 3}:
+    raise ImproperlyConfigured(f"LB_KAFKA_BROKERS={LB_KAFKA_BROKERS}: use 1 or 3")
+_LB_KAFKA_CLUSTER_PORT = env.int("LB_KAFKA_CLUSTER_PORT", default=19092)
+LOCAL_KAFKA_CLUSTER_BROKERS = [f"127.0.0.1:{_LB_KAFKA_CLUSTER_PORT + i}" for i in range(3)]
+if LB_KAFKA_BROKERS == 3 and not env.str("KAFKA_BOOTSTRAP_SERVERS", default="").strip():
+    KAFKA_BOOTSTRAP_SERVERS = list(LOCAL_KAFKA_CLUSTER_BROKERS)
+# Replicas of every topic the project creates, and how many must have a write before an
+# acks=all producer gets its acknowledgement: with 3 and 2, one broker may die with nothing lost.
+KAFKA_TOPIC_REPLICATION_FACTOR = env.int(
+    "KAFKA_TOPIC_REPLICATION_FACTOR", default=3 if LB_KAFKA_BROKERS == 3 else 1
+)
+KAFKA_TOPIC_MIN_INSYNC_REPLICAS = env.int(
+    "KAFKA_TOPIC_MIN_INSYNC_REPLICAS", default=2 if LB_KAFKA_BROKERS == 3 else 1
+)
+if not 1 <= KAFKA_TOPIC_MIN_INSYNC_REPLICAS <= KAFKA_TOPIC_REPLICATION_FACTOR:
+    raise ImproperlyConfigured(
+        f"KAFKA_TOPIC_MIN_INSYNC_REPLICAS={KAFKA_TOPIC_MIN_INSYNC_REPLICAS} must be between 1 "
+        f"and KAFKA_TOPIC_REPLICATION_FACTOR={KAFKA_TOPIC_REPLICATION_FACTOR}"
+    )
+# --- end of the clusters block ------------------------------------------------------------------
 
 # --- Ingestion consumer (ingestion/consumer.py, docs/ingestion.md) ------------------------------
 
 # Records per poll: one PostgreSQL statement and one Redis round trip per batch, so bigger
 # batches amortise both; the batch is also what a crash replays.
-INGEST_MAX_POLL_RECORDS = _env_int("INGEST_MAX_POLL_RECORDS", 5000)
-INGEST_POLL_TIMEOUT_MS = _env_int("INGEST_POLL_TIMEOUT_MS", 200)
+INGEST_MAX_POLL_RECORDS = env.int("INGEST_MAX_POLL_RECORDS", default=5000)
+INGEST_POLL_TIMEOUT_MS = env.int("INGEST_POLL_TIMEOUT_MS", default=200)
 # A log line and a stats write every this many seconds.
-INGEST_STATS_INTERVAL_SECONDS = _env_int("INGEST_STATS_INTERVAL_SECONDS", 10)
+INGEST_STATS_INTERVAL_SECONDS = env.int("INGEST_STATS_INTERVAL_SECONDS", default=10)
 # Retry delay cap while PostgreSQL, Redis or Kafka is unreachable (doubling from 0.1 s).
-INGEST_BACKOFF_MAX_SECONDS = _env_int("INGEST_BACKOFF_MAX_SECONDS", 10)
+INGEST_BACKOFF_MAX_SECONDS = env.int("INGEST_BACKOFF_MAX_SECONDS", default=10)
 # Kafka static membership id of this consumer process (e.g. the pod name); empty = dynamic.
-INGEST_GROUP_INSTANCE_ID = _env("INGEST_GROUP_INSTANCE_ID", "")
+INGEST_GROUP_INSTANCE_ID = env.str("INGEST_GROUP_INSTANCE_ID", default="")
 
 # --- Celery --------------------------------------------------------------------------------------
 
-CELERY_BROKER_URL = _env("CELERY_BROKER_URL", "redis://127.0.0.1:6379/2")
-CELERY_RESULT_BACKEND = _env("CELERY_RESULT_BACKEND", "") or None
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/2")
+CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default="") or None
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_ALWAYS_EAGER = _env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The queue tasks go to and workers read by default (a test run uses its own).
-CELERY_TASK_DEFAULT_QUEUE = _env("CELERY_TASK_DEFAULT_QUEUE", "celery")
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 
 # --- DRF -----------------------------------------------------------------------------------------
 
@@ -218,28 +281,33 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Real-time season leaderboards: rankings, friends, daily and weekly boards.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/docs and /api/redoc load their JS/CSS from our own static files (drf-spectacular-
+    # sidecar), never from a CDN: they work offline and nothing unpinned runs in staff browsers.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Read API ----------------------------------------------------------------------------------
 
 
 # Anonymous clients' request rate per IP ("6000/min"; "off" disables the throttle).
-API_ANON_THROTTLE_RATE = _env("API_ANON_THROTTLE_RATE", "6000/min")
+API_ANON_THROTTLE_RATE = env.str("API_ANON_THROTTLE_RATE", default="6000/min")
 # How long each process trusts its memo of a season (the hot endpoints make no SQL query).
-LEADERBOARD_SEASON_CACHE_SECONDS = _env_float("LEADERBOARD_SEASON_CACHE_SECONDS", 5.0)
+LEADERBOARD_SEASON_CACHE_SECONDS = env.float("LEADERBOARD_SEASON_CACHE_SECONDS", default=5.0)
 # Each process re-reads a season's top-list snapshot from Redis at most this often.
-LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS = _env_float(
-    "LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS", 1.0
+LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS = env.float(
+    "LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS", default=1.0
 )
 # A snapshot older than this is ignored and the top list is read from the live board.
-LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS = _env_float(
-    "LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS", 3.0
+LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS = env.float(
+    "LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS", default=3.0
 )
 # Expiry of the stored snapshot: a season that stops being refreshed drops it.
-LEADERBOARD_TOP_SNAPSHOT_TTL_SECONDS = _env_int("LEADERBOARD_TOP_SNAPSHOT_TTL_SECONDS", 60)
+LEADERBOARD_TOP_SNAPSHOT_TTL_SECONDS = env.int("LEADERBOARD_TOP_SNAPSHOT_TTL_SECONDS", default=60)
 # Expiry of a weekly board built from the daily boards.
-LEADERBOARD_WEEKLY_BOARD_TTL_SECONDS = _env_int(
-    "LEADERBOARD_WEEKLY_BOARD_TTL_SECONDS", 14 * 24 * 3600
+LEADERBOARD_WEEKLY_BOARD_TTL_SECONDS = env.int(
+    "LEADERBOARD_WEEKLY_BOARD_TTL_SECONDS", default=14 * 24 * 3600
 )
 
 # --- i18n, static --------------------------------------------------------------------------------
@@ -250,7 +318,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = Path(_env("DJANGO_STATIC_ROOT", str(BASE_DIR / ".local" / "static")))
+STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(BASE_DIR / ".local" / "static")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -258,12 +326,34 @@ STORAGES = {
 
 # --- Logging -------------------------------------------------------------------------------------
 
-LOG_LEVEL = _env("LOG_LEVEL", "INFO")
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+# text: one human line per record; json: one JSON object per line for log shippers
+# (timestamp, level, logger, message, exc_info when there is a traceback, and any extra fields).
+LOG_FORMAT = env.str("LOG_FORMAT", default="text")
+if LOG_FORMAT not in {"text", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not one of text, json")
+# Tasks Celery logs nothing routine about (beat's "Sending due task", the worker's "received"
+# and "succeeded"): the every-second ones. Their warnings and errors still show.
+LOG_QUIET_TASKS = env.list("LOG_QUIET_TASKS", default="leaderboard.tasks.refresh_top_snapshots")
+_console_handler = {
+    "class": "logging.StreamHandler",
+    "formatter": LOG_FORMAT,
+    "filters": ["kafka_repeats", "quiet_tasks"],
+}
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        # python-json-logger: extra= fields and values json cannot encode (datetimes, UUIDs)
+        # come out right without a formatter of our own to maintain.
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(levelname)s %(name)s %(message)s",
+            "rename_fields": {"levelname": "level", "name": "logger"},
+            # ISO 8601 in UTC with microseconds, from the record's creation time.
+            "timestamp": True,
+        },
     },
     "filters": {
         # kafka-python logs each failed reconnect (several a second while a broker is away):
@@ -271,30 +361,33 @@ LOGGING = {
         "kafka_repeats": {
             "()": "leaderboard_project.logfilters.RepeatedRecordsFilter",
             "loggers": ["kafka"],
-            "interval_seconds": _env_float("KAFKA_LOG_REPEAT_SECONDS", 60.0),
+            "interval_seconds": env.float("KAFKA_LOG_REPEAT_SECONDS", default=60.0),
+        },
+        "quiet_tasks": {
+            "()": "leaderboard_project.logfilters.QuietTasksFilter",
+            "tasks": LOG_QUIET_TASKS,
         },
     },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["kafka_repeats"],
-        }
-    },
+    "handlers": {"console": _console_handler},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
-        "kafka": {"level": _env("KAFKA_LOG_LEVEL", "WARNING")},
+        "kafka": {"level": env.str("KAFKA_LOG_LEVEL", default="WARNING")},
         "django.db.backends": {"level": "INFO"},
+        # gunicorn's workers load Django, which then routes gunicorn's own error and access
+        # lines through the handler above (JSON too); the master process keeps gunicorn's
+        # format for its few start-up lines.
+        "gunicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "gunicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
     },
 }
 
 # --- Seasons: close-out -------------------------------------------------------------------------
 
 # How many final entries a close-out copies into PostgreSQL (and the standings API serves).
-FINAL_STANDINGS_SIZE = _env_int("FINAL_STANDINGS_SIZE", 1000)
+FINAL_STANDINGS_SIZE = env.int("FINAL_STANDINGS_SIZE", default=1000)
 # Seconds between a season's switch to "closing" and the moment its close-out records the
 # topic's end offsets to drain: results game servers publish just after the end still count.
-SEASON_CLOSE_GRACE_SECONDS = _env_int("SEASON_CLOSE_GRACE_SECONDS", 30)
+SEASON_CLOSE_GRACE_SECONDS = env.int("SEASON_CLOSE_GRACE_SECONDS", default=30)
 # How long one close-out run waits for the consumer group to commit up to the topic's end
 # offsets recorded when the drain began; past it, it finalizes nothing and says what lags.
-SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS = _env_float("SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS", 600.0)
+SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS = env.float("SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS", default=600.0)

@@ -1,6 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerView,
+)
 
 from . import views
 
@@ -13,9 +17,17 @@ urlpatterns = [
     path("api/", include("closeout.urls")),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path(
+        "api/redoc",
+        SpectacularRedocView.as_view(url_name="schema", template_name="api/redoc.html"),
+        name="redoc",
+    ),
     path("api/", include("ingestion.urls")),
     path("", include("leaderboard.page_urls")),
 ]
 
 # JSON 404s under /api/ (the API's error shape); the default page elsewhere.
 handler404 = "leaderboard.views.not_found"
+# An unhandled exception: JSON under /api/ (clients parse it), Django's bare 500 page elsewhere;
+# with DEBUG off neither says anything about the error or the settings.
+handler500 = "leaderboard_project.views.server_error"

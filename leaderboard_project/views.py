@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -59,3 +60,10 @@ def metrics(request: HttpRequest) -> JsonResponse:
             }
         }
     )
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: the API's error shape under /api/, Django's plain 500 page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Internal server error"}, status=500)
+    return defaults.server_error(request)

@@ -5,6 +5,18 @@
 #   scripts/services.sh stop     stop what this LOCAL_DIR started
 #   scripts/services.sh status   one line per service; exit 0 if all answer, 3 otherwise
 #
+# Clusters (README, "Running on clusters"), on top of the single-node services above:
+#   LB_REDIS_MODE=cluster  `start` also starts a Redis Cluster of 3 masters + 3 replicas
+#   LB_KAFKA_BROKERS=3     `start` also starts a 3-node KRaft Kafka cluster
+#   `status` reports the clusters when their variable is set or one of their nodes runs;
+#   `stop` stops every cluster node this LOCAL_DIR started (pid files), whatever the
+#   variables say, along with the single-node services.
+#   scripts/services.sh stop-clusters          stop the cluster nodes only
+#   scripts/services.sh redis-cluster-kill P   SIGKILL the Redis cluster node on port P
+#   scripts/services.sh redis-cluster-start P  restart it; waits until it rejoined
+#   scripts/services.sh kafka-broker-kill N    SIGKILL Kafka cluster node N (1..3)
+#   scripts/services.sh kafka-broker-start N   restart it; waits until 3 brokers are registered
+#
 # Everything (data, logs, pid files, Kafka jars) lives under
 #   LOCAL_DIR="${LB_LOCAL_DIR:-<repo root>/.local}"
 # with one exception: when the `postgres` OS user cannot reach LOCAL_DIR (the
@@ -22,6 +34,11 @@
 #                             (default: client port + 2)
 #   LB_KAFKA_FAULTS_PROXY_PORT  the port that listener advertises (default: client port + 3)
 #   LB_START_TIMEOUT          seconds to wait for each service (default 120)
+#   LB_REDIS_MODE             single (default) | cluster
+#   LB_REDIS_CLUSTER_PORT     first Redis cluster port; nodes use it .. +5 (default 7000)
+#   LB_KAFKA_BROKERS          1 (default) | 3
+#   LB_KAFKA_CLUSTER_PORT     client port of Kafka cluster node 1; nodes 2, 3: +1, +2 (default 19092)
+#   LB_KAFKA_CLUSTER_CONTROLLER_PORT  controller port of node 1; +1, +2 (default 19192)
 #
 # Several checkouts / git worktrees may share one set of services: when a port
 # already answers as the expected service, `start` reuses it instead of failing.
@@ -36,6 +53,11 @@ KAFKA_CONTROLLER_PORT="${LB_KAFKA_CONTROLLER_PORT:-9093}"
 KAFKA_FAULTS_PORT="${LB_KAFKA_FAULTS_PORT:-$((KAFKA_PORT + 2))}"
 KAFKA_FAULTS_PROXY_PORT="${LB_KAFKA_FAULTS_PROXY_PORT:-$((KAFKA_PORT + 3))}"
 START_TIMEOUT="${LB_START_TIMEOUT:-120}"
+REDIS_MODE="${LB_REDIS_MODE:-single}"
+REDIS_CLUSTER_PORT="${LB_REDIS_CLUSTER_PORT:-7000}"
+KAFKA_BROKERS="${LB_KAFKA_BROKERS:-1}"
+KAFKA_CLUSTER_PORT="${LB_KAFKA_CLUSTER_PORT:-19092}"
+KAFKA_CLUSTER_CONTROLLER_PORT="${LB_KAFKA_CLUSTER_CONTROLLER_PORT:-19192}"
 
 HOST=127.0.0.1
 REUSED=()
@@ -68,6 +90,14 @@ KAFKA_LOGS="$KAFKA_DIR/logs"
 KAFKA_PROPS="$KAFKA_DIR/server.properties"
 KAFKA_PID="$KAFKA_DIR/kafka.pid"
 KAFKA_OUT="$KAFKA_LOGS/kafka.out"
+REDIS_CLUSTER_DIR="$LOCAL_DIR/redis-cluster"
+KAFKA_CLUSTER_DIR="$LOCAL_DIR/kafka-cluster"
+
+case "$REDIS_MODE" in single|cluster) ;; *) die "LB_REDIS_MODE=$REDIS_MODE: use single or cluster" ;; esac
+case "$KAFKA_BROKERS" in 1|3) ;; *) die "LB_KAFKA_BROKERS=$KAFKA_BROKERS: use 1 or 3" ;; esac
+for _v in REDIS_CLUSTER_PORT KAFKA_CLUSTER_PORT KAFKA_CLUSTER_CONTROLLER_PORT; do
+    [[ "${!_v}" =~ ^[0-9]+$ ]] || die "LB_$_v=${!_v} is not a port number"
+done
 
 IS_ROOT=0; [ "$(id -u)" -eq 0 ] && IS_ROOT=1
 PG_OS_USER=postgres; [ "$IS_ROOT" -eq 1 ] || PG_OS_USER="$(id -un)"
@@ -492,11 +522,15 @@ kafka_pick_checker() {
 }
 
 # A real metadata request against the broker.
-kafka_answers() {
+kafka_answers() { kafka_answers_on "$HOST:$KAFKA_PORT"; }
+
+# A real metadata request against the broker at $1 (host:port).
+kafka_answers_on() {
+    local addr="$1"
     kafka_pick_checker
     if [ "$kafka_checker" = python ]; then
         local rc=0
-        timeout 20 "$VENV_PY" -c "$KAFKA_PY_CHECK" "$HOST:$KAFKA_PORT" >/dev/null 2>&1 || rc=$?
+        timeout 20 "$VENV_PY" -c "$KAFKA_PY_CHECK" "$addr" >/dev/null 2>&1 || rc=$?
         [ "$rc" -ne 99 ] && return "$rc"
         log "the .venv's kafka-python cannot run the readiness check; using the java client"
         kafka_checker=java
@@ -510,7 +544,7 @@ kafka_answers() {
         # config: log4j2's default (errors to the console) is discarded here.
         timeout 30 java -Xshare:auto -XX:TieredStopAtLevel=1 -Xmx128m \
             -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.TopicCommand \
-            --bootstrap-server "$HOST:$KAFKA_PORT" --command-config "$cfg" --list >/dev/null 2>&1
+            --bootstrap-server "$addr" --command-config "$cfg" --list >/dev/null 2>&1
     fi
 }
 
@@ -657,6 +691,380 @@ stop_kafka() {
 }
 
 # ----------------------------------------------------------------------------
+# Redis Cluster (LB_REDIS_MODE=cluster): three masters and three replicas
+# ----------------------------------------------------------------------------
+# One redis-server per port, REDIS_CLUSTER_PORT .. REDIS_CLUSTER_PORT+5, each with
+# its own folder $LOCAL_DIR/redis-cluster/<port>/ (redis.conf, nodes.conf, the AOF,
+# redis.pid, redis.log). The standalone Redis on REDIS_PORT keeps running: Celery's
+# broker and Django's cache stay there (see README, "Running on clusters").
+rc_ports() { local i; for i in 0 1 2 3 4 5; do printf '%s\n' "$((REDIS_CLUSTER_PORT + i))"; done; }
+rc_dir() { printf '%s\n' "$REDIS_CLUSTER_DIR/$1"; }
+rc_pid() { live_pid "$(rc_dir "$1")/redis.pid" "redis-server"; }
+rc_cli() { local port="$1"; shift; timeout 5 redis-cli -h "$HOST" -p "$port" "$@" 2>/dev/null | tr -d '\r'; }
+rc_answers() { [ "$(rc_cli "$1" ping)" = PONG ]; }
+rc_is_cluster_node() { rc_cli "$1" info cluster | grep -qx 'cluster_enabled:1'; }
+rc_info_field() { rc_cli "$1" cluster info | sed -n "s/^$2://p"; }
+rc_state_ok() { [ "$(rc_info_field "$1" cluster_state)" = ok ]; }
+
+# cluster_state:ok, six known nodes, all 16384 slots assigned, as seen from $1.
+rc_healthy_from() {
+    local port="$1"
+    rc_state_ok "$port" &&
+        [ "$(rc_info_field "$port" cluster_known_nodes)" = 6 ] &&
+        [ "$(rc_info_field "$port" cluster_slots_assigned)" = 16384 ]
+}
+# Every node answers and sees a healthy cluster.
+rc_all_healthy() {
+    local p
+    for p in $(rc_ports); do rc_healthy_from "$p" || return 1; done
+}
+
+rc_write_conf() {
+    local port="$1" dir
+    dir="$(rc_dir "$port")"
+    mkdir -p "$dir"
+    cat >"$dir/redis.conf" <<CONF
+# Written by scripts/services.sh on every start of this node; do not edit.
+bind $HOST
+port $port
+protected-mode yes
+daemonize yes
+pidfile "$dir/redis.pid"
+logfile "$dir/redis.log"
+dir "$dir"
+cluster-enabled yes
+cluster-config-file nodes.conf
+# A master that does not answer for 2 s is failed over: a failover takes seconds.
+cluster-node-timeout 2000
+# 0: a replica is always eligible for promotion, however long it has been cut off from
+# its master (the boards are rebuildable from PostgreSQL; availability first).
+cluster-replica-validity-factor 0
+cluster-require-full-coverage yes
+appendonly yes
+appendfsync everysec
+save ""
+CONF
+}
+
+# Start one node (no-op when it already runs). Never touches a foreign process.
+rc_start_node() {
+    local port="$1" dir pid
+    dir="$(rc_dir "$port")"
+    if pid="$(rc_pid "$port")"; then
+        wait_until 15 rc_answers "$port" \
+            || die "Redis cluster node $port (pid $pid) runs but does not answer PING; see $dir/redis.log"
+        return 0
+    fi
+    if port_open "$port"; then
+        if rc_answers "$port" && rc_is_cluster_node "$port"; then
+            log "Redis cluster node $port: already answering (not started from $LOCAL_DIR), reusing"
+            REUSED+=("redis-cluster:$port"); return 0
+        fi
+        die "port $port is in use by another process ($(port_owner "$port")) that is not a Redis cluster node; stop it or set LB_REDIS_CLUSTER_PORT"
+    fi
+    rm -f "$dir/redis.pid"
+    rc_write_conf "$port"
+    redis-server "$dir/redis.conf" >>"$dir/redis.log" 2>&1 </dev/null 9>&- 8>&- \
+        || { show_log_tail "$dir/redis.log"; die "redis-server (cluster node $port) failed to start; see $dir/redis.log"; }
+    if ! wait_until "$START_TIMEOUT" rc_answers "$port"; then
+        show_log_tail "$dir/redis.log"; die "Redis cluster node $port did not answer PING within ${START_TIMEOUT}s; see $dir/redis.log"
+    fi
+    wait_until 10 rc_pid "$port" || true
+    log "Redis cluster node $port started (pid $(rc_pid "$port" || echo '?'))"
+}
+
+start_redis_cluster() {
+    have redis-cli || die "redis-cli missing"
+    local p fresh=1
+    for p in $(rc_ports); do rc_start_node "$p"; done
+    # Created already (by an earlier run): every node knows the other five.
+    if rc_all_healthy || wait_until 15 rc_all_healthy; then
+        log "Redis Cluster ready on $HOST:$REDIS_CLUSTER_PORT-$((REDIS_CLUSTER_PORT + 5)) (reused)"
+        return 0
+    fi
+    for p in $(rc_ports); do
+        if [ "$(rc_info_field "$p" cluster_known_nodes)" != 1 ] || [ "$(rc_info_field "$p" cluster_slots_assigned)" != 0 ]; then
+            fresh=0
+        fi
+    done
+    if [ "$fresh" -eq 1 ]; then
+        log "creating the Redis Cluster (3 masters, 3 replicas)"
+        local addrs=()
+        for p in $(rc_ports); do addrs+=("$HOST:$p"); done
+        redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
+            >"$REDIS_CLUSTER_DIR/create.log" 2>&1 \
+            || { show_log_tail "$REDIS_CLUSTER_DIR/create.log"; die "redis-cli --cluster create failed; see $REDIS_CLUSTER_DIR/create.log"; }
+    else
+        log "the Redis Cluster exists but is not healthy yet (a failover or a node catching up?); waiting"
+    fi
+    if ! wait_until "$START_TIMEOUT" rc_all_healthy; then
+        for p in $(rc_ports); do
+            log "node $p: state=$(rc_info_field "$p" cluster_state) known_nodes=$(rc_info_field "$p" cluster_known_nodes) slots_assigned=$(rc_info_field "$p" cluster_slots_assigned)"
+        done
+        die "the Redis Cluster did not reach cluster_state:ok with 6 nodes within ${START_TIMEOUT}s (state under $REDIS_CLUSTER_DIR; if it was half-created, stop-clusters and delete that folder)"
+    fi
+    log "Redis Cluster ready on $HOST:$REDIS_CLUSTER_PORT-$((REDIS_CLUSTER_PORT + 5))"
+}
+
+rc_stop_node() {
+    local port="$1" pid
+    pid="$(rc_pid "$port")" || { rm -f "$(rc_dir "$port")/redis.pid"; return 0; }
+    log "stopping Redis cluster node $port (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    if ! wait_until 30 bash -c "! kill -0 $pid"; then
+        log "Redis cluster node $port did not exit in 30s, killing"; kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$(rc_dir "$port")/redis.pid"
+}
+
+stop_redis_cluster() {
+    local p
+    for p in $(rc_ports); do rc_stop_node "$p"; done
+}
+
+rc_role() {
+    local role
+    role="$(rc_cli "$1" role | head -n1)"
+    case "$role" in master) echo master ;; slave) echo replica ;; *) echo "${role:-down}" ;; esac
+}
+
+rc_check_port() {
+    local port="$1" p
+    [[ "$port" =~ ^[0-9]+$ ]] || die "not a port: $port"
+    for p in $(rc_ports); do [ "$p" = "$port" ] && return 0; done
+    die "$port is not a port of the local Redis Cluster ($(rc_ports | tr '\n' ' '))"
+}
+
+cmd_redis_cluster_kill() {
+    local port="${1:-}" pid role
+    rc_check_port "$port"
+    pid="$(rc_pid "$port")" || die "Redis cluster node $port is not running from $LOCAL_DIR (no live pid in $(rc_dir "$port")/redis.pid)"
+    role="$(rc_role "$port")"
+    kill -KILL "$pid"
+    wait_until 10 bash -c "! kill -0 $pid" || die "Redis cluster node $port (pid $pid) survived SIGKILL"
+    echo "killed Redis cluster node $port (pid $pid, was $role) with SIGKILL"
+}
+
+cmd_redis_cluster_start() {
+    local port="${1:-}" pid
+    rc_check_port "$port"
+    if pid="$(rc_pid "$port")"; then
+        echo "Redis cluster node $port already running (pid $pid, $(rc_role "$port"))"; return 0
+    fi
+    rc_start_node "$port"
+    # It rejoins: it reads its nodes.conf and gossips with the others.
+    wait_until "$START_TIMEOUT" rc_healthy_from "$port" \
+        || die "Redis cluster node $port started but does not see a healthy cluster within ${START_TIMEOUT}s; see $(rc_dir "$port")/redis.log"
+    echo "started Redis cluster node $port (pid $(rc_pid "$port" || echo '?'), now $(rc_role "$port"))"
+}
+
+# ----------------------------------------------------------------------------
+# Kafka cluster (LB_KAFKA_BROKERS=3): three KRaft nodes, each broker+controller
+# ----------------------------------------------------------------------------
+# Node n (1..3): client port KAFKA_CLUSTER_PORT+n-1, controller port
+# KAFKA_CLUSTER_CONTROLLER_PORT+n-1, folder $LOCAL_DIR/kafka-cluster/<n>/ (data/,
+# logs/, server.properties, kafka.pid). Same jars as the single broker.
+kc_nodes() { printf '1\n2\n3\n'; }
+kc_dir() { printf '%s\n' "$KAFKA_CLUSTER_DIR/$1"; }
+kc_port() { printf '%s\n' "$((KAFKA_CLUSTER_PORT + $1 - 1))"; }
+kc_cport() { printf '%s\n' "$((KAFKA_CLUSTER_CONTROLLER_PORT + $1 - 1))"; }
+kc_pid() { live_pid "$(kc_dir "$1")/kafka.pid" "kafka.Kafka $(kc_dir "$1")/server.properties"; }
+kc_bootstrap() { local n out=""; for n in $(kc_nodes); do out+="${out:+,}$HOST:$(kc_port "$n")"; done; printf '%s\n' "$out"; }
+kc_voters() { local n out=""; for n in $(kc_nodes); do out+="${out:+,}$n@$HOST:$(kc_cport "$n")"; done; printf '%s\n' "$out"; }
+
+# Exit 0 when the brokers reachable through $1 (bootstrap list) number at least $2.
+KAFKA_PY_BROKERS='
+import sys
+try:
+    from kafka import KafkaAdminClient
+except Exception:
+    sys.exit(99)
+want = dict(bootstrap_servers=sys.argv[1].split(","), client_id="lb-services-check",
+            request_timeout_ms=5000, bootstrap_timeout_ms=3000,
+            api_version_auto_timeout_ms=3000)
+known = getattr(KafkaAdminClient, "DEFAULT_CONFIG", want)
+try:
+    a = KafkaAdminClient(**{k: v for k, v in want.items() if k in known})
+except Exception:
+    sys.exit(1)
+try:
+    brokers = a.describe_cluster()["brokers"]
+finally:
+    a.close()
+# A restarted broker is listed (fenced) before it has caught up; count only unfenced ones.
+sys.exit(0 if sum(not b.get("is_fenced") for b in brokers) >= int(sys.argv[2]) else 1)
+'
+# $1 = bootstrap list, $2 = how many brokers must be registered.
+kc_brokers_registered() {
+    kafka_pick_checker
+    if [ "$kafka_checker" = python ]; then
+        local rc=0
+        timeout 20 "$VENV_PY" -c "$KAFKA_PY_BROKERS" "$1" "$2" >/dev/null 2>&1 || rc=$?
+        [ "$rc" -ne 99 ] && return "$rc"
+        kafka_checker=java
+    fi
+    local cfg="$KAFKA_CLUSTER_DIR/check-client.properties" count
+    [ -f "$cfg" ] || printf 'request.timeout.ms=3000\ndefault.api.timeout.ms=5000\n' >"$cfg"
+    # One "host:port (id: N rack: ...) -> (" line per registered broker.
+    count="$(timeout 30 java -Xshare:auto -XX:TieredStopAtLevel=1 -Xmx128m -cp "$KAFKA_LIBS/*" \
+        org.apache.kafka.tools.BrokerApiVersionsCommand --bootstrap-server "$1" \
+        --command-config "$cfg" 2>/dev/null | grep -c '(id: ' || true)"
+    [ "${count:-0}" -ge "$2" ]
+}
+kc_all_registered() { kc_brokers_registered "$(kc_bootstrap)" 3; }
+# Node $1 answers on its own port and the cluster it sees has all three brokers.
+kc_node_ready() { kc_brokers_registered "$HOST:$(kc_port "$1")" 3; }
+
+kc_write_props() {
+    local n="$1" dir esc_data
+    dir="$(kc_dir "$n")"
+    mkdir -p "$dir/data" "$dir/logs"
+    local tpl="$ROOT/infra/kafka/cluster-node.properties.template"
+    [ -f "$tpl" ] || die "missing $tpl"
+    esc_data="$(printf '%s' "$dir/data" | sed 's/[\\&|]/\\&/g')"
+    sed -e "s|@NODE_ID@|$n|g" \
+        -e "s|@KAFKA_PORT@|$(kc_port "$n")|g" \
+        -e "s|@KAFKA_CONTROLLER_PORT@|$(kc_cport "$n")|g" \
+        -e "s|@KAFKA_VOTERS@|$(kc_voters)|g" \
+        -e "s|@KAFKA_DATA_DIR@|$esc_data|g" \
+        "$tpl" >"$dir/server.properties"
+}
+
+kc_format() {
+    local n="$1" dir cid
+    dir="$(kc_dir "$n")"
+    [ -f "$dir/data/meta.properties" ] && return 0
+    # One cluster id for the three nodes, chosen once.
+    if [ -s "$KAFKA_CLUSTER_DIR/cluster.id" ]; then
+        cid="$(cat "$KAFKA_CLUSTER_DIR/cluster.id")"
+    else
+        cid="$(kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1 | tr -d '[:space:]')"
+        [ -n "$cid" ] || die "kafka StorageTool random-uuid failed"
+        printf '%s\n' "$cid" >"$KAFKA_CLUSTER_DIR/cluster.id"
+    fi
+    log "formatting Kafka node $n storage in $dir/data (cluster id $cid)"
+    # Static quorum (controller.quorum.voters): no --standalone / --initial-controllers.
+    kafka_java kafka.tools.StorageTool format -t "$cid" -c "$dir/server.properties" \
+        >"$dir/logs/format.log" 2>&1 \
+        || { show_log_tail "$dir/logs/format.log"; die "kafka storage format (node $n) failed; see $dir/logs/format.log"; }
+    printf '%s %s\n' "$(kc_port "$n")" "$(kc_cport "$n")" >"$dir/formatted-ports"
+}
+
+# Launch node $1 (no-op when it runs); does not wait for it.
+kc_launch_node() {
+    local n="$1" dir pid port cport
+    dir="$(kc_dir "$n")"; port="$(kc_port "$n")"; cport="$(kc_cport "$n")"
+    if pid="$(kc_pid "$n")"; then return 0; fi
+    rm -f "$dir/kafka.pid"
+    local p
+    for p in "$port" "$cport"; do
+        if port_open "$p"; then
+            die "Kafka node $n: port $p is in use ($(port_owner "$p")) and node $n is not running from $LOCAL_DIR; stop it or set LB_KAFKA_CLUSTER_PORT / LB_KAFKA_CLUSTER_CONTROLLER_PORT"
+        fi
+    done
+    kc_write_props "$n"
+    if [ -f "$dir/formatted-ports" ] && [ "$(cat "$dir/formatted-ports")" != "$port $cport" ]; then
+        log "WARNING: Kafka node $n was formatted for ports $(cat "$dir/formatted-ports"); if it fails to start, delete $KAFKA_CLUSTER_DIR"
+    fi
+    kc_format "$n"
+    log "starting Kafka node $n (KRaft broker+controller) on $HOST:$port, controller :$cport"
+    (
+        cd "$dir"
+        exec setsid nohup java -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+            -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
+            -Dlog4j2.configurationFile="$KAFKA_LOG4J" -Dkafka.logs.dir="$dir/logs" \
+            -cp "$KAFKA_LIBS/*" kafka.Kafka "$dir/server.properties" \
+            </dev/null >>"$dir/logs/kafka.out" 2>&1 9>&- 8>&-
+    ) &
+    printf '%s\n' "$!" >"$dir/kafka.pid"
+}
+
+# Wait until "$@" (a command) succeeds while the nodes listed in $1 stay alive.
+kc_wait_nodes() {
+    local nodes="$1"; shift
+    local n dir pid deadline=$((SECONDS + START_TIMEOUT))
+    while ! "$@" >/dev/null 2>&1; do
+        for n in $nodes; do
+            dir="$(kc_dir "$n")"
+            # The raw pid: right after the launch it may not have exec'd java yet.
+            pid="$(head -n1 "$dir/kafka.pid" 2>/dev/null | tr -dc '0-9')"
+            if ! pid_alive "$pid"; then
+                rm -f "$dir/kafka.pid"
+                show_log_tail "$dir/logs/server.log"; show_log_tail "$dir/logs/kafka.out"
+                die "Kafka node $n exited during startup; see $dir/logs/server.log and $dir/logs/kafka.out"
+            fi
+        done
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            for n in $nodes; do show_log_tail "$(kc_dir "$n")/logs/server.log"; done
+            die "Kafka node(s) $nodes did not become ready within ${START_TIMEOUT}s; see $KAFKA_CLUSTER_DIR/<n>/logs/server.log"
+        fi
+        sleep 0.5
+    done
+}
+
+start_kafka_cluster() {
+    local n running=0
+    for n in $(kc_nodes); do kc_pid "$n" >/dev/null && running=$((running + 1)); done
+    if [ "$running" -eq 3 ] && wait_until 30 kc_all_registered; then
+        log "Kafka cluster already running (3 brokers on $(kc_bootstrap))"; return 0
+    fi
+    mkdir -p "$KAFKA_CLUSTER_DIR"
+    kafka_fetch_libs
+    for n in $(kc_nodes); do kc_launch_node "$n"; done
+    # The quorum needs two voters up before any broker registers: launch all, then wait.
+    kc_wait_nodes "$(kc_nodes | tr '\n' ' ')" kc_all_registered
+    log "Kafka cluster ready: 3 brokers registered on $(kc_bootstrap) (pids $(for n in $(kc_nodes); do printf '%s ' "$(kc_pid "$n" || echo '?')"; done))"
+}
+
+kc_stop_node() {
+    local n="$1" pid
+    pid="$(kc_pid "$n")" || { rm -f "$(kc_dir "$n")/kafka.pid"; return 0; }
+    log "stopping Kafka node $n (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    if ! wait_until 30 bash -c "! kill -0 $pid"; then
+        log "Kafka node $n did not exit within 30s, sending SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+        wait_until 10 bash -c "! kill -0 $pid" || true
+    fi
+    rm -f "$(kc_dir "$n")/kafka.pid"
+}
+
+stop_kafka_cluster() {
+    # All three at once: stopped one by one, the last ones wait for a quorum that is gone.
+    local n pids=()
+    for n in $(kc_nodes); do
+        if kc_pid "$n" >/dev/null; then kc_stop_node "$n" & pids+=("$!"); fi
+    done
+    local p rc=0
+    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    return "$rc"
+}
+
+kc_check_node() {
+    case "${1:-}" in 1|2|3) ;; *) die "not a Kafka cluster node: '${1:-}' (1, 2 or 3)" ;; esac
+}
+
+cmd_kafka_broker_kill() {
+    local n="${1:-}" pid
+    kc_check_node "$n"
+    pid="$(kc_pid "$n")" || die "Kafka node $n is not running from $LOCAL_DIR (no live pid in $(kc_dir "$n")/kafka.pid)"
+    kill -KILL "$pid"
+    wait_until 10 bash -c "! kill -0 $pid" || die "Kafka node $n (pid $pid) survived SIGKILL"
+    rm -f "$(kc_dir "$n")/kafka.pid"
+    echo "killed Kafka node $n (pid $pid, $HOST:$(kc_port "$n")) with SIGKILL"
+}
+
+cmd_kafka_broker_start() {
+    local n="${1:-}" pid
+    kc_check_node "$n"
+    if pid="$(kc_pid "$n")"; then echo "Kafka node $n already running (pid $pid)"; return 0; fi
+    kafka_fetch_libs
+    kc_launch_node "$n"
+    kc_wait_nodes "$n" kc_node_ready "$n"
+    echo "started Kafka node $n (pid $(kc_pid "$n" || echo '?'), $HOST:$(kc_port "$n")); 3 brokers registered"
+}
+
+# ----------------------------------------------------------------------------
 # commands
 # ----------------------------------------------------------------------------
 print_summary() {
@@ -667,6 +1075,12 @@ Local services (state in $LOCAL_DIR):
   REDIS_URL=redis://$HOST:$REDIS_PORT/0
   KAFKA_BOOTSTRAP_SERVERS=$HOST:$KAFKA_PORT
 EOF
+    if [ "$REDIS_MODE" = cluster ]; then
+        echo "  Redis Cluster (boards, LB_REDIS_MODE=cluster): $HOST:$REDIS_CLUSTER_PORT-$((REDIS_CLUSTER_PORT + 5)); state in $REDIS_CLUSTER_DIR"
+    fi
+    if [ "$KAFKA_BROKERS" = 3 ]; then
+        echo "  Kafka cluster (LB_KAFKA_BROKERS=3): $(kc_bootstrap); state in $KAFKA_CLUSTER_DIR"
+    fi
     local logs=() r=" ${REUSED[*]} "
     [[ "$r" == *" PostgreSQL "* ]] || logs+=("$PG_LOG")
     [[ "$r" == *" Redis "* ]] || logs+=("$REDIS_LOG")
@@ -691,19 +1105,49 @@ take_lock() {
     fi
 }
 
+# The cluster nodes have their own lock (fd 8): killing and restarting one node for a
+# failover test must not wait for another checkout's `start` of the shared services.
+CLUSTER_LOCK_FILE="${TMPDIR:-/tmp}/lb-services-clusters-$REDIS_CLUSTER_PORT-$KAFKA_CLUSTER_PORT.lock"
+take_cluster_lock() {
+    command -v flock >/dev/null 2>&1 || return 0
+    { exec 8>>"$CLUSTER_LOCK_FILE"; } 2>/dev/null || return 0
+    if ! flock -n 8; then
+        log "waiting for another services.sh run on the clusters (lock $CLUSTER_LOCK_FILE)..."
+        flock -w 900 8 || die "another services.sh still holds $CLUSTER_LOCK_FILE after 15 min"
+    fi
+}
+
+# True when a cluster node of this LOCAL_DIR runs (then `status` reports that cluster).
+rc_any_running() { local p; for p in $(rc_ports); do rc_pid "$p" >/dev/null && return 0; done; return 1; }
+kc_any_running() { local n; for n in $(kc_nodes); do kc_pid "$n" >/dev/null && return 0; done; return 1; }
+
 cmd_start() {
     take_lock
     ensure_installed
     start_postgres
     start_redis
     start_kafka
+    if [ "$REDIS_MODE" = cluster ] || [ "$KAFKA_BROKERS" = 3 ]; then
+        take_cluster_lock
+        [ "$REDIS_MODE" = cluster ] && start_redis_cluster
+        [ "$KAFKA_BROKERS" = 3 ] && start_kafka_cluster
+    fi
     print_summary
     log "all services up (${SECONDS}s)"
+}
+
+cmd_stop_clusters() {
+    local rc=0
+    take_cluster_lock
+    stop_kafka_cluster || rc=1
+    stop_redis_cluster || rc=1
+    return "$rc"
 }
 
 cmd_stop() {
     # Reverse order; keep going if one fails.
     local rc=0
+    cmd_stop_clusters || rc=1
     take_lock
     stop_kafka || rc=1
     stop_redis || rc=1
@@ -738,10 +1182,33 @@ cmd_status() {
     pid="$(kafka_pid || true)"
     if port_open "$KAFKA_PORT" && kafka_answers; then ans=0; else ans=1; ok=3; fi
     status_line kafka "$pid" "$KAFKA_PORT" "$ans"
+
+    local p n state
+    if [ "$REDIS_MODE" = cluster ] || rc_any_running; then
+        for p in $(rc_ports); do
+            pid="$(rc_pid "$p" || true)"
+            if have redis-cli && rc_answers "$p"; then ans=0; else ans=1; ok=3; fi
+            status_line "rc:$p" "$pid" "$p" "$ans"
+        done
+        state="$(for p in $(rc_ports); do s="$(rc_info_field "$p" cluster_state)"; [ -n "$s" ] && { echo "$s"; break; }; done)"
+        [ "$state" = ok ] || ok=3
+        printf 'redis-cluster: cluster_state=%s, masters: %s\n' "${state:-unknown}" \
+            "$(for p in $(rc_ports); do [ "$(rc_role "$p")" = master ] && printf '%s ' "$p"; done)"
+    fi
+    if [ "$KAFKA_BROKERS" = 3 ] || kc_any_running; then
+        for n in $(kc_nodes); do
+            pid="$(kc_pid "$n" || true)"
+            if port_open "$(kc_port "$n")" && kafka_answers_on "$HOST:$(kc_port "$n")"; then ans=0; else ans=1; ok=3; fi
+            status_line "kafka-$n" "$pid" "$(kc_port "$n")" "$ans"
+        done
+    fi
     return "$ok"
 }
 
-usage() { echo "usage: $0 start|stop|status" >&2; exit 2; }
+usage() {
+    echo "usage: $0 start|stop|status|stop-clusters|redis-cluster-kill PORT|redis-cluster-start PORT|kafka-broker-kill N|kafka-broker-start N" >&2
+    exit 2
+}
 
 pg_resolve_paths
 PGBIN="$(pg_bin_dir)"
@@ -750,5 +1217,10 @@ case "${1:-}" in
     start)  cmd_start ;;
     stop)   cmd_stop ;;
     status) cmd_status ;;
+    stop-clusters)       cmd_stop_clusters ;;
+    redis-cluster-kill)  take_cluster_lock; cmd_redis_cluster_kill "${2:-}" ;;
+    redis-cluster-start) take_cluster_lock; cmd_redis_cluster_start "${2:-}" ;;
+    kafka-broker-kill)   take_cluster_lock; cmd_kafka_broker_kill "${2:-}" ;;
+    kafka-broker-start)  take_cluster_lock; cmd_kafka_broker_start "${2:-}" ;;
     *)      usage ;;
 esac

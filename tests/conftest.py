@@ -70,7 +70,18 @@ def kafka_topic_factory(kafka_bootstrap) -> Iterator[Callable[..., str]]:
 
     def make(prefix: str = "test", partitions: int = 1) -> str:
         name = f"{prefix}-{uuid.uuid4().hex[:12]}"
-        admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        admin.create_topics(
+            [
+                NewTopic(
+                    name,
+                    num_partitions=partitions,
+                    replication_factor=django_settings.KAFKA_TOPIC_REPLICATION_FACTOR,
+                    topic_configs={
+                        "min.insync.replicas": str(django_settings.KAFKA_TOPIC_MIN_INSYNC_REPLICAS)
+                    },
+                )
+            ]
+        )
         created.append(name)
         return name
 

@@ -1,12 +1,14 @@
-"""The filter that keeps kafka-python from flooding the log while a broker is away."""
+"""The filters that keep kafka-python's reconnect loop and Celery's every-second task from
+flooding the log."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import pytest
 
-from leaderboard_project.logfilters import RepeatedRecordsFilter
+from leaderboard_project.logfilters import QuietTasksFilter, RepeatedRecordsFilter
 
 
 class _Clock:
@@ -82,3 +84,82 @@ def test_the_settings_put_it_on_the_root_handler() -> None:
         for handler in logging.getLogger().handlers
         for f in handler.filters
     )
+
+
+# --- Celery's per-run lines for the every-second task -------------------------------------------
+
+SNAPSHOT_TASK = "leaderboard.tasks.refresh_top_snapshots"
+
+
+class _Collect(logging.Handler):
+    def __init__(self, tasks: list[str]) -> None:
+        super().__init__(logging.DEBUG)
+        self.addFilter(QuietTasksFilter(tasks=tasks))
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture
+def collected() -> Iterator[_Collect]:
+    """Celery's own loggers, as the worker and beat call them, into a handler with the filter."""
+    handler = _Collect([SNAPSHOT_TASK])
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    yield handler
+    root.removeHandler(handler)
+    root.setLevel(level)
+
+
+def _task_lines(name: str) -> None:
+    from celery.app import trace
+    from celery.worker import strategy
+
+    logging.getLogger("celery.beat").info(
+        "Scheduler: Sending due task %s (%s)", f"entry for {name}", name
+    )
+    strategy.logger.info(
+        trace.LOG_RECEIVED, {"id": "1", "name": name, "args": "()", "kwargs": "{}"}
+    )
+    trace.info(trace.LOG_SUCCESS, {"id": "1", "name": name, "runtime": 0.01, "return_value": 3})
+
+
+def test_the_snapshot_tasks_routine_lines_are_dropped(collected) -> None:
+    _task_lines(SNAPSHOT_TASK)
+    assert collected.lines == []
+
+
+def test_other_tasks_still_log(collected) -> None:
+    _task_lines("seasons.tasks.seasons_close_due_task")
+    assert collected.lines == [
+        "Scheduler: Sending due task entry for seasons.tasks.seasons_close_due_task "
+        "(seasons.tasks.seasons_close_due_task)",
+        "Task seasons.tasks.seasons_close_due_task[1] received",
+        "Task seasons.tasks.seasons_close_due_task[1] succeeded in 0.01s: 3",
+    ]
+
+
+def test_a_failure_of_the_snapshot_task_still_logs(collected) -> None:
+    from celery.app import trace
+
+    trace.logger.error(
+        trace.LOG_FAILURE,
+        {"id": "1", "name": SNAPSHOT_TASK, "description": "raised unexpected", "exc": "boom"},
+    )
+    assert collected.lines == [f"Task {SNAPSHOT_TASK}[1] raised unexpected: boom"]
+
+
+def test_the_settings_quiet_the_snapshot_task_on_the_root_handler(settings) -> None:
+    assert settings.LOG_QUIET_TASKS == [SNAPSHOT_TASK]
+    quiet = [
+        f
+        for handler in logging.getLogger().handlers
+        for f in handler.filters
+        if isinstance(f, QuietTasksFilter)
+    ]
+    assert quiet
+    beat_line = _record("celery.beat", "Sending %s (%s)", "x", SNAPSHOT_TASK, level=logging.INFO)
+    assert quiet[0].filter(beat_line) is False

@@ -1,0 +1,447 @@
+"""The local clusters of ``scripts/services.sh`` survive the death of one node.
+
+Run against the real processes: a Redis Cluster of three masters and three replicas
+(``LB_REDIS_MODE=cluster``) and a three-node KRaft Kafka (``LB_KAFKA_BROKERS=3``), killed with
+SIGKILL through the script's own helpers. Each half is skipped, with the reason, when its cluster
+does not answer: start them with ``LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3 make services``.
+The nodes are killed and restarted by ``services.sh`` of this checkout, so the clusters must have
+been started from this checkout's state folder (``LB_LOCAL_DIR``).
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from django.conf import settings
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from redis.cluster import ClusterNode, RedisCluster
+
+pytestmark = pytest.mark.clusters
+
+SERVICES_SH = Path(__file__).resolve().parents[2] / "scripts" / "services.sh"
+HOST = "127.0.0.1"
+# cluster-node-timeout is 2 s: a failover takes a few seconds; this bounds it generously.
+REDIS_FAILOVER_SECONDS = 30.0
+# broker.session.timeout.ms is 4 s; a restart needs the JVM and a catch-up of the replicas.
+KAFKA_REJOIN_SECONDS = 90.0
+
+
+def services(*args: str) -> str:
+    """Run ``scripts/services.sh <args>``; its stdout (what it did), or fail with its stderr."""
+    done = subprocess.run(
+        ["bash", str(SERVICES_SH), *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"services.sh {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
+    return done.stdout.strip()
+
+
+def wait_for(what: str, condition: Callable[[], Any], timeout: float) -> Any:
+    """Poll ``condition`` until it is truthy; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while True:
+        try:
+            result = condition()
+        except (redis.RedisError, OSError) as exc:  # a node being killed or coming back
+            result, last_error = None, exc
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not within {timeout:.0f} s (last error: {last_error!r})")
+        time.sleep(0.2)
+
+
+# --------------------------------------------------------------------------------------------
+# Redis Cluster
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RedisNode:
+    node_id: str
+    port: int
+    flags: frozenset[str]
+    master_id: str | None
+    connected: bool
+    slots: tuple[str, ...]
+
+    @property
+    def is_master(self) -> bool:
+        return "master" in self.flags
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.flags & {"fail", "fail?"})
+
+
+def redis_ports() -> list[int]:
+    return [int(node.rpartition(":")[2]) for node in settings.LOCAL_REDIS_CLUSTER_NODES]
+
+
+def node_client(port: int) -> redis.Redis:
+    return redis.Redis(host=HOST, port=port, socket_timeout=3, socket_connect_timeout=2)
+
+
+def topology(port: int) -> list[RedisNode]:
+    """CLUSTER NODES as node ``port`` sees it."""
+    raw = node_client(port).execute_command("CLUSTER", "NODES")
+    text = raw.decode() if isinstance(raw, bytes) else str(raw)
+    nodes = []
+    for line in text.strip().splitlines():
+        node_id, addr, flags, master, _ping, _pong, _epoch, link, *slots = line.split()
+        nodes.append(
+            RedisNode(
+                node_id=node_id,
+                port=int(addr.split("@")[0].rpartition(":")[2]),
+                flags=frozenset(flags.split(",")),
+                master_id=None if master == "-" else master,
+                connected=link == "connected",
+                slots=tuple(slots),
+            )
+        )
+    return nodes
+
+
+def cluster_info(port: int) -> dict[str, str]:
+    raw = node_client(port).execute_command("CLUSTER", "INFO")
+    text = raw.decode() if isinstance(raw, bytes) else str(raw)
+    return dict(line.split(":", 1) for line in text.strip().splitlines() if ":" in line)
+
+
+def state_ok(port: int) -> bool:
+    return cluster_info(port).get("cluster_state") == "ok"
+
+
+def role(port: int) -> list[Any]:
+    return list(node_client(port).execute_command("ROLE"))
+
+
+def healthy_layout(port: int) -> bool:
+    """Three masters holding slots, each with one connected replica, nobody failed."""
+    nodes = topology(port)
+    masters = [n for n in nodes if n.is_master and n.slots]
+    replicas = [n for n in nodes if not n.is_master]
+    return (
+        len(nodes) == 6
+        and len(masters) == 3
+        and len(replicas) == 3
+        and all(n.connected and not n.failed for n in nodes)
+        and sorted(r.master_id or "" for r in replicas) == sorted(m.node_id for m in masters)
+    )
+
+
+@pytest.fixture(scope="module")
+def redis_cluster_up() -> list[int]:
+    ports = redis_ports()
+    try:
+        if not all(state_ok(port) for port in ports):
+            pytest.skip(f"the local Redis Cluster on {ports} is not in cluster_state:ok")
+    except (redis.RedisError, OSError) as exc:
+        pytest.skip(
+            f"no local Redis Cluster on {HOST}:{ports[0]}-{ports[-1]} ({exc}); start it with "
+            "LB_REDIS_MODE=cluster make services"
+        )
+    # A previous test's restarted node may still be syncing: wait for the full layout.
+    wait_for("a healthy Redis Cluster layout", lambda: healthy_layout(ports[0]), 60)
+    return ports
+
+
+def test_redis_cluster_has_three_masters_and_three_replicas(redis_cluster_up: list[int]) -> None:
+    for port in redis_cluster_up:
+        info = cluster_info(port)
+        assert info["cluster_state"] == "ok", port
+        assert info["cluster_known_nodes"] == "6", port
+        assert info["cluster_slots_assigned"] == "16384", port
+    nodes = topology(redis_cluster_up[0])
+    masters = {n.node_id: n for n in nodes if n.is_master}
+    replicas = [n for n in nodes if not n.is_master]
+    assert len(masters) == 3
+    assert all(m.slots for m in masters.values())
+    assert len(replicas) == 3
+    # One replica per master.
+    assert sorted(r.master_id or "" for r in replicas) == sorted(masters)
+
+
+def test_redis_master_killed_replica_promoted_then_old_master_rejoins_as_replica(
+    redis_cluster_up: list[int],
+) -> None:
+    key = f"test-infra:{{failover-{uuid.uuid4().hex[:8]}}}"
+    value = uuid.uuid4().hex
+    seeds = [ClusterNode(HOST, port) for port in redis_cluster_up]
+    client = RedisCluster(startup_nodes=seeds, socket_timeout=3, socket_connect_timeout=2)
+    owner = client.get_node_from_key(key)
+    assert owner is not None
+    victim = int(owner.port)
+    nodes = topology(victim)
+    victim_id = next(n.node_id for n in nodes if n.port == victim)
+    replica = next(n.port for n in nodes if n.master_id == victim_id)
+    survivor = next(p for p in redis_cluster_up if p not in {victim, replica})
+
+    # Written on the master and acknowledged by its replica before the kill (WAIT on the same
+    # connection: a pipeline without MULTI is one connection).
+    pipe = node_client(victim).pipeline(transaction=False)
+    pipe.set(key, value)
+    pipe.execute_command("WAIT", 1, 5000)
+    _, acked_by = pipe.execute()
+    assert acked_by >= 1
+
+    killed_at = time.monotonic()
+    try:
+        out = services("redis-cluster-kill", str(victim))
+        assert f"killed Redis cluster node {victim}" in out
+
+        wait_for(
+            f"replica {replica} promoted and cluster_state:ok after master {victim} died",
+            lambda: role(replica)[0] == b"master" and state_ok(replica) and state_ok(survivor),
+            REDIS_FAILOVER_SECONDS,
+        )
+        failover_seconds = time.monotonic() - killed_at
+        assert failover_seconds < REDIS_FAILOVER_SECONDS
+
+        # A fresh client that only knows the surviving nodes finds the key on the new master.
+        fresh = RedisCluster(
+            startup_nodes=[ClusterNode(HOST, p) for p in redis_cluster_up if p != victim],
+            socket_timeout=3,
+            socket_connect_timeout=2,
+        )
+        assert fresh.get(key) == value.encode()
+        assert int(fresh.get_node_from_key(key).port) == replica
+        fresh.close()
+    finally:
+        out = services("redis-cluster-start", str(victim))
+    assert f"started Redis cluster node {victim}" in out or "already running" in out
+
+    def rejoined_as_replica() -> bool:
+        r = role(victim)
+        # ROLE of a replica: [b"slave", master host, master port, b"connected", offset]
+        return r[0] == b"slave" and int(r[2]) == replica and r[3] == b"connected"
+
+    wait_for(f"node {victim} back as a replica of {replica}", rejoined_as_replica, 60)
+    wait_for("a healthy Redis Cluster layout", lambda: healthy_layout(survivor), 60)
+    assert node_client(replica).get(key) == value.encode()
+    client.close()
+    node_client(replica).delete(key)
+
+
+# --------------------------------------------------------------------------------------------
+# Kafka, three brokers
+# --------------------------------------------------------------------------------------------
+
+
+def kafka_brokers() -> list[str]:
+    return list(settings.LOCAL_KAFKA_CLUSTER_BROKERS)
+
+
+def _accepts_tcp(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def unfenced_broker_ids(admin: KafkaAdminClient) -> set[int]:
+    return {b["broker_id"] for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced")}
+
+
+def partitions_of(admin: KafkaAdminClient, topic: str) -> list[dict[str, Any]]:
+    (described,) = admin.describe_topics([topic])
+    return list(described["partitions"])
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster_up() -> Iterator[KafkaAdminClient]:
+    brokers = kafka_brokers()
+    listening = [b for b in brokers if _accepts_tcp(b)]
+    if not listening:
+        pytest.skip(
+            f"no local Kafka cluster on {brokers} (nothing listens); start it with "
+            "LB_KAFKA_BROKERS=3 make services"
+        )
+    try:
+        admin = KafkaAdminClient(
+            bootstrap_servers=brokers, client_id="tests-infra", request_timeout_ms=10000
+        )
+    except Exception as exc:  # any failure to connect means "not up"
+        pytest.skip(
+            f"no local Kafka cluster on {brokers} ({exc!r}); start it with "
+            "LB_KAFKA_BROKERS=3 make services"
+        )
+    ids = unfenced_broker_ids(admin)
+    if len(ids) < 3:
+        admin.close()
+        pytest.skip(f"the local Kafka cluster on {brokers} has {len(ids)} live brokers, not 3")
+    yield admin
+    admin.close()
+
+
+def test_kafka_broker_killed_and_restarted_nothing_lost(
+    kafka_cluster_up: KafkaAdminClient,
+) -> None:
+    admin = kafka_cluster_up
+    brokers = kafka_brokers()
+    topic = f"test-infra-{uuid.uuid4().hex[:12]}"
+    admin.create_topics([NewTopic(topic, 3, 3, topic_configs={"min.insync.replicas": "2"})])
+    try:
+        _produce_and_consume_through_a_broker_death(admin, brokers, topic)
+    finally:
+        admin.delete_topics([topic])
+
+
+def _produce_and_consume_through_a_broker_death(
+    admin: KafkaAdminClient, brokers: list[str], topic: str
+) -> None:
+    wait_for(
+        "every partition with three in-sync replicas",
+        lambda: all(len(p["isr_nodes"]) == 3 for p in partitions_of(admin, topic)),
+        30,
+    )
+    victim = next(p["leader_id"] for p in partitions_of(admin, topic) if p["partition_index"] == 0)
+
+    acked: set[int] = set()
+    failed: list[BaseException] = []
+    consumed: list[int] = []
+    stop_producing = threading.Event()
+    stop_consuming = threading.Event()
+
+    producer = KafkaProducer(
+        bootstrap_servers=brokers,
+        acks="all",
+        enable_idempotence=True,
+        retries=2**31 - 1,
+        request_timeout_ms=10000,
+        delivery_timeout_ms=120000,
+        linger_ms=5,
+    )
+
+    def produce() -> None:
+        n = 0
+        while not stop_producing.is_set():
+            value = n
+
+            def on_ok(_meta: Any, value: int = value) -> None:
+                acked.add(value)
+
+            producer.send(topic, key=str(n).encode(), value=str(n).encode()).add_callback(
+                on_ok
+            ).add_errback(failed.append)
+            n += 1
+            stop_producing.wait(0.002)  # pacing: ~hundreds of results a second
+        producer.flush(timeout=120)
+
+    def consume() -> None:
+        consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=brokers,
+            group_id=f"test-infra-{uuid.uuid4().hex[:8]}",
+            auto_offset_reset="earliest",
+            enable_auto_commit=True,
+        )
+        try:
+            while not stop_consuming.is_set():
+                for records in consumer.poll(timeout_ms=200).values():
+                    consumed.extend(int(r.value) for r in records)
+        finally:
+            consumer.close()
+
+    threads = [threading.Thread(target=produce), threading.Thread(target=consume)]
+    for t in threads:
+        t.start()
+    try:
+        wait_for("200 acknowledged writes before the kill", lambda: len(acked) >= 200, 60)
+        out = services("kafka-broker-kill", str(victim))
+        assert f"killed Kafka node {victim}" in out
+        acked_at_kill, consumed_at_kill = len(acked), len(consumed)
+
+        # Producing and consuming go on with two brokers (RF 3, min.insync.replicas 2).
+        wait_for(
+            "500 more acknowledged writes with a broker dead",
+            lambda: len(acked) >= acked_at_kill + 500,
+            KAFKA_REJOIN_SECONDS,
+        )
+        wait_for(
+            "consumption going on with a broker dead",
+            lambda: len(consumed) >= consumed_at_kill + 500,
+            KAFKA_REJOIN_SECONDS,
+        )
+        assert not failed, failed[:3]
+        assert victim not in unfenced_broker_ids(admin)
+
+        out = services("kafka-broker-start", str(victim))
+        assert f"started Kafka node {victim}" in out
+        wait_for(
+            f"broker {victim} back in the ISR of every partition",
+            lambda: all(victim in p["isr_nodes"] for p in partitions_of(admin, topic)),
+            KAFKA_REJOIN_SECONDS,
+        )
+        acked_at_restart = len(acked)
+        wait_for(
+            "200 more acknowledged writes after the restart",
+            lambda: len(acked) >= acked_at_restart + 200,
+            60,
+        )
+    finally:
+        stop_producing.set()
+        threads[0].join(timeout=150)
+        if victim not in _safe_unfenced(admin):
+            services("kafka-broker-start", str(victim))
+
+    producer.close(timeout=30)
+    assert not failed, failed[:3]
+    expected = set(acked)
+    wait_for(
+        "every acknowledged write consumed",
+        lambda: expected <= set(consumed),
+        KAFKA_REJOIN_SECONDS,
+    )
+    stop_consuming.set()
+    threads[1].join(timeout=30)
+
+    # The log itself, read from the start by a fresh consumer: every acknowledged write once.
+    in_log = _read_whole_topic(brokers, topic)
+    counts = Counter(in_log)
+    assert set(counts) == expected
+    assert max(counts.values()) == 1
+
+
+def _safe_unfenced(admin: KafkaAdminClient) -> set[int]:
+    try:
+        return unfenced_broker_ids(admin)
+    except Exception:  # best effort, in a finally
+        return set()
+
+
+def _read_whole_topic(brokers: list[str], topic: str) -> list[int]:
+    consumer = KafkaConsumer(bootstrap_servers=brokers, group_id=None, enable_auto_commit=False)
+    try:
+        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
+        consumer.assign(parts)
+        consumer.seek_to_beginning(*parts)
+        end = consumer.end_offsets(parts)
+        values: list[int] = []
+        deadline = time.monotonic() + 60
+        while any(consumer.position(tp) < end[tp] for tp in parts):
+            assert time.monotonic() < deadline, "reading the topic back took over 60 s"
+            for records in consumer.poll(timeout_ms=500).values():
+                values.extend(int(r.value) for r in records)
+        return values
+    finally:
+        consumer.close()
