@@ -12,16 +12,19 @@ from seasons.selectors import season_get_cached, season_list
 
 from .selectors import board_around_get, board_player_get, board_top_get
 from .serializers import IdField
+from .throttling import throttled_page
 
 PAGE_TOP = 100
 PAGE_RADIUS = 5
 
 
+@throttled_page
 @require_GET
 def seasons_page(request: HttpRequest) -> HttpResponse:
     return render(request, "leaderboard/seasons.html", {"seasons": season_list()})
 
 
+@throttled_page
 @require_GET
 def season_board_page(request: HttpRequest, season_id: int) -> HttpResponse:
     """The season's top 100, and a player lookup (?player=42) with the entries around them."""

@@ -221,6 +221,13 @@ SPECTACULAR_SETTINGS = {
 
 # Anonymous clients' request rate per IP ("6000/min"; "off" disables the throttle).
 API_ANON_THROTTLE_RATE = _env("API_ANON_THROTTLE_RATE", "6000/min")
+
+# --- Input hardening (issue 11: trusted client address, request body cap, future results) ----
+# Proxies in front of the web processes that each append the address they saw to
+# X-Forwarded-For. 0: the header is ignored and the throttle keys on REMOTE_ADDR; N: on the N-th
+# entry from the right. Never more than the proxies really there, or clients pick their key.
+API_TRUSTED_PROXY_COUNT = _env_int("API_TRUSTED_PROXY_COUNT", 0)
+# --- end of input hardening ------------------------------------------------------------------
 # How long each process trusts its memo of a season (the hot endpoints make no SQL query).
 LEADERBOARD_SEASON_CACHE_SECONDS = _env_float("LEADERBOARD_SEASON_CACHE_SECONDS", 5.0)
 # Each process re-reads a season's top-list snapshot from Redis at most this often.

@@ -2,7 +2,12 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from leaderboard.throttling import AnonFixedWindowThrottle
+
 from . import views
+
+# The schema and its docs page are public too (and generating the schema is not free).
+_throttled = {"throttle_classes": [AnonFixedWindowThrottle]}
 
 urlpatterns = [
     # The read API first: its hot endpoints resolve without trying the other patterns.
@@ -11,8 +16,8 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
     path("api/", include("seasons.urls")),
-    path("api/schema", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/schema", SpectacularAPIView.as_view(**_throttled), name="schema"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema", **_throttled), name="docs"),
     path("api/", include("ingestion.urls")),
     path("", include("leaderboard.page_urls")),
 ]

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.apis import PublicApi
+from leaderboard.throttling import AnonFixedWindowThrottle
 
 from .selectors import SeasonNotFinal, season_final_standings_list, season_list
 
@@ -25,6 +26,9 @@ class FinalEntrySerializer(serializers.Serializer):
 
 class SeasonStandingsApi(APIView):
     """GET /api/seasons/{season}/standings?limit=1000: a closed season's final entries."""
+
+    # Public like the board reads: the same budget per client (each request reads PostgreSQL).
+    throttle_classes = [AnonFixedWindowThrottle]
 
     class InputSerializer(serializers.Serializer):
         limit = serializers.IntegerField(required=False, min_value=1)
