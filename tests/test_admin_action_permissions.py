@@ -65,7 +65,7 @@ def test_a_view_only_user_is_offered_read_only_actions_only(viewer):
     for model, model_admin in admin.site._registry.items():
         if model._meta.app_label not in {"ingestion", "seasons", "leaderboard"}:
             continue
-        for name, (func, _, _) in model_admin.get_actions(request).items():
+        for name, (func, _, _) in (model_admin.get_actions(request) or {}).items():
             offered[f"{model.__name__}.{name}"] = tuple(getattr(func, "allowed_permissions", ()))
     # Only the CSV exports, which read.
     assert offered, "the viewer sees no changelist at all: the fixture is wrong"
@@ -90,7 +90,7 @@ def test_a_view_only_user_cannot_post_the_deactivate_action(viewer_client):
 
 @pytest.mark.parametrize("action", ["make_closing", "close_season"])
 def test_a_view_only_user_cannot_post_a_season_action(viewer_client, drained_match_results, action):
-    season = SeasonFactory(status=SeasonStatus.ACTIVE)
+    season = SeasonFactory.create(status=SeasonStatus.ACTIVE)
     response = viewer_client.post(
         reverse("admin:seasons_season_changelist"),
         {"action": action, ACTION_CHECKBOX_NAME: [season.id], "confirmed": "yes", "post": "yes"},
