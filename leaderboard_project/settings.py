@@ -227,6 +227,9 @@ API_ANON_THROTTLE_RATE = _env("API_ANON_THROTTLE_RATE", "6000/min")
 # X-Forwarded-For. 0: the header is ignored and the throttle keys on REMOTE_ADDR; N: on the N-th
 # entry from the right. Never more than the proxies really there, or clients pick their key.
 API_TRUSTED_PROXY_COUNT = _env_int("API_TRUSTED_PROXY_COUNT", 0)
+# Largest request body the HTTP ingestion door reads (bytes); past it, 413 before parsing.
+# 1,000 results (the per-request maximum) take about 150 KB; 1 MiB leaves room for formatting.
+INGEST_HTTP_MAX_BODY_BYTES = _env_int("INGEST_HTTP_MAX_BODY_BYTES", 1024 * 1024)
 # --- end of input hardening ------------------------------------------------------------------
 # How long each process trusts its memo of a season (the hot endpoints make no SQL query).
 LEADERBOARD_SEASON_CACHE_SECONDS = _env_float("LEADERBOARD_SEASON_CACHE_SECONDS", 5.0)
