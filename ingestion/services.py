@@ -15,7 +15,7 @@ import secrets
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import NamedTuple, Protocol, TypeVar
 
@@ -37,6 +37,7 @@ from .schema import (
     UNEXPECTED,
     MatchResultMessage,
     MessageRejected,
+    message_check_not_future,
     message_check_season,
     message_decode,
     message_validate,
@@ -97,6 +98,11 @@ def _once(what: str, operation: Callable[[], T]) -> T:
     return operation()
 
 
+def _latest_achieved_at() -> datetime:
+    """The latest achievedAt accepted now: later is ``achieved_in_future`` (both entrances)."""
+    return timezone.now() + timedelta(seconds=settings.INGEST_MAX_FUTURE_SKEW_SECONDS)
+
+
 # --- 1. decode and validate ----------------------------------------------------------------
 
 
@@ -122,10 +128,12 @@ def match_results_decode(*, records: Sequence[ConsumedRecord]) -> DecodedBatch:
             logger.exception("unexpected error validating offset %d", record.offset)
             letters.append(DeadLetter(record, UNEXPECTED, f"{type(exc).__name__}: {exc}"))
     seasons = Season.objects.in_bulk({message.season_id for _, message in parsed})
+    not_after = _latest_achieved_at()
     valid: list[ValidResult] = []
     for record, message in parsed:
         try:
             message_check_season(message, seasons.get(message.season_id))
+            message_check_not_future(message, not_after=not_after)
         except MessageRejected as exc:
             letters.append(DeadLetter(record, exc.code, exc.reason))
             continue
@@ -484,9 +492,11 @@ def match_results_submit(*, items: Sequence[object]) -> int:
         except MessageRejected as exc:
             rejected.append(RejectedItem(index, exc.code, exc.reason, exc.field))
     seasons = Season.objects.in_bulk({message.season_id for _, message in messages})
+    not_after = _latest_achieved_at()
     for index, message in messages:
         try:
             message_check_season(message, seasons.get(message.season_id))
+            message_check_not_future(message, not_after=not_after)
         except MessageRejected as exc:
             rejected.append(RejectedItem(index, exc.code, exc.reason, exc.field))
     if rejected:

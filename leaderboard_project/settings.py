@@ -230,6 +230,10 @@ API_TRUSTED_PROXY_COUNT = _env_int("API_TRUSTED_PROXY_COUNT", 0)
 # Largest request body the HTTP ingestion door reads (bytes); past it, 413 before parsing.
 # 1,000 results (the per-request maximum) take about 150 KB; 1 MiB leaves room for formatting.
 INGEST_HTTP_MAX_BODY_BYTES = _env_int("INGEST_HTTP_MAX_BODY_BYTES", 1024 * 1024)
+# A result whose achievedAt is later than now plus this many seconds is rejected as
+# achieved_in_future (dead-lettered by the consumer, a 400 item at the HTTP door): game
+# servers' clocks drift a little, but a result from the future would win every tie.
+INGEST_MAX_FUTURE_SKEW_SECONDS = _env_int("INGEST_MAX_FUTURE_SKEW_SECONDS", 300)
 # --- end of input hardening ------------------------------------------------------------------
 # How long each process trusts its memo of a season (the hot endpoints make no SQL query).
 LEADERBOARD_SEASON_CACHE_SECONDS = _env_float("LEADERBOARD_SEASON_CACHE_SECONDS", 5.0)
