@@ -16,7 +16,7 @@ help:
 	@echo "make services         start PostgreSQL, Redis and Kafka on loopback (.local/)"
 	@echo "make services-stop    stop them"
 	@echo "make services-status  tell whether they run"
-	@echo "make lint             ruff + mypy"
+	@echo "make lint             ruff + mypy + import contracts"
 	@echo "make bench            how to run each benchmark (on demand, never in the suite)"
 
 $(STAMP): pyproject.toml
@@ -44,6 +44,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
+	$(VENV)/bin/lint-imports
 
 test: services lint test-only
 

@@ -73,7 +73,6 @@ from kafka import KafkaAdminClient, KafkaConsumer  # noqa: E402
 from kafka.admin import NewTopic  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from ingestion.models import MatchResult  # noqa: E402
 from ingestion.producer import (  # noqa: E402
     MatchResultProducer,
     match_result_key,
@@ -82,6 +81,7 @@ from ingestion.producer import (  # noqa: E402
 from ingestion.schema import MatchResultMessage  # noqa: E402
 from ingestion.services import ValidResult, match_results_store  # noqa: E402
 from leaderboard import keys  # noqa: E402
+from leaderboard.models import MatchResult  # noqa: E402
 from leaderboard.redis import get_board_redis  # noqa: E402
 from leaderboard.services import CountedResult, board_results_apply  # noqa: E402
 from seasons.models import Season  # noqa: E402

@@ -60,11 +60,11 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from ingestion.models import MatchResult  # noqa: E402
 from ingestion.schema import MatchResultMessage  # noqa: E402
-from ingestion.selectors import board_scores_zadd_chunks  # noqa: E402
 from ingestion.services import ConsumedRecord, match_results_ingest  # noqa: E402
 from leaderboard import keys  # noqa: E402
+from leaderboard.board_scores import board_scores_zadd_chunks  # noqa: E402
+from leaderboard.models import MatchResult  # noqa: E402
 from leaderboard.redis import get_board_redis  # noqa: E402
 from leaderboard.services import REBUILD_SORTED_RUNS, board_rebuild  # noqa: E402
 from seasons.models import Season, SeasonStatus  # noqa: E402

@@ -4,29 +4,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from leaderboard.admin import void_match_results
-
-from .models import GameServerToken, MatchResult
-from .selectors import match_results_of_player
+from .models import GameServerToken
 from .services import game_server_token_create, game_server_tokens_deactivate
-
-
-@admin.register(MatchResult)
-class MatchResultAdmin(admin.ModelAdmin):
-    list_display = ("match_id", "player_id", "season", "points", "achieved_at", "voided_at")
-    list_filter = ("season",)
-    search_fields = ("=player_id", "=match_id")
-    show_full_result_count = False  # COUNT(*) over tens of millions of rows is not free
-    actions = (void_match_results,)
-
-    def get_search_results(
-        self, request: HttpRequest, queryset: QuerySet[MatchResult], search_term: str
-    ) -> tuple[QuerySet[MatchResult], bool]:
-        term = search_term.strip()
-        if term.isascii() and term.isdigit() and len(term) < 20:
-            # A player id: through the player index (a plain player_id filter reads the table).
-            return match_results_of_player(player_id=int(term), queryset=queryset), False
-        return super().get_search_results(request, queryset, search_term)
 
 
 @admin.register(GameServerToken)

@@ -6,6 +6,10 @@ rule (docs/ingestion.md) makes the redelivery harmless. A dependency that goes a
 step that needs it wait with capped exponential backoff, logging what it waits for; nothing is
 committed meanwhile. A stop request (SIGTERM/SIGINT in the management command) is honoured
 between batches: the batch in hand is finished and committed first.
+
+The loop's parts live beside it: ``retrying`` (waiting out a dependency), ``dead_letters``
+(the dead-letter sink), ``offsets`` (commit and lag), ``kafka_watch`` and ``kafka_adapter``
+(is Kafka there?), ``stats`` (the counters /metrics reads).
 """
 
 from __future__ import annotations
@@ -15,56 +19,25 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import redis
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
-from kafka import KafkaConsumer, KafkaProducer
-from kafka.errors import (
-    CommitFailedError,
-    FencedInstanceIdError,
-    IllegalGenerationError,
-    KafkaError,
-    RebalanceInProgressError,
-    UnknownMemberIdError,
-    UnknownTopicOrPartitionError,
-)
-from kafka.structs import OffsetAndMetadata, TopicPartition
-from redis.typing import EncodableT, FieldT
+from kafka import KafkaConsumer
+from kafka.errors import UnknownTopicOrPartitionError
+from kafka.structs import TopicPartition
 
-from leaderboard import keys
-from leaderboard.redis import get_board_redis
-
-from .services import (
-    BatchOutcome,
-    ConsumedRecord,
-    DeadLetter,
-    DeadLetterSink,
-    dead_letter_headers,
-    match_results_ingest,
-)
+from .dead_letters import KafkaDeadLetterSink, dead_letter_producer
+from .kafka_adapter import group_coordinator_connected
+from .kafka_watch import KafkaWatch
+from .offsets import consumer_lag, next_offsets, offsets_commit
+from .retrying import Backoff, ConsumerStopping
+from .services import ConsumedRecord, DeadLetterSink, match_results_ingest
+from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
 
 logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-_FIRST_DELAY_SECONDS = 0.1
-# Errors that mean "the dependency is unreachable right now", not "this input is bad".
-_TRANSIENT: tuple[type[BaseException], ...] = (
-    OperationalError,
-    InterfaceError,
-    redis.exceptions.ConnectionError,
-    redis.exceptions.TimeoutError,
-    # Refused before anything ran (a script is rejected whole): a replica promoted mid-failover,
-    # maxmemory reached. Waiting is the fix; exiting would only restart into the same wait.
-    redis.exceptions.ReadOnlyError,
-    redis.exceptions.OutOfMemoryError,
-    redis.exceptions.TryAgainError,
-    KafkaError,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,115 +72,6 @@ class ConsumerOptions:
         return replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
 
-@dataclass(slots=True)
-class IngestTotals:
-    records: int = 0
-    applied: int = 0
-    duplicates: int = 0
-    dead_letters: int = 0
-    not_counted: int = 0
-    batches: int = 0
-    lag: int | None = None
-    # Next offset to read per partition (what was committed last).
-    positions: dict[int, int] = field(default_factory=dict)
-
-    def add(self, outcome: BatchOutcome) -> None:
-        self.records += outcome.records
-        self.applied += outcome.applied
-        self.duplicates += outcome.duplicates
-        self.dead_letters += outcome.dead_letters
-        self.not_counted += outcome.not_counted
-        self.batches += 1
-
-
-# Commit errors that mean "the group is rebalancing or has moved on", not "Kafka is down".
-_REBALANCING: tuple[type[BaseException], ...] = (
-    CommitFailedError,
-    RebalanceInProgressError,
-    IllegalGenerationError,
-    UnknownMemberIdError,
-    FencedInstanceIdError,
-)
-
-
-class _CommitSkipped(Exception):
-    pass
-
-
-class ConsumerStopping(Exception):
-    """A stop was requested while waiting for a dependency: the batch in hand is abandoned."""
-
-
-class Backoff:
-    """``Retrying`` for the handler: retry transient failures, doubling the wait up to a cap."""
-
-    def __init__(self, *, stop: threading.Event, max_delay: float) -> None:
-        self._stop = stop
-        self._max_delay = max_delay
-
-    def __call__(self, what: str, operation: Callable[[], T]) -> T:
-        delay = _FIRST_DELAY_SECONDS
-        attempts = 0
-        while True:
-            try:
-                result = operation()
-            except _TRANSIENT as exc:
-                if isinstance(exc, DatabaseError):
-                    # A broken connection stays broken; the next query opens a fresh one.
-                    connection.close()
-                attempts += 1
-                logger.warning(
-                    "waiting for %s (attempt %d, next try in %.1fs): %s: %s",
-                    what,
-                    attempts,
-                    delay,
-                    type(exc).__name__,
-                    exc,
-                )
-                if self._stop.wait(delay):
-                    raise ConsumerStopping(f"stopped while waiting for {what}") from exc
-                delay = min(delay * 2, self._max_delay)
-            else:
-                if attempts:
-                    logger.info("%s is back after %d failed attempt(s)", what, attempts)
-                return result
-
-
-class KafkaDeadLetterSink:
-    """Dead letters: the original key and bytes, the reason and the source in headers."""
-
-    def __init__(self, *, producer: KafkaProducer, topic: str, source_topic: str) -> None:
-        self._producer = producer
-        self._topic = topic
-        self._source_topic = source_topic
-
-    def publish(self, *, letters: Sequence[DeadLetter]) -> None:
-        futures = [
-            self._producer.send(
-                self._topic,
-                key=letter.record.key,
-                value=letter.record.value,
-                headers=dead_letter_headers(letter=letter, topic=self._source_topic),
-            )
-            for letter in letters
-        ]
-        self._producer.flush(timeout=30)
-        for future in futures:
-            future.get(timeout=30)
-        for letter in letters:
-            logger.info(
-                "dead letter: %s partition %d offset %d: %s",
-                self._source_topic,
-                letter.record.partition,
-                letter.record.offset,
-                letter.reason,
-            )
-
-
-# How long the group coordinator must stay unknown before the consumer says Kafka is gone.
-KAFKA_LOST_GRACE = 3.0
-
-
 class MatchResultConsumer:
     def __init__(self, options: ConsumerOptions, *, stop: threading.Event | None = None) -> None:
         self.options = options
@@ -216,8 +80,9 @@ class MatchResultConsumer:
         self._retrying = Backoff(stop=self.stop_event, max_delay=options.backoff_max_seconds)
         self._last_report = time.monotonic()
         self._last_report_applied = 0
-        self._kafka_lost_at: float | None = None
-        self._kafka_lost_logged = False
+        self._kafka = KafkaWatch(
+            group_id=options.group_id, bootstrap_servers=options.bootstrap_servers
+        )
 
     def request_stop(self) -> None:
         self.stop_event.set()
@@ -246,36 +111,6 @@ class MatchResultConsumer:
         consumer.subscribe([self.options.topic])
         return consumer
 
-    def _connect_producer(self) -> KafkaProducer:
-        return KafkaProducer(
-            bootstrap_servers=list(self.options.bootstrap_servers),
-            client_id=f"ingest-dlq-{self.options.consumer_id}",
-            acks="all",
-            linger_ms=5,
-        )
-
-    def _commit(self, consumer: KafkaConsumer, offsets: dict[TopicPartition, int]) -> None:
-        def commit() -> None:
-            try:
-                consumer.commit(
-                    offsets={tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()},
-                    timeout_ms=10_000,
-                )
-            except _REBALANCING as exc:
-                # Not a dependency outage: the group rebalances, and only the next poll() takes
-                # part in it, so retrying here would wait forever. The batch is on both sinks;
-                # whoever owns these partitions next starts from the last committed offsets and
-                # the exactly-once rule absorbs the replay.
-                raise _CommitSkipped(exc) from exc
-
-        try:
-            self._retrying("Kafka (offset commit)", commit)
-        except _CommitSkipped as skipped:
-            logger.warning("offset commit skipped during a group rebalance: %s", skipped)
-            return
-        for tp, offset in offsets.items():
-            self.totals.positions[tp.partition] = offset
-
     # --- the loop ----------------------------------------------------------------------------
 
     def run(
@@ -291,7 +126,13 @@ class MatchResultConsumer:
         except ConsumerStopping:
             return self.totals
         try:
-            producer = self._retrying("Kafka", self._connect_producer)
+            producer = self._retrying(
+                "Kafka",
+                lambda: dead_letter_producer(
+                    bootstrap_servers=self.options.bootstrap_servers,
+                    client_id=f"ingest-dlq-{self.options.consumer_id}",
+                ),
+            )
         except ConsumerStopping:
             consumer.close(autocommit=False)
             return self.totals
@@ -312,7 +153,10 @@ class MatchResultConsumer:
                 )
                 if polled:
                     self._handle(consumer, polled, sink)
-                self._watch_kafka(consumer, polled=bool(polled))
+                self._kafka.observe(
+                    reachable=bool(polled) or group_coordinator_connected(consumer),
+                    now=time.monotonic(),
+                )
                 self._maybe_report(consumer)
                 if until is not None and until(self.totals):
                     break
@@ -341,52 +185,13 @@ class MatchResultConsumer:
         outcome = match_results_ingest(
             topic=self.options.topic, records=records, dead_letters=sink, retrying=self._retrying
         )
-        self._commit(consumer, {tp: batch[-1].offset + 1 for tp, batch in polled.items()})
+        offsets = next_offsets(polled)
+        if offsets_commit(consumer=consumer, offsets=offsets, retrying=self._retrying):
+            for tp, offset in offsets.items():
+                self.totals.positions[tp.partition] = offset
         self.totals.add(outcome)
 
     # --- observability -----------------------------------------------------------------------
-
-    def _watch_kafka(self, consumer: KafkaConsumer, *, polled: bool) -> None:
-        """Say when Kafka has gone away, and when it is back.
-
-        kafka-python reconnects by itself inside poll() and reports nothing through its public
-        API: an unreachable broker just looks like an empty poll. Its connection to the group
-        coordinator tells the two apart (the consumer heartbeats through it, so it stays open
-        while Kafka is there). Whether kafka-python still names a coordinator is no guide: it
-        keeps naming the lost one until it happens to look again. The connection is also down
-        for a moment while joining the group, hence the grace period before saying anything.
-        """
-        now = time.monotonic()
-        coordinator = consumer._coordinator
-        coordinator_id = None if coordinator.coordinator_unknown() else coordinator.coordinator_id
-        if polled or (coordinator_id is not None and consumer._client.connected(coordinator_id)):
-            if self._kafka_lost_logged and self._kafka_lost_at is not None:
-                logger.info("Kafka is back after %.1fs", now - self._kafka_lost_at)
-            self._kafka_lost_at = None
-            self._kafka_lost_logged = False
-            return
-        if self._kafka_lost_at is None:
-            self._kafka_lost_at = now
-        elif not self._kafka_lost_logged and now - self._kafka_lost_at >= KAFKA_LOST_GRACE:
-            self._kafka_lost_logged = True
-            logger.warning(
-                "waiting for Kafka: the group coordinator of %s at %s is unreachable; "
-                "polling again until it answers (nothing is committed meanwhile)",
-                self.options.group_id,
-                ",".join(self.options.bootstrap_servers),
-            )
-
-    def _lag(self, consumer: KafkaConsumer) -> int | None:
-        lag = 0
-        known = False
-        for tp in consumer.assignment():
-            highwater = consumer.highwater(tp)
-            position = self.totals.positions.get(tp.partition)
-            if highwater is None or position is None:
-                continue
-            known = True
-            lag += max(0, highwater - position)
-        return lag if known else None
 
     def _maybe_report(self, consumer: KafkaConsumer) -> None:
         if time.monotonic() - self._last_report >= self.options.stats_interval_seconds:
@@ -398,7 +203,11 @@ class MatchResultConsumer:
         rate = (self.totals.applied - self._last_report_applied) / elapsed
         self._last_report, self._last_report_applied = now, self.totals.applied
         # Cut off from Kafka, the high-water marks are the last ones seen: the lag is unknown.
-        self.totals.lag = None if self._kafka_lost_logged else self._lag(consumer)
+        self.totals.lag = (
+            None
+            if self._kafka.lost
+            else consumer_lag(consumer=consumer, positions=self.totals.positions)
+        )
         if not consumer.assignment():
             logger.warning(
                 "no partitions of %s assigned yet (group %s; Kafka at %s)",
@@ -417,27 +226,17 @@ class MatchResultConsumer:
             self.totals.not_counted,
             "unknown" if self.totals.lag is None else self.totals.lag,
         )
-        stats: dict[FieldT, EncodableT] = {
-            "consumer_id": self.options.consumer_id,
-            "topic": self.options.topic,
-            "group_id": self.options.group_id,
-            "applied_per_second": f"{rate:.1f}",
-            "records": self.totals.records,
-            "applied": self.totals.applied,
-            "duplicates": self.totals.duplicates,
-            "dead_letters": self.totals.dead_letters,
-            "not_counted": self.totals.not_counted,
-            "lag": "" if self.totals.lag is None else self.totals.lag,
-            "updated_at": int(time.time()),
-        }
+        stats = ConsumerStats.from_totals(
+            self.totals,
+            consumer_id=self.options.consumer_id,
+            topic=self.options.topic,
+            group_id=self.options.group_id,
+            applied_per_second=rate,
+            updated_at=int(time.time()),
+        )
         try:
-            client = get_board_redis()
-            stats_key = keys.ingest_consumer_stats(consumer_id=self.options.consumer_id)
-            pipe = client.pipeline(transaction=False)
-            pipe.hset(stats_key, mapping=stats)
-            # A consumer that died stops refreshing its stats; they vanish on their own.
-            pipe.expire(stats_key, int(self.options.stats_interval_seconds * 3) + 5)
-            pipe.zadd(keys.ingest_consumers(), {self.options.consumer_id: time.time()})
-            pipe.execute()
+            consumer_stats_publish(
+                stats=stats, ttl_seconds=int(self.options.stats_interval_seconds * 3) + 5
+            )
         except redis.exceptions.RedisError as exc:
             logger.warning("could not publish consumer stats: %s", exc)

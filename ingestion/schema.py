@@ -25,11 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from leaderboard.codec import BIGINT_MAX
+
 if TYPE_CHECKING:
+    # For the annotations only, not for a cycle: game servers use this module (through
+    # ingestion/producer.py) without Django.
     from seasons.models import Season
 
-# PostgreSQL BIGINT bounds the stored ids and points.
-BIGINT_MAX = (1 << 63) - 1
 # No season codec can hold more points than this (53 bits minus at least one time bit); the
 # exact per-season bound is checked in message_check_season.
 _POINTS_CEILING = (1 << 52) - 1

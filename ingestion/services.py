@@ -26,12 +26,12 @@ from kafka.errors import KafkaError
 
 from leaderboard import keys
 from leaderboard.codec import ScoreCodec
-from leaderboard.models import PlayerBan
+from leaderboard.models import MatchResult, PlayerBan
 from leaderboard.redis import get_board_redis
 from leaderboard.services import CountedResult, board_results_apply
 from seasons.models import Season
 
-from .models import GameServerToken, MatchResult
+from .models import GameServerToken
 from .producer import MatchResultProducer
 from .schema import (
     UNEXPECTED,
@@ -43,6 +43,7 @@ from .schema import (
     message_validate,
 )
 from .selectors import game_server_token_digest
+from .stats import BatchOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -73,15 +74,6 @@ class ValidResult(NamedTuple):
     partition: int
     offset: int
     message: MatchResultMessage
-
-
-@dataclass(frozen=True, slots=True)
-class BatchOutcome:
-    records: int
-    applied: int  # results that now count on the boards
-    duplicates: int  # results already stored (or already applied) before
-    dead_letters: int
-    not_counted: int  # stored but excluded: voided, banned, or a cumulative overflow
 
 
 class DeadLetterSink(Protocol):

@@ -208,6 +208,7 @@ def simulation_run(
 
 def simulation_config_for_season(*, season_id: int, **options: object) -> SimulationConfig:
     """A config bound to an existing season's window and point range (``LookupError`` if none)."""
+    # Imported here, not for a cycle: the rest of this module runs without Django (bench/).
     from seasons.models import Season
 
     season = Season.objects.filter(id=season_id).first()

@@ -1,9 +1,5 @@
-"""Staff corrections (voids, bans), and the records of rebuilds and reconciles.
-
-The actions for other apps' admins live here too (``void_match_results`` for match results,
-``review_final_standings`` and ``reconcile_boards`` for seasons): they are leaderboard
-maintenance, registered by those admins.
-"""
+"""Staff's view of the boards: match results and their voids, bans, the live board of a
+season with its rebuild and reconcile actions, and the records of rebuilds and reconciles."""
 
 from __future__ import annotations
 
@@ -11,29 +7,32 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
+from django.utils.safestring import SafeString, mark_safe
 
-from ingestion.models import MatchResult
-from leaderboard.models import PlayerBan, RebuildRun, ReconcileRun
-from leaderboard.services import (
+from seasons import admin as seasons_admin
+from seasons.admin import ReadOnlyAdmin, confirmed_action
+from seasons.models import Season
+
+from .board_scores import match_results_of_player
+from .models import MatchResult, PlayerBan, RebuildRun, ReconcileRun
+from .selectors import BoardOverview, season_board_overview_get
+from .services import (
     Correction,
+    board_reconcile,
     match_result_void,
     player_ban,
     player_unban,
-    season_standings_correct,
-    season_standings_review,
 )
-from seasons.models import Season
+from .tasks import board_rebuild_task, boards_correct_task
 
 
 def _queue_board_corrections(correction: Correction) -> str:
     """Queue the rebuild of what a correction touched, once its transaction has committed."""
-    from leaderboard.tasks import boards_correct_task
-
     days = [d.isoformat() for d in correction.days]
     transaction.on_commit(
         lambda: boards_correct_task.delay(season_id=correction.season_id, days=days)
@@ -76,48 +75,89 @@ def void_match_results(
     return None
 
 
-@admin.action(
-    description="Review corrected final standings (closed seasons)", permissions=["change"]
+# --- Seasons: the live board, rebuild and reconcile ----------------------------------------------
+
+
+@confirmed_action(
+    description="Rebuild the selected seasons' boards from PostgreSQL",
+    explanation=(
+        "Queues a rebuild of each season's board and of its daily boards in Redis (the weekly "
+        "boards built from them follow): each is recomputed from PostgreSQL and swapped in "
+        "atomically; results ingested meanwhile are kept."
+    ),
 )
-def review_final_standings(
-    modeladmin: admin.ModelAdmin[Season], request: HttpRequest, queryset: QuerySet[Season]
-) -> TemplateResponse | None:
-    fingerprint = request.POST.get("fingerprint")
-    if fingerprint:
-        for season in queryset:
-            try:
-                review = season_standings_correct(season_id=season.id, fingerprint=fingerprint)
-            except ValidationError as exc:
-                modeladmin.message_user(
-                    request, f"season {season.id}: {'; '.join(exc.messages)}", messages.ERROR
-                )
-                continue
-            modeladmin.message_user(
-                request,
-                f"season {season.id}: {len(review.standings)} standing(s) and "
-                f"{len(review.grants)} grant(s) corrected.",
-                messages.SUCCESS,
-            )
-        return None
-    reviews = []
-    for season in queryset.order_by("id"):
-        try:
-            reviews.append(season_standings_review(season_id=season.id))
-        except ValidationError as exc:
-            modeladmin.message_user(
-                request, f"season {season.id}: {'; '.join(exc.messages)}", messages.ERROR
-            )
-    if not reviews:
-        return None
-    context = {
-        **modeladmin.admin_site.each_context(request),
-        "title": "Corrected final standings and grants",
-        "reviews": reviews,
-        "opts": modeladmin.model._meta,
-        "action": "review_final_standings",
-        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-    }
-    return TemplateResponse(request, "admin/leaderboard/standings_review.html", context)
+def rebuild_board(season: Season) -> str:
+    board_rebuild_task.delay(season_id=season.id, reason="admin")
+    return (
+        f"season {season.id}: rebuild of the season, daily and weekly boards queued "
+        "(the worker runs it; see Rebuild runs)"
+    )
+
+
+@confirmed_action(
+    description="Reconcile the selected seasons' boards with PostgreSQL",
+    explanation=(
+        "Compares each season board's size and a sample of scores with PostgreSQL, records the "
+        "drift (see Reconcile runs) and, if any, rebuilds the board."
+    ),
+)
+def reconcile_boards(season: Season) -> str:
+    result = board_reconcile(season_id=season.id)
+    if result.run_id is None:
+        return f"season {season.id}: a rebuild is running; nothing compared"
+    if not result.drift_found:
+        return f"season {season.id}: the board matches PostgreSQL"
+    repaired = "rebuilt" if result.rebuilt else "NOT rebuilt (a rebuild was running)"
+    return f"season {season.id}: drift found (reconcile run #{result.run_id}); board {repaired}"
+
+
+class SeasonAdmin(seasons_admin.SeasonAdmin):
+    actions = [*seasons_admin.SeasonAdmin.actions, rebuild_board, reconcile_boards]
+    _live_fields = ("board_size", "last_snapshot_refresh", "live_top_100")
+
+    def _overview(self, obj: Season) -> BoardOverview:
+        cache = getattr(obj, "_board_overview", None)
+        if cache is None:
+            cache = season_board_overview_get(season=obj, limit=100)
+            obj._board_overview = cache  # type: ignore[attr-defined]
+        return cache
+
+    @admin.display(description="Board size (Redis)")
+    def board_size(self, obj: Season) -> int:
+        return int(self._overview(obj).size)
+
+    @admin.display(description="Top list snapshot refreshed at")
+    def last_snapshot_refresh(self, obj: Season) -> str:
+        refreshed = self._overview(obj).snapshot_refreshed_at
+        return refreshed.isoformat() if refreshed else "never (no snapshot)"
+
+    @admin.display(description="Live top 100 (Redis)")
+    def live_top_100(self, obj: Season) -> SafeString:
+        return mark_safe(  # noqa: S308 (the template escapes every value)
+            render_to_string("admin/leaderboard/board_top.html", {"overview": self._overview(obj)})
+        )
+
+
+admin.site.unregister(Season)
+admin.site.register(Season, SeasonAdmin)
+
+
+@admin.register(MatchResult)
+class MatchResultAdmin(admin.ModelAdmin):
+    list_display = ("match_id", "player_id", "season", "points", "achieved_at", "voided_at")
+    list_filter = ("season",)
+    search_fields = ("=player_id", "=match_id")
+    show_full_result_count = False  # COUNT(*) over tens of millions of rows is not free
+    actions = (void_match_results,)
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[MatchResult], search_term: str
+    ) -> tuple[QuerySet[MatchResult], bool]:
+        term = search_term.strip()
+        if term.isascii() and term.isdigit() and len(term) < 20:
+            # A player id: through the player index (a plain player_id filter reads the table).
+            return match_results_of_player(player_id=int(term), queryset=queryset), False
+        return super().get_search_results(request, queryset, search_term)
 
 
 @admin.register(PlayerBan)
@@ -158,16 +198,8 @@ class PlayerBanAdmin(admin.ModelAdmin):
             self.delete_model(request, ban)
 
 
-class _RecordAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(RebuildRun)
-class RebuildRunAdmin(_RecordAdmin):
+class RebuildRunAdmin(ReadOnlyAdmin):
     list_display = (
         "season",
         "day",
@@ -183,7 +215,7 @@ class RebuildRunAdmin(_RecordAdmin):
 
 
 @admin.register(ReconcileRun)
-class ReconcileRunAdmin(_RecordAdmin):
+class ReconcileRunAdmin(ReadOnlyAdmin):
     list_display = (
         "season",
         "day",

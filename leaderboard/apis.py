@@ -24,7 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView, exception_handler
 
-from seasons.selectors import SeasonRef, season_get_cached
+from seasons.selectors import SeasonRef, season_get_cached, season_list
 
 from .selectors import (
     RankingEntry,
@@ -345,3 +345,23 @@ class WeeklyTopApi(PublicApi):
             season=season_ref, iso_year=iso_year, iso_week=iso_week, limit=query["limit"]
         )
         return cacheable_list_response(request, entries=entries)
+
+
+class SeasonListApi(PublicApi):
+    """GET /api/seasons: every season, the most recent start first."""
+
+    class SeasonOutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        name = serializers.CharField()
+        status = serializers.CharField()
+        startsAt = serializers.DateTimeField(source="starts_at")
+        endsAt = serializers.DateTimeField(source="ends_at")
+        rule = serializers.CharField()
+
+    @extend_schema(
+        operation_id="seasons_list",
+        summary="Every season, the most recent start first",
+        responses={200: SeasonOutputSerializer(many=True)},
+    )
+    def get(self, request: Request) -> Response:
+        return Response(self.SeasonOutputSerializer(season_list(), many=True).data)

@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass
 from datetime import timedelta
 
+# PostgreSQL BIGINT bounds the stored ids and points: the one bound every layer checks against.
+BIGINT_MAX = (1 << 63) - 1
 MAX_TOTAL_BITS = 53
 REFERENCE_POINTS_BITS = 21
 REFERENCE_TIME_BITS = 32

@@ -18,11 +18,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Literal, cast
 
 from django.conf import settings
 
+from seasons.models import Season
 from seasons.selectors import SeasonRef
 
 from . import keys
@@ -264,3 +265,22 @@ def weekly_board_top_get(
         start=0,
         count=limit,
     )
+
+
+@dataclass(frozen=True)
+class BoardOverview:
+    size: int
+    top: list[RankingEntry]
+    snapshot_refreshed_at: datetime | None
+
+
+def season_board_overview_get(*, season: Season, limit: int = 100) -> BoardOverview:
+    """What staff see of a live board: its size, its top ``limit`` as the API ranks it, and when
+    the top-list snapshot was last refreshed (read from Redis, not from this process's memo)."""
+    client = get_board_redis()
+    size = int(client.zcard(keys.season_board(season_id=season.id)))
+    top = board_ranks_get(season=SeasonRef.from_model(season), start_rank=1, count=limit)
+    raw = client.get(keys.top_snapshot(season_id=season.id))
+    snapshot = None if raw is None else top_snapshot_decode(raw=raw, season_id=season.id)
+    refreshed = None if snapshot is None else datetime.fromtimestamp(snapshot.generated_at, UTC)
+    return BoardOverview(size=size, top=top, snapshot_refreshed_at=refreshed)

@@ -10,6 +10,7 @@ app_name = "leaderboard"
 _BOARD = "seasons/<str:season>/leaderboard"
 
 urlpatterns = [
+    path("seasons", apis.SeasonListApi.as_view(), name="season-list"),
     path(f"{_BOARD}/top", apis.BoardTopApi.as_view(), name="top"),
     path(f"{_BOARD}/players/<str:player>", apis.BoardPlayerApi.as_view(), name="player"),
     path(f"{_BOARD}/players/<str:player>/around", apis.BoardAroundApi.as_view(), name="around"),

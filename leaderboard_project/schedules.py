@@ -32,7 +32,7 @@ PERIODIC_TASKS: tuple[PeriodicTaskSpec, ...] = (
     ),
     PeriodicTaskSpec(
         name="seasons: close out ended seasons",
-        task="seasons.tasks.seasons_close_due_task",
+        task="closeout.tasks.seasons_close_due_task",
         every_seconds=60,
         description="queues season_close for every season past its end and grace period",
         expires_seconds=60,

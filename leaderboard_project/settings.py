@@ -76,9 +76,13 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "django_celery_beat",
+    # The apps, lowest layer first (the import contracts in pyproject.toml hold them to it).
     "seasons",
-    "ingestion",
     "leaderboard",
+    "ingestion",
+    "closeout",
+    # The project itself, for its management commands (demo data, the periodic schedule).
+    "leaderboard_project",
 ]
 
 MIDDLEWARE = [

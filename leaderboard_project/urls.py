@@ -15,7 +15,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
-    path("api/", include("seasons.urls")),
+    path("api/", include("closeout.urls")),
     path("api/schema", SpectacularAPIView.as_view(**_throttled), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema", **_throttled), name="docs"),
     path("api/", include("ingestion.urls")),

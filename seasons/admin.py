@@ -1,38 +1,26 @@
-"""Staff's view of seasons: live board, reward tiers, final standings, grants, actions.
+"""Staff's view of seasons, and the admin pieces every app shares.
 
 Every action asks for confirmation first, then calls one service per season and says what
 happened. To add an action, write a function with the ``confirmed_action`` decorator and
-append it to ``SeasonAdmin.actions``.
+append it to the ``actions`` of the ``SeasonAdmin`` that owns it (this one, leaderboard's or
+closeout's, each extending the one below it).
 """
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Callable, Iterable
-from itertools import pairwise
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
-from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
-from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.utils.safestring import SafeString, mark_safe
 
-from leaderboard.admin import review_final_standings
-
-from .models import FinalStanding, RewardGrant, RewardTier, Season, SeasonStatus
-from .selectors import season_board_overview_get
-from .services import (
-    CloseOutcome,
-    season_close,
-    season_create,
-    season_status_transition,
-)
+from .models import Season, SeasonStatus
+from .services import season_create, season_status_transition
 
 # --- Shared pieces -------------------------------------------------------------------------------
 
@@ -100,61 +88,6 @@ def csv_export_action(*, fields: tuple[str, ...], filename: str) -> Callable[...
 
 
 @confirmed_action(
-    description="Close out the selected seasons",
-    explanation=(
-        "Each season stops taking new results now (those achieved before its end and still "
-        "queued are still counted). Once the consumer has drained the topic, its final "
-        "standings are copied from PostgreSQL, rewards are granted by tier and its Redis keys "
-        "are dropped; until then the periodic close-out keeps checking. Running it again "
-        "grants nothing twice."
-    ),
-)
-def close_season(season: Season) -> str:
-    # One look at the consumer's offsets, no waiting inside a web request.
-    result = season_close(season_id=season.id, drain_timeout_seconds=0)
-    if result.outcome == CloseOutcome.LAGGING:
-        raise ValidationError(result.describe())  # shown as an error, not a success
-    return result.describe()
-
-
-@confirmed_action(
-    description="Rebuild the selected seasons' boards from PostgreSQL",
-    explanation=(
-        "Queues a rebuild of each season's board and of its daily boards in Redis (the weekly "
-        "boards built from them follow): each is recomputed from PostgreSQL and swapped in "
-        "atomically; results ingested meanwhile are kept."
-    ),
-)
-def rebuild_board(season: Season) -> str:
-    from leaderboard.tasks import board_rebuild_task
-
-    board_rebuild_task.delay(season_id=season.id, reason="admin")
-    return (
-        f"season {season.id}: rebuild of the season, daily and weekly boards queued "
-        "(the worker runs it; see Rebuild runs)"
-    )
-
-
-@confirmed_action(
-    description="Reconcile the selected seasons' boards with PostgreSQL",
-    explanation=(
-        "Compares each season board's size and a sample of scores with PostgreSQL, records the "
-        "drift (see Reconcile runs) and, if any, rebuilds the board."
-    ),
-)
-def reconcile_boards(season: Season) -> str:
-    from leaderboard.services import board_reconcile
-
-    result = board_reconcile(season_id=season.id)
-    if result.run_id is None:
-        return f"season {season.id}: a rebuild is running; nothing compared"
-    if not result.drift_found:
-        return f"season {season.id}: the board matches PostgreSQL"
-    repaired = "rebuilt" if result.rebuilt else "NOT rebuilt (a rebuild was running)"
-    return f"season {season.id}: drift found (reconcile run #{result.run_id}); board {repaired}"
-
-
-@confirmed_action(
     description="Start the selected seasons now (active)",
     explanation="Each scheduled season starts taking results now, even before its start date.",
 )
@@ -178,56 +111,14 @@ def make_closing(season: Season) -> str:
 # --- Admin classes -------------------------------------------------------------------------------
 
 
-class RewardTierFormSet(BaseInlineFormSet):
-    def clean(self) -> None:
-        super().clean()
-        ranges = []
-        for form in self.forms:
-            data = getattr(form, "cleaned_data", None)
-            if not data or data.get("DELETE") or data.get("rank_from") is None:
-                continue
-            ranges.append((data["rank_from"], data.get("rank_to") or data["rank_from"]))
-        ranges.sort()
-        for (low_a, high_a), (low_b, high_b) in pairwise(ranges):
-            if low_b <= high_a:
-                raise forms.ValidationError(
-                    f"tiers {low_a}-{high_a} and {low_b}-{high_b} overlap: a rank has one tier"
-                )
-
-
-class RewardTierInline(admin.TabularInline):
-    model = RewardTier
-    formset = RewardTierFormSet
-    extra = 1
-    fields = ("rank_from", "rank_to", "reward_name", "quantity")
-
-    def _editable(self, obj: Season | None) -> bool:
-        return obj is None or obj.status != SeasonStatus.CLOSED
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self._editable(obj) and super().has_add_permission(request, obj)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self._editable(obj) and super().has_change_permission(request, obj)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self._editable(obj) and super().has_delete_permission(request, obj)
-
-
 @admin.register(Season)
 class SeasonAdmin(admin.ModelAdmin):
     list_display = ("id", "name", "status", "rule", "starts_at", "ends_at", "closed_at")
     list_filter = ("status", "rule")
     search_fields = ("name", "=id")
-    inlines = [RewardTierInline]
-    actions = [
-        close_season,
-        rebuild_board,
-        reconcile_boards,
-        review_final_standings,
-        make_active,
-        make_closing,
-    ]
+    # leaderboard.admin and closeout.admin extend this class (board and close-out actions,
+    # reward tiers inline) and register the result in its place: seasons knows neither app.
+    actions = [make_active, make_closing]
     _always_read_only = (
         "status",
         "time_bits",
@@ -237,7 +128,8 @@ class SeasonAdmin(admin.ModelAdmin):
         "drain_end_offsets",
         "closed_at",
     )
-    _live_fields = ("board_size", "last_snapshot_refresh", "live_top_100")
+    # Read-only fields that layers above add (the live board).
+    _live_fields: tuple[str, ...] = ()
 
     def get_readonly_fields(self, request: HttpRequest, obj: Season | None = None) -> list[str]:
         fields = list(self._always_read_only)
@@ -278,74 +170,16 @@ class SeasonAdmin(admin.ModelAdmin):
         obj.time_bits = created.time_bits
         obj._state.adding = False
 
-    def _overview(self, obj: Season) -> Any:
-        cache = getattr(obj, "_board_overview", None)
-        if cache is None:
-            cache = season_board_overview_get(season=obj, limit=100)
-            obj._board_overview = cache  # type: ignore[attr-defined]
-        return cache
 
-    @admin.display(description="Board size (Redis)")
-    def board_size(self, obj: Season) -> int:
-        return int(self._overview(obj).size)
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records staff look at but never add, edit or delete: final standings, grants (whose
+    status alone is editable), the records of rebuilds and reconciles."""
 
-    @admin.display(description="Top list snapshot refreshed at")
-    def last_snapshot_refresh(self, obj: Season) -> str:
-        refreshed = self._overview(obj).snapshot_refreshed_at
-        return refreshed.isoformat() if refreshed else "never (no snapshot)"
-
-    @admin.display(description="Live top 100 (Redis)")
-    def live_top_100(self, obj: Season) -> SafeString:
-        return mark_safe(  # noqa: S308 (the template escapes every value)
-            render_to_string("admin/seasons/board_top.html", {"overview": self._overview(obj)})
-        )
-
-
-class _ReadOnlyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-@admin.register(FinalStanding)
-class FinalStandingAdmin(_ReadOnlyAdmin):
-    list_display = ("season", "rank", "player_id", "points", "reached_at")
-    list_filter = ("season",)
-    search_fields = ("=player_id",)
-    list_select_related = ("season",)
-    actions = [
-        csv_export_action(
-            fields=("season_id", "rank", "player_id", "points", "reached_at"),
-            filename="final_standings.csv",
-        )
-    ]
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-
-@admin.register(RewardGrant)
-class RewardGrantAdmin(_ReadOnlyAdmin):
-    list_display = ("season", "rank", "player_id", "reward_name", "quantity", "status")
-    list_filter = ("season", "status")
-    list_editable = ("status",)
-    search_fields = ("=player_id",)
-    list_select_related = ("season",)
-    fields = ("season", "tier", "rank", "player_id", "reward_name", "quantity", "status")
-    readonly_fields = ("season", "tier", "rank", "player_id", "reward_name", "quantity")
-    actions = [
-        csv_export_action(
-            fields=(
-                "season_id",
-                "rank",
-                "player_id",
-                "reward_name",
-                "quantity",
-                "status",
-                "created_at",
-            ),
-            filename="reward_grants.csv",
-        )
-    ]
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -1,4 +1,4 @@
-"""Periodic and on-demand season work (scheduled in leaderboard_project/schedules.py).
+"""Periodic season work (scheduled in leaderboard_project/schedules.py).
 
 Every task is idempotent and takes ids: a retry or a duplicate delivery changes nothing twice.
 """
@@ -6,26 +6,22 @@ Every task is idempotent and takes ids: a retry or a duplicate delivery changes 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 from typing import Any
 
 from celery import shared_task
-from django.conf import settings
 from django.db import DatabaseError
-from django.utils import timezone
 from redis.exceptions import RedisError
 
-from .models import Season, SeasonStatus
-from .services import season_close, season_statuses_sync
+from .services import season_statuses_sync
 
 logger = logging.getLogger(__name__)
 
 # Transient failures of PostgreSQL or Redis are retried with backoff; anything else is a bug
 # and surfaces in the worker's log at once.
-_TRANSIENT = (DatabaseError, RedisError, ConnectionError)
+TRANSIENT_ERRORS = (DatabaseError, RedisError, ConnectionError)
 # Bookkeeping tasks that run every few seconds: a stuck run is cut short, the next one follows.
-_QUICK_TASK: dict[str, Any] = {
-    "autoretry_for": _TRANSIENT,
+QUICK_TASK: dict[str, Any] = {
+    "autoretry_for": TRANSIENT_ERRORS,
     "retry_backoff": True,
     "max_retries": 3,
     "soft_time_limit": 20,
@@ -33,43 +29,7 @@ _QUICK_TASK: dict[str, Any] = {
 }
 
 
-# Seconds one close-out task waits for the consumer to drain before leaving it to the next sweep.
-_TASK_DRAIN_WAIT_SECONDS = 10.0
-
-
-@shared_task(**_QUICK_TASK)
+@shared_task(**QUICK_TASK)
 def season_statuses_sync_task() -> dict[str, list[int]]:
     result = season_statuses_sync()
     return {"activated": list(result.activated), "closing": list(result.closing)}
-
-
-@shared_task(**_QUICK_TASK)
-def seasons_close_due_task() -> list[int]:
-    """Queue a close-out for every season whose end and drain grace have passed."""
-    season_statuses_sync()
-    drained_before = timezone.now() - timedelta(seconds=settings.SEASON_CLOSE_GRACE_SECONDS)
-    due = list(
-        Season.objects.filter(status=SeasonStatus.CLOSING, closing_since__lte=drained_before)
-        .order_by("id")
-        .values_list("id", flat=True)
-    )
-    for season_id in due:
-        season_close_task.delay(season_id=season_id)
-    return due
-
-
-@shared_task(
-    autoretry_for=_TRANSIENT,
-    retry_backoff=True,
-    max_retries=5,
-    # The standings query reads every result of the season once: minutes at tens of millions.
-    soft_time_limit=600,
-    time_limit=660,
-)
-def season_close_task(*, season_id: int) -> str:
-    # A short wait for the drain, not SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS: a worker slot held for
-    # minutes would stall the every-second top-list refresh. A season still lagging stays
-    # closing, unfinalized, and the sweep (seasons_close_due_task, every minute) queues this
-    # again: that is the retry, and never two retry chains per season.
-    wait = min(settings.SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS, _TASK_DRAIN_WAIT_SECONDS)
-    return season_close(season_id=season_id, drain_timeout_seconds=wait).describe()

@@ -6,7 +6,7 @@ from typing import Any
 
 import factory
 
-from ingestion.models import MatchResult
+from leaderboard.models import MatchResult
 from seasons.models import ScoringRule, Season
 from seasons.services import season_create
 

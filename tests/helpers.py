@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime
 
-from ingestion.models import MatchResult
+from leaderboard.models import MatchResult
 from seasons.models import ScoringRule, Season
 
 

@@ -1,6 +1,6 @@
 """Writes to the boards, one module per concept: ``apply`` (ingestion), ``rebuild``,
-``reconcile``, ``corrections`` (voids, bans), ``standings`` (a closed season's corrections),
-``derived`` (top-list snapshots, weekly boards). Callers import from here.
+``reconcile``, ``corrections`` (voids, bans), ``derived`` (top-list snapshots, weekly boards),
+``unlink`` (dropping a closed season's keys). Callers import from here.
 """
 
 from __future__ import annotations
@@ -54,13 +54,7 @@ from .reconcile import (
     boards_reconcile_live_seasons,
     reconcile_days,
 )
-from .standings import (
-    GrantChange,
-    StandingChange,
-    StandingsReview,
-    season_standings_correct,
-    season_standings_review,
-)
+from .unlink import season_keys_unlink
 
 __all__ = [
     "DEFAULT_RECONCILE_SAMPLE",
@@ -80,13 +74,10 @@ __all__ = [
     "BoardsCorrected",
     "Correction",
     "CountedResult",
-    "GrantChange",
     "RebuildInProgressError",
     "RebuildResult",
     "ReconcileResult",
     "SeasonBoardsRebuilt",
-    "StandingChange",
-    "StandingsReview",
     "WeeklyBuildError",
     "board_rebuild",
     "board_reconcile",
@@ -100,8 +91,7 @@ __all__ = [
     "player_unban",
     "reconcile_days",
     "season_boards_rebuild",
-    "season_standings_correct",
-    "season_standings_review",
+    "season_keys_unlink",
     "top_snapshot_refresh",
     "top_snapshots_refresh",
     "weekly_board_build",

@@ -11,10 +11,9 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
-from ingestion.models import MatchResult
-from ingestion.selectors import board_days_with_results
 from leaderboard import keys
-from leaderboard.models import PlayerBan
+from leaderboard.board_scores import board_days_with_results
+from leaderboard.models import MatchResult, PlayerBan
 from leaderboard.redis import get_board_redis
 from seasons.models import (
     Season,

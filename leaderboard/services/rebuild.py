@@ -21,8 +21,8 @@ import redis
 from django.db import connection, transaction
 from django.utils import timezone
 
-from ingestion.selectors import board_scores_zadd_chunks
 from leaderboard import keys
+from leaderboard.board_scores import board_scores_zadd_chunks
 from leaderboard.models import RebuildRun, RunStatus
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import get_script

@@ -8,7 +8,7 @@ from typing import cast
 
 import redis
 
-from ingestion.selectors import (
+from leaderboard.board_scores import (
     board_member_count,
     board_players_sample,
     board_scores_for_players,

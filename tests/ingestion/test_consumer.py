@@ -13,9 +13,8 @@ import pytest
 from django.db import connection
 
 from ingestion.consumer import IngestTotals, MatchResultConsumer
-from ingestion.models import MatchResult
 from leaderboard import keys
-from leaderboard.models import PlayerBan
+from leaderboard.models import MatchResult, PlayerBan
 from seasons.models import ScoringRule, SeasonStatus
 from tests.helpers import make_season, wait_until
 

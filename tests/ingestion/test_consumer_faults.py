@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 
 from ingestion.consumer import MatchResultConsumer
-from ingestion.models import MatchResult
+from leaderboard.models import MatchResult
 from seasons.models import ScoringRule
 from tests.helpers import make_season, wait_until
 
@@ -51,7 +51,7 @@ def _committed_total(topic: str, group: str) -> int:
 def test_redis_outage_waits_and_resumes_without_loss_or_double_count(
     kafka_topic_factory, settings, board_redis, caplog
 ) -> None:
-    caplog.set_level(logging.INFO, logger="ingestion.consumer")
+    caplog.set_level(logging.INFO, logger="ingestion")
     season = make_season(rule=ScoringRule.CUMULATIVE)
     topic, dlq = kafka_topic_factory("redis-down", partitions=2), kafka_topic_factory("dlq")
     redis_port = urlparse(settings.CACHES["boards"]["LOCATION"]).port or 6379
@@ -137,7 +137,7 @@ def test_postgresql_outage_waits_and_resumes_without_loss_or_double_count(
 def test_a_stop_while_redis_is_down_leaves_the_batch_uncommitted_for_redelivery(
     kafka_topic_factory, settings, board_redis, caplog
 ) -> None:
-    caplog.set_level(logging.INFO, logger="ingestion.consumer")
+    caplog.set_level(logging.INFO, logger="ingestion")
     season = make_season(rule=ScoringRule.CUMULATIVE)
     topic, dlq = kafka_topic_factory("stop-down", partitions=2), kafka_topic_factory("dlq")
     proxy = TcpProxy(urlparse(settings.CACHES["boards"]["LOCATION"]).port or 6379)

@@ -14,7 +14,7 @@ import pytest
 from django.db.models import Max
 
 from ingestion.consumer import MatchResultConsumer
-from ingestion.models import MatchResult
+from leaderboard.models import MatchResult
 from seasons.models import ScoringRule
 from tests.helpers import make_season, wait_until
 

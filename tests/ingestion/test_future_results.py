@@ -12,8 +12,8 @@ from rest_framework.test import APIClient
 
 from ingestion import schema
 from ingestion.consumer import MatchResultConsumer
-from ingestion.models import MatchResult
 from ingestion.services import game_server_token_create
+from leaderboard.models import MatchResult
 from seasons.models import SeasonStatus
 from tests.helpers import make_season
 

@@ -12,7 +12,6 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import ProtectedError
 
 from ingestion import services
-from ingestion.models import MatchResult
 from ingestion.schema import UNKNOWN_SEASON, message_decode
 from ingestion.services import (
     ConsumedRecord,
@@ -21,6 +20,7 @@ from ingestion.services import (
     match_results_ingest,
     match_results_store,
 )
+from leaderboard.models import MatchResult
 from seasons.models import ScoringRule, Season
 from tests.helpers import make_season, subprocess_database_url
 

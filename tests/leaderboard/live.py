@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import redis
 from django.db import connection, transaction
 
-from ingestion.models import MatchResult
+from leaderboard.models import MatchResult
 from leaderboard.services import CountedResult, board_results_apply
 from seasons.models import Season
 

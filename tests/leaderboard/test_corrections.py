@@ -7,21 +7,19 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
-from ingestion.models import MatchResult
-from leaderboard import keys
-from leaderboard.models import PlayerBan
-from leaderboard.services import (
-    boards_correct,
-    match_result_void,
-    player_ban,
+from closeout.models import FinalStanding, GrantStatus, RewardGrant
+from closeout.services import (
+    reward_tier_create,
+    season_close,
     season_standings_correct,
     season_standings_review,
-    weekly_board_build,
 )
+from leaderboard import keys
+from leaderboard.models import MatchResult, PlayerBan
+from leaderboard.services import boards_correct, match_result_void, player_ban, weekly_board_build
 from leaderboard_project.celery import app as celery_app
-from seasons.models import FinalStanding, GrantStatus, RewardGrant, ScoringRule, SeasonStatus
+from seasons.models import ScoringRule, SeasonStatus
 from seasons.selectors import SeasonRef
-from seasons.services import reward_tier_create, season_close
 from tests.helpers import expected_board, make_season
 from tests.leaderboard import live
 
@@ -186,7 +184,7 @@ def test_admin_void_asks_a_reason_then_voids_and_rebuilds(board_redis, staff_cli
     season = make_season(status=SeasonStatus.ACTIVE)
     results = _ingest(board_redis, season, n=20)
     victim = results[0]
-    url = "/admin/ingestion/matchresult/"
+    url = "/admin/leaderboard/matchresult/"
     form = {"action": "void_match_results", "_selected_action": [victim.pk]}
     page = staff_client.post(url, form)
     assert page.status_code == 200
@@ -243,7 +241,7 @@ def test_admin_review_page_renders_and_applies(
 def test_admin_corrections_refuse_non_staff(client):
     user = get_user_model().objects.create_user("player", "p@example.com", "pw")
     client.force_login(user)
-    for url in ("/admin/leaderboard/playerban/add/", "/admin/ingestion/matchresult/"):
+    for url in ("/admin/leaderboard/playerban/add/", "/admin/leaderboard/matchresult/"):
         response = client.get(url)
         assert response.status_code == 302
         assert "/admin/login/" in response["Location"]

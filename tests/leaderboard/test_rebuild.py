@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from ingestion.models import MatchResult
 from leaderboard import keys
+from leaderboard.models import MatchResult
 from leaderboard.services import (
     PHASE_ACTIVATED,
     PHASE_LOADED,

@@ -7,9 +7,8 @@ import pytest
 from django.conf import settings as django_settings
 from django.utils import timezone
 
-from ingestion.models import MatchResult
 from leaderboard import keys
-from leaderboard.models import ReconcileRun
+from leaderboard.models import MatchResult, ReconcileRun
 from leaderboard.redis import get_board_redis
 from leaderboard.services import board_reconcile, boards_reconcile_live_seasons, reconcile_days
 from seasons.models import ScoringRule, SeasonStatus

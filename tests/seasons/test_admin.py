@@ -7,9 +7,10 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from closeout.models import RewardGrant, RewardTier
+from closeout.services import reward_tier_create, season_close
 from leaderboard import keys
-from seasons.models import RewardGrant, RewardTier, Season, SeasonStatus
-from seasons.services import reward_tier_create, season_close
+from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
@@ -197,14 +198,14 @@ def test_standings_and_grants_are_read_only_with_csv(
     staff: Client, season: Season, drained_match_results
 ) -> None:
     season_close(season_id=season.id, grace_seconds=0)
-    assert staff.get("/admin/seasons/finalstanding/").status_code == 200
-    assert staff.get("/admin/seasons/finalstanding/add/").status_code == 403
-    grants = staff.get("/admin/seasons/rewardgrant/")
+    assert staff.get("/admin/closeout/finalstanding/").status_code == 200
+    assert staff.get("/admin/closeout/finalstanding/add/").status_code == 403
+    grants = staff.get("/admin/closeout/rewardgrant/")
     assert grants.status_code == 200
 
     ids = [str(pk) for pk in RewardGrant.objects.values_list("id", flat=True)]
     csv_response = staff.post(
-        "/admin/seasons/rewardgrant/", {"action": "export_csv", ACTION_CHECKBOX_NAME: ids}
+        "/admin/closeout/rewardgrant/", {"action": "export_csv", ACTION_CHECKBOX_NAME: ids}
     )
     assert csv_response["Content-Type"] == "text/csv"
     lines = csv_response.content.decode().splitlines()
@@ -215,7 +216,7 @@ def test_standings_and_grants_are_read_only_with_csv(
     ]
     standing_ids = [str(pk) for pk in season.final_standings.values_list("id", flat=True)]
     csv_response = staff.post(
-        "/admin/seasons/finalstanding/",
+        "/admin/closeout/finalstanding/",
         {"action": "export_csv", ACTION_CHECKBOX_NAME: standing_ids},
     )
     assert csv_response.content.decode().splitlines() == [
@@ -227,7 +228,7 @@ def test_standings_and_grants_are_read_only_with_csv(
 
     # Staff change a grant's status, and only that.
     grant = RewardGrant.objects.get(player_id=12)
-    page = staff.post(f"/admin/seasons/rewardgrant/{grant.id}/change/", {"status": "delivered"})
+    page = staff.post(f"/admin/closeout/rewardgrant/{grant.id}/change/", {"status": "delivered"})
     assert page.status_code == 302
     grant.refresh_from_db()
     assert (grant.status, grant.player_id, grant.rank) == ("delivered", 12, 1)
@@ -239,8 +240,8 @@ def test_non_staff_users_are_turned_away(outsider: Client, season: Season, setti
     for url in (
         SEASONS,
         f"{SEASONS}{season.id}/change/",
-        "/admin/seasons/finalstanding/",
-        "/admin/seasons/rewardgrant/",
+        "/admin/closeout/finalstanding/",
+        "/admin/closeout/rewardgrant/",
     ):
         response = outsider.get(url)
         assert response.status_code == 302

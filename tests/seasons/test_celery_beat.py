@@ -18,9 +18,10 @@ from django.core.management import call_command
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
+from closeout.models import FinalStanding, RewardGrant
+from closeout.services import reward_tier_create
 from leaderboard import keys
-from seasons.models import FinalStanding, RewardGrant, Season, SeasonStatus
-from seasons.services import reward_tier_create
+from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
 from tests.helpers import subprocess_database_url, wait_until
 

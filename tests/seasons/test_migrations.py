@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 
-from ingestion.models import MatchResult
+from leaderboard.models import MatchResult
 from tests.factories import MatchResultFactory
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from ingestion.selectors import match_results_of_player
+from leaderboard.board_scores import match_results_of_player
 from tests.helpers import make_result, make_season
 
 pytestmark = pytest.mark.django_db
 
-CHANGELIST = "admin:ingestion_matchresult_changelist"
+CHANGELIST = "admin:leaderboard_matchresult_changelist"
 
 
 def _listed(admin_client, term: str) -> set:

@@ -8,8 +8,7 @@ import pytest
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from ingestion.models import MatchResult
-from ingestion.selectors import (
+from leaderboard.board_scores import (
     board_member_count,
     board_players_sample,
     board_scores_chunks,
@@ -19,7 +18,7 @@ from ingestion.selectors import (
     player_id_split,
 )
 from leaderboard.codec import CodecError
-from leaderboard.models import PlayerBan
+from leaderboard.models import MatchResult, PlayerBan
 from seasons.models import ScoringRule
 from tests.helpers import expected_board, make_result, make_season
 

@@ -6,7 +6,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from seasons.services import CloseOutcome, season_close
+from closeout.services import CloseOutcome, season_close
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-"""Season endpoints of the HTTP API."""
+"""The close-out's public endpoint: a closed season's final standings."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from leaderboard.apis import PublicApi
-from leaderboard.throttling import AnonFixedWindowThrottle
 
-from .selectors import SeasonNotFinal, season_final_standings_list, season_list
+from .selectors import SeasonNotFinal, season_final_standings_list
 
 
 class FinalEntrySerializer(serializers.Serializer):
@@ -24,11 +22,8 @@ class FinalEntrySerializer(serializers.Serializer):
     reachedAt = serializers.DateTimeField(source="reached_at")
 
 
-class SeasonStandingsApi(APIView):
+class SeasonStandingsApi(PublicApi):
     """GET /api/seasons/{season}/standings?limit=1000: a closed season's final entries."""
-
-    # Public like the board reads: the same budget per client (each request reads PostgreSQL).
-    throttle_classes = [AnonFixedWindowThrottle]
 
     class InputSerializer(serializers.Serializer):
         limit = serializers.IntegerField(required=False, min_value=1)
@@ -62,23 +57,3 @@ class SeasonStandingsApi(APIView):
             return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
         output = self.OutputSerializer({"season_id": season_id, "entries": standings})
         return Response(output.data)
-
-
-class SeasonListApi(PublicApi):
-    """GET /api/seasons: every season, the most recent start first."""
-
-    class SeasonOutputSerializer(serializers.Serializer):
-        id = serializers.IntegerField()
-        name = serializers.CharField()
-        status = serializers.CharField()
-        startsAt = serializers.DateTimeField(source="starts_at")
-        endsAt = serializers.DateTimeField(source="ends_at")
-        rule = serializers.CharField()
-
-    @extend_schema(
-        operation_id="seasons_list",
-        summary="Every season, the most recent start first",
-        responses={200: SeasonOutputSerializer(many=True)},
-    )
-    def get(self, request: Request) -> Response:
-        return Response(self.SeasonOutputSerializer(season_list(), many=True).data)

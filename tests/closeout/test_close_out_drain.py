@@ -13,16 +13,12 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from closeout.models import FinalStanding, RewardGrant
+from closeout.services import CloseOutcome, reward_tier_create, season_close
 from ingestion.consumer import MatchResultConsumer
 from leaderboard import keys
-from seasons.models import FinalStanding, RewardGrant, Season, SeasonStatus
-from seasons.services import (
-    CloseOutcome,
-    reward_tier_create,
-    season_close,
-    season_status_transition,
-    season_statuses_sync,
-)
+from seasons.models import Season, SeasonStatus
+from seasons.services import season_status_transition, season_statuses_sync
 from tests.factories import MatchResultFactory, SeasonFactory
 from tests.ingestion.ingest_helpers import (
     Result,
@@ -162,7 +158,7 @@ def test_a_reopened_season_drains_afresh(drain, season):
 
 
 def test_the_task_waits_briefly_and_leaves_it_to_the_next_sweep(drain, season, settings):
-    from seasons.tasks import season_close_task
+    from closeout.tasks import season_close_task
 
     topic, _, _ = drain
     publish_results(topic, [result(season, 1, 5, END - timedelta(seconds=3))])

@@ -9,19 +9,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from seasons.models import (
-    FinalStanding,
-    GrantStatus,
-    RewardGrant,
-    RewardTier,
-    Season,
-    SeasonStatus,
-)
-from seasons.selectors import (
-    StandingRow,
-    season_standings_compute,
-)
-from seasons.services import final_standings_replace
+from seasons.models import Season, SeasonStatus
+
+from ..models import FinalStanding, GrantStatus, RewardGrant, RewardTier
+from ..selectors import StandingRow, season_standings_compute
+from .close_out import final_standings_replace
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from seasons.models import RewardTier
-from seasons.services import reward_tier_create
+from closeout.models import RewardTier
+from closeout.services import reward_tier_create
 from tests.factories import SeasonFactory
 
 

@@ -1,11 +1,10 @@
-"""Seasons API routes, included under ``api/``."""
+"""Close-out API routes, included under ``api/``."""
 
 from django.urls import path
 
 from . import apis
 
 urlpatterns = [
-    path("seasons", apis.SeasonListApi.as_view(), name="season-list"),
     path(
         "seasons/<int:season_id>/standings",
         apis.SeasonStandingsApi.as_view(),

@@ -6,9 +6,10 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from closeout.models import FinalStanding, RewardGrant
+from closeout.services import CloseOutcome, reward_tier_create, season_close
 from leaderboard import keys
-from seasons.models import FinalStanding, RewardGrant, Season, SeasonStatus
-from seasons.services import CloseOutcome, reward_tier_create, season_close
+from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
@@ -56,7 +57,7 @@ def best_season(board_redis) -> Season:
         MatchResultFactory.create(
             season=season, player_id=player, points=points, achieved_at=at(seconds)
         )
-    from ingestion.models import MatchResult
+    from leaderboard.models import MatchResult
 
     MatchResult.objects.filter(player_id=6, points=5000).update(voided_at=START)
     reward_tier_create(season_id=season.id, rank_from=1, rank_to=1, reward_name="crown")

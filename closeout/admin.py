@@ -1,0 +1,179 @@
+"""Staff's view of the close-out: reward tiers (inline on the season), the close-out and the
+review of corrected standings (season actions), final standings and grants."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.forms.models import BaseInlineFormSet
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+
+from leaderboard import admin as leaderboard_admin
+from seasons.admin import ReadOnlyAdmin, confirmed_action, csv_export_action
+from seasons.models import Season, SeasonStatus
+
+from .models import FinalStanding, RewardGrant, RewardTier
+from .services import (
+    CloseOutcome,
+    season_close,
+    season_standings_correct,
+    season_standings_review,
+)
+
+
+@confirmed_action(
+    description="Close out the selected seasons",
+    explanation=(
+        "Each season stops taking new results now (those achieved before its end and still "
+        "queued are still counted). Once the consumer has drained the topic, its final "
+        "standings are copied from PostgreSQL, rewards are granted by tier and its Redis keys "
+        "are dropped; until then the periodic close-out keeps checking. Running it again "
+        "grants nothing twice."
+    ),
+)
+def close_season(season: Season) -> str:
+    # One look at the consumer's offsets, no waiting inside a web request.
+    result = season_close(season_id=season.id, drain_timeout_seconds=0)
+    if result.outcome == CloseOutcome.LAGGING:
+        raise ValidationError(result.describe())  # shown as an error, not a success
+    return result.describe()
+
+
+@admin.action(
+    description="Review corrected final standings (closed seasons)", permissions=["change"]
+)
+def review_final_standings(
+    modeladmin: admin.ModelAdmin[Season], request: HttpRequest, queryset: QuerySet[Season]
+) -> TemplateResponse | None:
+    fingerprint = request.POST.get("fingerprint")
+    if fingerprint:
+        for season in queryset:
+            try:
+                review = season_standings_correct(season_id=season.id, fingerprint=fingerprint)
+            except ValidationError as exc:
+                modeladmin.message_user(
+                    request, f"season {season.id}: {'; '.join(exc.messages)}", messages.ERROR
+                )
+                continue
+            modeladmin.message_user(
+                request,
+                f"season {season.id}: {len(review.standings)} standing(s) and "
+                f"{len(review.grants)} grant(s) corrected.",
+                messages.SUCCESS,
+            )
+        return None
+    reviews = []
+    for season in queryset.order_by("id"):
+        try:
+            reviews.append(season_standings_review(season_id=season.id))
+        except ValidationError as exc:
+            modeladmin.message_user(
+                request, f"season {season.id}: {'; '.join(exc.messages)}", messages.ERROR
+            )
+    if not reviews:
+        return None
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": "Corrected final standings and grants",
+        "reviews": reviews,
+        "opts": modeladmin.model._meta,
+        "action": "review_final_standings",
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+    }
+    return TemplateResponse(request, "admin/closeout/standings_review.html", context)
+
+
+class RewardTierFormSet(BaseInlineFormSet):
+    def clean(self) -> None:
+        super().clean()
+        ranges = []
+        for form in self.forms:
+            data = getattr(form, "cleaned_data", None)
+            if not data or data.get("DELETE") or data.get("rank_from") is None:
+                continue
+            ranges.append((data["rank_from"], data.get("rank_to") or data["rank_from"]))
+        ranges.sort()
+        for (low_a, high_a), (low_b, high_b) in pairwise(ranges):
+            if low_b <= high_a:
+                raise forms.ValidationError(
+                    f"tiers {low_a}-{high_a} and {low_b}-{high_b} overlap: a rank has one tier"
+                )
+
+
+class RewardTierInline(admin.TabularInline):
+    model = RewardTier
+    formset = RewardTierFormSet
+    extra = 1
+    fields = ("rank_from", "rank_to", "reward_name", "quantity")
+
+    def _editable(self, obj: Season | None) -> bool:
+        return obj is None or obj.status != SeasonStatus.CLOSED
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._editable(obj) and super().has_add_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._editable(obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._editable(obj) and super().has_delete_permission(request, obj)
+
+
+class SeasonAdmin(leaderboard_admin.SeasonAdmin):
+    inlines = [RewardTierInline]
+    actions = [close_season, *leaderboard_admin.SeasonAdmin.actions, review_final_standings]
+
+
+admin.site.unregister(Season)
+admin.site.register(Season, SeasonAdmin)
+
+
+@admin.register(FinalStanding)
+class FinalStandingAdmin(ReadOnlyAdmin):
+    list_display = ("season", "rank", "player_id", "points", "reached_at")
+    list_filter = ("season",)
+    search_fields = ("=player_id",)
+    list_select_related = ("season",)
+    actions = [
+        csv_export_action(
+            fields=("season_id", "rank", "player_id", "points", "reached_at"),
+            filename="final_standings.csv",
+        )
+    ]
+
+
+@admin.register(RewardGrant)
+class RewardGrantAdmin(ReadOnlyAdmin):
+    list_display = ("season", "rank", "player_id", "reward_name", "quantity", "status")
+    list_filter = ("season", "status")
+    list_editable = ("status",)
+    search_fields = ("=player_id",)
+    list_select_related = ("season",)
+    fields = ("season", "tier", "rank", "player_id", "reward_name", "quantity", "status")
+    readonly_fields = ("season", "tier", "rank", "player_id", "reward_name", "quantity")
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Only the status changes (delivered, revoked): everything else is what was granted.
+        return admin.ModelAdmin.has_change_permission(self, request, obj)
+
+    actions = [
+        csv_export_action(
+            fields=(
+                "season_id",
+                "rank",
+                "player_id",
+                "reward_name",
+                "quantity",
+                "status",
+                "created_at",
+            ),
+            filename="reward_grants.csv",
+        )
+    ]

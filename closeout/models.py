@@ -1,0 +1,149 @@
+"""What a season's close-out produces and pays: reward tiers, final standings, grants.
+
+These models lived in ``seasons`` before the close-out became its own app; their tables keep
+their names (``db_table``), so the move changed no row and no constraint (migration 0001 is
+state-only).
+"""
+
+from __future__ import annotations
+
+from django.contrib.postgres.constraints import ExclusionConstraint
+from django.contrib.postgres.fields import IntegerRangeField, RangeOperators
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils import timezone
+
+from seasons.models import Season
+
+
+class RewardTier(models.Model):
+    """What the players ranked ``rank_from``..``rank_to`` (inclusive) of a season receive."""
+
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="reward_tiers")
+    rank_from = models.PositiveIntegerField()
+    rank_to = models.PositiveIntegerField()
+    reward_name = models.CharField(max_length=200)
+    quantity = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        db_table = "seasons_rewardtier"
+        ordering = ["season", "rank_from"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(rank_from__gte=1), name="reward_tier_rank_from_positive"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(rank_to__gte=models.F("rank_from")),
+                name="reward_tier_rank_to_not_before_from",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(quantity__gte=1), name="reward_tier_quantity_positive"
+            ),
+            # Two tiers of one season never share a rank (needs btree_gist for the "=" part).
+            ExclusionConstraint(
+                name="reward_tier_no_overlap",
+                expressions=[
+                    ("season", RangeOperators.EQUAL),
+                    (
+                        models.Func(
+                            models.F("rank_from"),
+                            models.F("rank_to"),
+                            models.Value("[]"),
+                            function="int4range",
+                            output_field=IntegerRangeField(),
+                        ),
+                        RangeOperators.OVERLAPS,
+                    ),
+                ],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"ranks {self.rank_from}-{self.rank_to}: {self.quantity} x {self.reward_name}"
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.rank_from is not None and self.rank_from < 1:
+            errors["rank_from"] = "Ranks start at 1."
+        if self.rank_from is not None and self.rank_to is not None:
+            if self.rank_to < self.rank_from:
+                errors["rank_to"] = "rank_to must be at least rank_from."
+            elif self.season_id is not None and not errors:
+                overlapping = (
+                    RewardTier.objects.filter(
+                        season_id=self.season_id,
+                        rank_from__lte=self.rank_to,
+                        rank_to__gte=self.rank_from,
+                    )
+                    .exclude(pk=self.pk)
+                    .first()
+                )
+                if overlapping is not None:
+                    errors["rank_from"] = (
+                        f"ranks {self.rank_from}-{self.rank_to} overlap the tier "
+                        f"{overlapping.rank_from}-{overlapping.rank_to} ({overlapping.reward_name})"
+                    )
+        if errors:
+            raise ValidationError(errors)
+
+
+class FinalStanding(models.Model):
+    """A season's final entry, copied into PostgreSQL at close-out (the top N only)."""
+
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="final_standings")
+    rank = models.PositiveIntegerField()
+    player_id = models.BigIntegerField()
+    points = models.BigIntegerField()
+    # The moment the board credits the score to (season start + whole ticks), as the board shows.
+    reached_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "seasons_finalstanding"
+        ordering = ["season", "rank"]
+        constraints = [
+            models.UniqueConstraint(fields=["season", "rank"], name="final_standing_season_rank"),
+            models.UniqueConstraint(
+                fields=["season", "player_id"], name="final_standing_season_player"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.rank} player {self.player_id}: {self.points}"
+
+
+class GrantStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DELIVERED = "delivered", "Delivered"
+    REVOKED = "revoked", "Revoked"
+
+
+class RewardGrant(models.Model):
+    """One player's reward from one season; the tier's name and quantity are copied at grant
+    time so a later tier edit never rewrites what was granted."""
+
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="reward_grants")
+    tier = models.ForeignKey(
+        RewardTier, on_delete=models.SET_NULL, null=True, blank=True, related_name="grants"
+    )
+    player_id = models.BigIntegerField()
+    rank = models.PositiveIntegerField()
+    reward_name = models.CharField(max_length=200)
+    quantity = models.PositiveIntegerField()
+    status = models.CharField(
+        max_length=16, choices=GrantStatus.choices, default=GrantStatus.PENDING
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "seasons_rewardgrant"
+        ordering = ["season", "rank"]
+        constraints = [
+            # At most one grant per player and season: what makes a second close-out grant nothing.
+            models.UniqueConstraint(
+                fields=["season", "player_id"], name="reward_grant_season_player"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"player {self.player_id} (#{self.rank}): {self.quantity} x {self.reward_name}"

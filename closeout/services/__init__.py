@@ -1,0 +1,35 @@
+"""Writes of the close-out, one module per concept: ``close_out`` (drain, final standings,
+grants, dropping the keys), ``rewards`` (tiers, grant status), ``standings`` (a closed season's
+corrections, reviewed before they apply). Callers import from here.
+"""
+
+from __future__ import annotations
+
+from .close_out import (
+    CloseOutcome,
+    SeasonCloseResult,
+    final_standings_replace,
+    season_close,
+)
+from .rewards import reward_grant_status_set, reward_tier_create
+from .standings import (
+    GrantChange,
+    StandingChange,
+    StandingsReview,
+    season_standings_correct,
+    season_standings_review,
+)
+
+__all__ = [
+    "CloseOutcome",
+    "GrantChange",
+    "SeasonCloseResult",
+    "StandingChange",
+    "StandingsReview",
+    "final_standings_replace",
+    "reward_grant_status_set",
+    "reward_tier_create",
+    "season_close",
+    "season_standings_correct",
+    "season_standings_review",
+]

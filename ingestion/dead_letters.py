@@ -1,0 +1,58 @@
+"""The dead-letter sink: messages that cannot be applied go to the dead-letter topic.
+
+Each letter keeps the original key and bytes; the reason and the source (topic, partition,
+offset) travel in headers (``services.dead_letter_headers``, docs/ingestion.md). ``publish``
+returns only once the broker has acknowledged every letter (``acks=all``), because the batch's
+offsets are committed right after: a letter lost there would be a message lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from kafka import KafkaProducer
+
+from .services import DeadLetter, dead_letter_headers
+
+logger = logging.getLogger(__name__)
+
+
+def dead_letter_producer(*, bootstrap_servers: Sequence[str], client_id: str) -> KafkaProducer:
+    return KafkaProducer(
+        bootstrap_servers=list(bootstrap_servers),
+        client_id=client_id,
+        acks="all",
+        linger_ms=5,
+    )
+
+
+class KafkaDeadLetterSink:
+    """``services.DeadLetterSink`` on a Kafka topic."""
+
+    def __init__(self, *, producer: KafkaProducer, topic: str, source_topic: str) -> None:
+        self._producer = producer
+        self._topic = topic
+        self._source_topic = source_topic
+
+    def publish(self, *, letters: Sequence[DeadLetter]) -> None:
+        futures = [
+            self._producer.send(
+                self._topic,
+                key=letter.record.key,
+                value=letter.record.value,
+                headers=dead_letter_headers(letter=letter, topic=self._source_topic),
+            )
+            for letter in letters
+        ]
+        self._producer.flush(timeout=30)
+        for future in futures:
+            future.get(timeout=30)
+        for letter in letters:
+            logger.info(
+                "dead letter: %s partition %d offset %d: %s",
+                self._source_topic,
+                letter.record.partition,
+                letter.record.offset,
+                letter.reason,
+            )

@@ -1,0 +1,87 @@
+"""Kafka offsets of the consumer: what to commit after a batch, committing it, and the lag.
+
+Offsets are committed only after the batch is on both sinks (docs/ingestion.md); the commit is
+the last step of a batch and the only one a group rebalance can refuse.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kafka import KafkaConsumer
+from kafka.errors import (
+    CommitFailedError,
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+from .services import Retrying
+
+logger = logging.getLogger(__name__)
+
+# Commit errors that mean "the group is rebalancing or has moved on", not "Kafka is down".
+_REBALANCING: tuple[type[BaseException], ...] = (
+    CommitFailedError,
+    RebalanceInProgressError,
+    IllegalGenerationError,
+    UnknownMemberIdError,
+    FencedInstanceIdError,
+)
+
+
+class _CommitSkipped(Exception):
+    pass
+
+
+def next_offsets(polled: Mapping[TopicPartition, Sequence[Any]]) -> dict[TopicPartition, int]:
+    """The offsets to commit once a polled batch is handled: one past its last record."""
+    return {tp: batch[-1].offset + 1 for tp, batch in polled.items()}
+
+
+def offsets_commit(
+    *, consumer: KafkaConsumer, offsets: Mapping[TopicPartition, int], retrying: Retrying
+) -> bool:
+    """Commit ``offsets``, waiting through a Kafka outage; False if a rebalance refused them."""
+
+    def commit() -> None:
+        try:
+            consumer.commit(
+                offsets={tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()},
+                timeout_ms=10_000,
+            )
+        except _REBALANCING as exc:
+            # Not a dependency outage: the group rebalances, and only the next poll() takes
+            # part in it, so retrying here would wait forever. The batch is on both sinks;
+            # whoever owns these partitions next starts from the last committed offsets and
+            # the exactly-once rule absorbs the replay.
+            raise _CommitSkipped(exc) from exc
+
+    try:
+        retrying("Kafka (offset commit)", commit)
+    except _CommitSkipped as skipped:
+        logger.warning("offset commit skipped during a group rebalance: %s", skipped)
+        return False
+    return True
+
+
+def consumer_lag(*, consumer: KafkaConsumer, positions: Mapping[int, int]) -> int | None:
+    """Sum over the assigned partitions of (high watermark - committed position).
+
+    ``positions`` maps partition -> next offset to read, as this consumer last committed it.
+    None when no assigned partition has both figures yet (nothing fetched or committed).
+    """
+    lag = 0
+    known = False
+    for tp in consumer.assignment():
+        highwater = consumer.highwater(tp)
+        position = positions.get(tp.partition)
+        if highwater is None or position is None:
+            continue
+        known = True
+        lag += max(0, highwater - position)
+    return lag if known else None

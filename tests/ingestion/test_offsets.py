@@ -1,0 +1,78 @@
+"""What the consumer commits after a batch, when a commit is given up, and how lag is summed."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from types import SimpleNamespace
+
+import pytest
+from kafka.errors import CommitFailedError, KafkaTimeoutError, RebalanceInProgressError
+from kafka.structs import TopicPartition
+
+from ingestion.offsets import consumer_lag, next_offsets, offsets_commit
+from ingestion.retrying import Backoff
+
+A, B = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+class FakeConsumer:
+    """The slice of KafkaConsumer the offsets module uses, with scripted commit failures."""
+
+    def __init__(
+        self,
+        *,
+        failures: list[Exception] | None = None,
+        highwater: dict[TopicPartition, int | None] | None = None,
+    ) -> None:
+        self.failures = list(failures or [])
+        self.commits: list[dict[TopicPartition, int]] = []
+        self._highwater = highwater or {}
+
+    def commit(self, *, offsets, timeout_ms: int) -> None:
+        if self.failures:
+            raise self.failures.pop(0)
+        self.commits.append({tp: meta.offset for tp, meta in offsets.items()})
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._highwater)
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        return self._highwater[tp]
+
+
+def _backoff() -> Backoff:
+    return Backoff(stop=threading.Event(), max_delay=0.01)
+
+
+def test_the_next_offsets_are_one_past_each_partitions_last_record() -> None:
+    polled = {
+        A: [SimpleNamespace(offset=5), SimpleNamespace(offset=9)],
+        B: [SimpleNamespace(offset=0)],
+    }
+    assert next_offsets(polled) == {A: 10, B: 1}
+
+
+def test_a_commit_waits_through_a_kafka_outage() -> None:
+    consumer = FakeConsumer(failures=[KafkaTimeoutError("down"), KafkaTimeoutError("down")])
+
+    assert offsets_commit(consumer=consumer, offsets={A: 10}, retrying=_backoff()) is True
+    assert consumer.commits == [{A: 10}]
+
+
+@pytest.mark.parametrize("refusal", [CommitFailedError("gen"), RebalanceInProgressError()])
+def test_a_commit_refused_by_a_rebalance_is_skipped_not_retried(refusal, caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="ingestion.offsets")
+    consumer = FakeConsumer(failures=[refusal])
+
+    assert offsets_commit(consumer=consumer, offsets={A: 10}, retrying=_backoff()) is False
+    assert consumer.commits == []
+    assert "offset commit skipped during a group rebalance" in caplog.text
+
+
+def test_lag_sums_the_partitions_whose_position_and_high_watermark_are_known() -> None:
+    consumer = FakeConsumer(highwater={A: 120, B: 7, TopicPartition("t", 2): None})
+
+    assert consumer_lag(consumer=consumer, positions={0: 100, 1: 9, 2: 0}) == 20  # B: never < 0
+    assert consumer_lag(consumer=consumer, positions={}) is None
+    assert consumer_lag(consumer=FakeConsumer(), positions={0: 1}) is None
