@@ -39,7 +39,10 @@ class GameServerTokenAdmin(admin.ModelAdmin):
             "configuration: it is stored only as a digest and will not be shown again.",
         )
 
-    @admin.action(description="Deactivate the selected tokens (their servers get 403)")
+    # "change": a staff user who may only view tokens must neither see nor post this action.
+    @admin.action(
+        description="Deactivate the selected tokens (their servers get 403)", permissions=["change"]
+    )
     def deactivate_tokens(self, request: HttpRequest, queryset: QuerySet[GameServerToken]) -> None:
         count = game_server_tokens_deactivate(token_ids=queryset.values_list("id", flat=True))
         self.message_user(request, f"{count} token(s) deactivated.", messages.SUCCESS)

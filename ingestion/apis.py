@@ -6,11 +6,13 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import ParseError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .authentication import GameServerTokenAuthentication, HasActiveGameServerToken
+from .parsers import BoundedJSONParser
 from .services import (
     HTTP_MAX_RESULTS_PER_REQUEST,
     MatchResultsRejected,
@@ -43,6 +45,8 @@ class MatchResultsSubmitApi(APIView):
 
     authentication_classes = [GameServerTokenAuthentication]
     permission_classes = [HasActiveGameServerToken]
+    # Size-capped (413) and depth-capped (400) JSON: DRF's parser reads any size and recursed.
+    parser_classes = [BoundedJSONParser]
 
     class InputSerializer(serializers.Serializer):
         class Meta:
@@ -69,6 +73,12 @@ class MatchResultsSubmitApi(APIView):
         detail = serializers.CharField()
         invalid = RejectedItemSerializer(many=True)
 
+    class DetailOutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "MatchResultsSubmitError"
+
+        detail = serializers.CharField()
+
     @extend_schema(
         request=InputSerializer,
         responses={
@@ -76,16 +86,34 @@ class MatchResultsSubmitApi(APIView):
             400: RejectedOutputSerializer,
             401: OpenApiResponse(description="no or malformed Bearer token, or an unknown one"),
             403: OpenApiResponse(description="the token has been deactivated"),
+            413: OpenApiResponse(
+                DetailOutputSerializer,
+                description="the body is larger than INGEST_HTTP_MAX_BODY_BYTES (default 1 MiB); "
+                "nothing was parsed or published",
+            ),
+            415: OpenApiResponse(
+                DetailOutputSerializer, description="Content-Type is not application/json"
+            ),
             503: OpenApiResponse(description="Kafka did not acknowledge; retry later"),
         },
     )
     def post(self, request: Request) -> Response:
-        body: Any = request.data
+        try:
+            body: Any = request.data
+        except ParseError as exc:
+            # Not JSON, not UTF-8, or nested too deep: the 400 shape of every rejected body.
+            payload: dict[str, Any] = {
+                "detail": f"the body is not valid JSON ({exc.detail})",
+                "invalid": [],
+            }
+            return Response(
+                self.RejectedOutputSerializer(payload).data, status=status.HTTP_400_BAD_REQUEST
+            )
         items = body if isinstance(body, list) else [body]
         serializer = self.InputSerializer(data={"results": items})
         if not serializer.is_valid():
             problems = "; ".join(str(m) for m in serializer.errors.get("results", []))
-            payload: dict[str, Any] = {
+            payload = {
                 "detail": "the body must be a result object or a non-empty list of at most "
                 f"{HTTP_MAX_RESULTS_PER_REQUEST} ({problems})",
                 "invalid": [],

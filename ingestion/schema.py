@@ -10,8 +10,8 @@ One UTF-8 JSON object per player result (see DESIGN.md, "Contracts > Kafka")::
 Everything here is pure: no database, no network. ``message_decode`` and ``message_validate``
 check what the message alone can tell; ``message_check_board`` checks it against the season and
 board it names (window, closed status, the board codec's point range) once the caller has
-loaded them.
-The Kafka consumer and the HTTP door share all three, so both reject exactly the same input with
+loaded them; ``message_check_not_future`` against the latest time the caller's clock accepts.
+The Kafka consumer and the HTTP door share all four, so both reject exactly the same input with
 the same reasons. Unknown extra fields are ignored so producers can add fields before consumers
 know them.
 """
@@ -84,6 +84,9 @@ UNKNOWN_BOARD = "unknown_board"
 OUTSIDE_SEASON = "outside_season"
 SEASON_CLOSED = "season_closed"
 POINTS_TOO_LARGE = "points_too_large"
+# achievedAt is later than the receiver's clock allows (now + INGEST_MAX_FUTURE_SKEW_SECONDS):
+# the sender's clock would otherwise decide ties against every honest result.
+ACHIEVED_IN_FUTURE = "achieved_in_future"
 # A check failed in a way it should not (a bug): the message is set aside, never a stop.
 UNEXPECTED = "unexpected_error"
 
@@ -277,4 +280,19 @@ def message_check_board(
             f"points {message.points} exceed the maximum {max_points} of board "
             f"{message.board!r} of season {season.id}",
             field="points",
+        )
+
+
+def message_check_not_future(message: MatchResultMessage, *, not_after: datetime) -> None:
+    """Reject a result achieved after ``not_after`` (the caller's now plus the allowed skew).
+
+    A result from the future would win every tie on its points against results already counted,
+    and the sender's clock alone would have decided it.
+    """
+    if message.achieved_at > not_after:
+        raise MessageRejected(
+            ACHIEVED_IN_FUTURE,
+            f"achievedAt {message.achieved_at.isoformat()} is in the future: later than "
+            f"{not_after.isoformat()} (now plus the allowed clock skew)",
+            field="achievedAt",
         )

@@ -15,7 +15,7 @@ import secrets
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import NamedTuple, Protocol, TypeVar
 
@@ -37,6 +37,7 @@ from .schema import (
     MatchResultMessage,
     MessageRejected,
     message_check_board,
+    message_check_not_future,
     message_decode,
     message_validate,
 )
@@ -89,6 +90,11 @@ def _once(what: str, operation: Callable[[], T]) -> T:
     return operation()
 
 
+def _latest_achieved_at() -> datetime:
+    """The latest achievedAt accepted now: later is ``achieved_in_future`` (both entrances)."""
+    return timezone.now() + timedelta(seconds=settings.INGEST_MAX_FUTURE_SKEW_SECONDS)
+
+
 # --- 1. decode and validate ----------------------------------------------------------------
 
 
@@ -107,12 +113,14 @@ def _boards_check(
     (index, rejection) of the others."""
     seasons = Season.objects.in_bulk({message.season_id for _, message in messages})
     boards = boards_of_seasons(season_ids=set(seasons))
+    not_after = _latest_achieved_at()
     valid: list[tuple[int, int]] = []
     rejected: list[tuple[int, MessageRejected]] = []
     for index, message in messages:
         board = boards.get((message.season_id, message.board))
         try:
             message_check_board(message, seasons.get(message.season_id), board)
+            message_check_not_future(message, not_after=not_after)
         except MessageRejected as exc:
             rejected.append((index, exc))
             continue

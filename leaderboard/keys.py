@@ -9,6 +9,7 @@ The prefix (``lb`` by default) comes from settings at call time so tests can iso
 
 from __future__ import annotations
 
+import hashlib
 from datetime import date
 
 from django.conf import settings
@@ -118,8 +119,18 @@ def weekly_build_source(*, board_key: str, token: str) -> str:
     return f"{board_key}:build:{token}:src"
 
 
+# Idents up to this long (any IP address) go into the throttle key as they are.
+_THROTTLE_IDENT_MAX_CHARS = 64
+
+
 def throttle_window(*, scope: str, ident: str, window: int) -> str:
-    """Request counter of one client in one fixed throttle window (lives in the cache Redis)."""
+    """Request counter of one client in one fixed throttle window (lives in the cache Redis).
+
+    ``ident`` is normally an IP address; anything longer is replaced by its hash, so a client
+    cannot make a key (or the per-process window table) as large as a header it sends.
+    """
+    if len(ident) > _THROTTLE_IDENT_MAX_CHARS:
+        ident = "h-" + hashlib.blake2b(ident.encode(errors="replace"), digest_size=16).hexdigest()
     return f"{settings.LEADERBOARD_KEY_PREFIX}:throttle:{scope}:{ident}:{window}"
 
 

@@ -12,9 +12,16 @@ from .selectors import TOP_SNAPSHOT_SIZE, PlayerStanding, RankingEntry
 
 # Player ids are positive integers that fit PostgreSQL's bigint.
 MAX_ID = 2**63 - 1
+# Digits of MAX_ID: longer input is refused before int() (Python refuses over 4,300 digits with
+# a ValueError, and converting a long string costs quadratic time).
+_MAX_ID_DIGITS = len(str(MAX_ID))
 MAX_FRIENDS = 200
 MAX_RADIUS = 100
 MAX_PAGE = 1000
+# The deepest 1-based position a page may start at. The page's last 0-based position
+# (start + count - 2) then stays below 2^53: an exact integer in a Lua number (a double) and in
+# Redis's range arguments, and far beyond any board. 2^63 - 1 overflowed there (a 500).
+MAX_START = 2**53 - MAX_PAGE
 
 _DIGITS = re.compile(r"[0-9]+")
 _INTEGER = re.compile(r"-?[0-9]+")
@@ -30,7 +37,11 @@ class IdField(serializers.Field):
 
     def to_internal_value(self, data: Any) -> int:
         text = str(data)
-        if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= MAX_ID:
+        if (
+            len(text) > _MAX_ID_DIGITS
+            or not _DIGITS.fullmatch(text)
+            or not 1 <= int(text) <= MAX_ID
+        ):
             self.fail("invalid", value=text)
         return int(text)
 
@@ -65,7 +76,7 @@ class AroundQuerySerializer(serializers.Serializer):
 
 
 class RanksQuerySerializer(serializers.Serializer):
-    start = StrictIntegerField(min_value=1, max_value=MAX_ID, default=1)
+    start = StrictIntegerField(min_value=1, max_value=MAX_START, default=1)
     count = StrictIntegerField(min_value=1, max_value=MAX_PAGE, default=100)
 
 
@@ -113,7 +124,9 @@ class WeekPathSerializer(serializers.Serializer):
             if match is None:
                 raise ValueError
             iso_year, iso_week = int(match[1]), int(match[2])
-            date.fromisocalendar(iso_year, iso_week, 1)
+            # The Sunday too: a week must lie whole inside datetime's range (9999-W52 ends in
+            # year 10000, and building its board overflowed: a 500).
+            date.fromisocalendar(iso_year, iso_week, 7)
         except ValueError:
             raise serializers.ValidationError(
                 f"must be an ISO week as YYYY-Www with a week that exists that year, got {value!r}"

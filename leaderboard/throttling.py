@@ -10,16 +10,27 @@ below 100 per window every request syncs and the count is exact.
 
 The rate is read from settings per request (``API_ANON_THROTTLE_RATE``, e.g. ``6000/min``;
 empty or ``off`` disables it).
+
+A client is its address as this server can trust it (``client_address``): REMOTE_ADDR, or,
+behind ``API_TRUSTED_PROXY_COUNT`` proxies, the X-Forwarded-For entry the outermost trusted
+proxy appended. Anything a client can write alone (the rest of the header) is ignored, so a
+forged header neither escapes the throttle nor grows the Redis key.
 """
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import logging
+import math
 import time
+from collections.abc import Callable, Mapping
 from functools import cache
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.http import HttpRequest, HttpResponse
 from django_redis import get_redis_connection
 from redis.exceptions import RedisError
 from rest_framework.request import Request
@@ -63,13 +74,55 @@ def parse_rate(rate: str) -> tuple[int, int] | None:
         ) from None
 
 
+# The longest address worth parsing: a textual IPv6 address with an IPv4 tail is 45
+# characters; a scope id (fe80::1%eth0) adds a few.
+_MAX_ADDRESS_CHARS = 64
+
+
+def _ip(text: str) -> str | None:
+    """``text`` as a canonical IP address, or None if it is not one."""
+    text = text.strip()
+    if not text or len(text) > _MAX_ADDRESS_CHARS:
+        return None
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
+
+
+def client_address(meta: Mapping[str, Any]) -> str:
+    """The client's address as far as this server can trust it (the throttle's identity).
+
+    With ``API_TRUSTED_PROXY_COUNT`` = 0, REMOTE_ADDR: X-Forwarded-For is the client's own
+    words. With N > 0, the N-th X-Forwarded-For entry from the right: each trusted proxy appends
+    the address it saw, so that entry is the one the outermost trusted proxy wrote; whatever
+    lies left of it came from the client. A missing, short or non-IP entry falls back to
+    REMOTE_ADDR. The result is an IP address when one is known, else REMOTE_ADDR as given
+    (``keys.throttle_window`` hashes anything longer than an address).
+    """
+    remote = str(meta.get("REMOTE_ADDR") or "")
+    hops = settings.API_TRUSTED_PROXY_COUNT
+    if hops > 0:
+        forwarded = str(meta.get("HTTP_X_FORWARDED_FOR") or "")
+        # rsplit with a bound: only the trusted tail is split, however long the header.
+        entries = forwarded.rsplit(",", hops) if forwarded else []
+        if len(entries) >= hops:
+            address = _ip(entries[-hops])
+            if address is not None:
+                return address
+    return _ip(remote) or remote
+
+
 class AnonFixedWindowThrottle(BaseThrottle):
     scope = "anon"
 
     def __init__(self) -> None:
         self._wait: float | None = None
 
-    def allow_request(self, request: Request, view: APIView) -> bool:
+    def get_ident(self, request: Request | HttpRequest) -> str:
+        return client_address(request.META)
+
+    def allow_request(self, request: Request | HttpRequest, view: APIView | None) -> bool:
         parsed = parse_rate(settings.API_ANON_THROTTLE_RATE)
         if parsed is None:
             return True
@@ -107,3 +160,26 @@ class AnonFixedWindowThrottle(BaseThrottle):
 
     def wait(self) -> float | None:
         return self._wait
+
+
+def throttled_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """The API's throttle (same class, same budget per client) on a plain Django view.
+
+    Past the rate the page answers 429 with Retry-After, as the API does, before the view runs.
+    """
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        throttle = AnonFixedWindowThrottle()
+        if not throttle.allow_request(request, None):
+            wait = math.ceil(throttle.wait() or 1)
+            response = HttpResponse(
+                f"Too many requests: retry in {wait} seconds.\n",
+                status=429,
+                content_type="text/plain; charset=utf-8",
+            )
+            response["Retry-After"] = str(wait)
+            return response
+        return view(request, *args, **kwargs)
+
+    return wrapper

@@ -19,16 +19,19 @@ from .selectors import (
     board_top_get,
 )
 from .serializers import IdField
+from .throttling import throttled_page
 
 PAGE_TOP = 100
 PAGE_RADIUS = 5
 
 
+@throttled_page
 @require_GET
 def seasons_page(request: HttpRequest) -> HttpResponse:
     return render(request, "leaderboard/seasons.html", {"seasons": season_list()})
 
 
+@throttled_page
 @require_GET
 def season_board_page(
     request: HttpRequest, season_id: int, board: str = MAIN_BOARD

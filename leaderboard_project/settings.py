@@ -293,6 +293,19 @@ SPECTACULAR_SETTINGS = {
 
 # Anonymous clients' request rate per IP ("6000/min"; "off" disables the throttle).
 API_ANON_THROTTLE_RATE = env.str("API_ANON_THROTTLE_RATE", default="6000/min")
+
+# Trusted client address, request body cap, results from the future:
+# Proxies in front of the web processes that each append the address they saw to
+# X-Forwarded-For. 0: the header is ignored and the throttle keys on REMOTE_ADDR; N: on the N-th
+# entry from the right. Never more than the proxies really there, or clients pick their key.
+API_TRUSTED_PROXY_COUNT = env.int("API_TRUSTED_PROXY_COUNT", default=0)
+# Largest request body the HTTP ingestion door reads (bytes); past it, 413 before parsing.
+# 1,000 results (the per-request maximum) take about 150 KB; 1 MiB leaves room for formatting.
+INGEST_HTTP_MAX_BODY_BYTES = env.int("INGEST_HTTP_MAX_BODY_BYTES", default=1024 * 1024)
+# A result whose achievedAt is later than now plus this many seconds is rejected as
+# achieved_in_future (dead-lettered by the consumer, a 400 item at the HTTP door): game
+# servers' clocks drift a little, but a result from the future would win every tie.
+INGEST_MAX_FUTURE_SKEW_SECONDS = env.int("INGEST_MAX_FUTURE_SKEW_SECONDS", default=300)
 # How long each process trusts its memo of a season (the hot endpoints make no SQL query).
 LEADERBOARD_SEASON_CACHE_SECONDS = env.float("LEADERBOARD_SEASON_CACHE_SECONDS", default=5.0)
 # Each process re-reads a season's top-list snapshot from Redis at most this often.

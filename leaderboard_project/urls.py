@@ -6,7 +6,12 @@ from drf_spectacular.views import (
     SpectacularSwaggerView,
 )
 
+from leaderboard.throttling import AnonFixedWindowThrottle
+
 from . import views
+
+# The schema and its docs page are public too (and generating the schema is not free).
+_throttled = {"throttle_classes": [AnonFixedWindowThrottle]}
 
 urlpatterns = [
     # The read API first: its hot endpoints resolve without trying the other patterns.
@@ -15,11 +20,13 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
     path("api/", include("closeout.urls")),
-    path("api/schema", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/schema", SpectacularAPIView.as_view(**_throttled), name="schema"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema", **_throttled), name="docs"),
     path(
         "api/redoc",
-        SpectacularRedocView.as_view(url_name="schema", template_name="api/redoc.html"),
+        SpectacularRedocView.as_view(
+            url_name="schema", template_name="api/redoc.html", **_throttled
+        ),
         name="redoc",
     ),
     path("api/", include("ingestion.urls")),

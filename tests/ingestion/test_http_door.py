@@ -5,6 +5,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from ingestion.models import GameServerToken
@@ -130,7 +131,14 @@ def test_every_bad_item_is_listed_with_its_index(topic, season, raw_token):
 
 def test_a_closing_season_takes_results_of_its_window_only(topic, raw_token, kafka_bootstrap):
     # A game server posting a result achieved before the end, after the switch to closing.
-    season = SeasonFactory.create(id=12, status=SeasonStatus.CLOSING)
+    # The season ended a minute ago, as a closing season has (a result after now is refused).
+    now = timezone.now().replace(microsecond=0)
+    season = SeasonFactory.create(
+        id=12,
+        status=SeasonStatus.CLOSING,
+        starts_at=now - timedelta(days=30),
+        ends_at=now - timedelta(minutes=1),
+    )
     response = client_with(raw_token).post(
         URL, result(7, achievedAt=season.ends_at.isoformat()), format="json"
     )

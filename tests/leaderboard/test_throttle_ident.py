@@ -1,0 +1,139 @@
+"""The throttle keys on an address the server can trust, in bounded keys, on every public view
+and page: a forged X-Forwarded-For neither escapes it nor grows Redis."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings as django_settings
+from django_redis import get_redis_connection
+
+from leaderboard import keys
+from seasons.models import SeasonStatus
+from tests.helpers import make_season
+
+pytestmark = pytest.mark.django_db
+
+HUGE_HEADER = ", ".join(f"10.0.{i // 256}.{i % 256}" for i in range(800))  # about 8 KB
+
+
+@pytest.fixture
+def two_a_day(settings):
+    # A day-long window: a minute boundary mid-test would reset the count.
+    settings.API_ANON_THROTTLE_RATE = "2/day"
+
+
+@pytest.fixture
+def season():
+    return make_season(status=SeasonStatus.ACTIVE)
+
+
+def statuses(client, url: str, forwarded_for: list[str], **extra) -> list[int]:
+    return [
+        client.get(url, HTTP_X_FORWARDED_FOR=value, **extra).status_code for value in forwarded_for
+    ]
+
+
+def throttle_keys() -> list[bytes]:
+    pattern = f"{django_settings.LEADERBOARD_KEY_PREFIX}:throttle:*"
+    return list(get_redis_connection("default").scan_iter(match=pattern, count=1000))
+
+
+def test_a_forged_forwarded_for_does_not_change_the_bucket(client, season, two_a_day):
+    url = f"/api/seasons/{season.id}/leaderboard/top"
+    forged = ["1.1.1.1", "2.2.2.2", "3.3.3.3", "4.4.4.4"]
+    assert statuses(client, url, forged) == [200, 200, 429, 429]
+    # The client's real address has a budget of its own.
+    assert client.get(url, REMOTE_ADDR="10.9.8.7").status_code == 200
+
+
+def test_behind_one_trusted_proxy_the_rightmost_hop_is_the_client(
+    client, season, two_a_day, settings
+):
+    settings.API_TRUSTED_PROXY_COUNT = 1
+    url = f"/api/seasons/{season.id}/leaderboard/top"
+    # What the client wrote (left of the proxy's entry) changes nothing.
+    same_client = ["1.1.1.1, 203.0.113.7", "9.9.9.9,203.0.113.7", "203.0.113.7"]
+    assert statuses(client, url, same_client) == [200, 200, 429]
+    # Another address reported by the proxy is another client, although REMOTE_ADDR (the
+    # proxy) is the same.
+    assert statuses(client, url, ["1.1.1.1, 203.0.113.8"]) == [200]
+
+
+def test_behind_two_trusted_proxies_the_second_hop_from_the_right_is_the_client(
+    client, season, two_a_day, settings
+):
+    settings.API_TRUSTED_PROXY_COUNT = 2
+    url = f"/api/seasons/{season.id}/leaderboard/top"
+    hops = ["6.6.6.6, 198.51.100.4, 10.0.0.1", "7.7.7.7, 198.51.100.4, 10.0.0.2"]
+    assert statuses(client, url, hops + hops) == [200, 200, 429, 429]
+    assert statuses(client, url, ["198.51.100.5, 10.0.0.1"]) == [200]
+
+
+@pytest.mark.parametrize("forwarded", ["not-an-ip", "1.1.1.1, 999.1.1.1", "", "1.1.1.1, "])
+def test_a_trusted_hop_that_is_not_an_ip_falls_back_to_remote_addr(
+    client, season, two_a_day, settings, forwarded
+):
+    settings.API_TRUSTED_PROXY_COUNT = 1
+    url = f"/api/seasons/{season.id}/leaderboard/top"
+    # Each request also varies what a client could forge: all land in REMOTE_ADDR's bucket.
+    values = [forwarded, f"5.5.5.5, {forwarded}", forwarded]
+    assert statuses(client, url, values) == [200, 200, 429]
+
+
+@pytest.mark.parametrize("proxies", [0, 1, 3])
+def test_a_huge_header_makes_no_huge_key(client, season, settings, proxies):
+    settings.API_TRUSTED_PROXY_COUNT = proxies
+    url = f"/api/seasons/{season.id}/leaderboard/top"
+    assert client.get(url, HTTP_X_FORWARDED_FOR=HUGE_HEADER + ", x" * 100).status_code == 200
+    assert client.get(url, HTTP_X_FORWARDED_FOR="y" * 8192).status_code == 200
+    found = throttle_keys()
+    assert found
+    assert max(len(key) for key in found) < len(django_settings.LEADERBOARD_KEY_PREFIX) + 120
+
+
+def test_a_non_ip_remote_addr_is_hashed_into_a_bounded_key(client, season, settings):
+    url = f"/api/seasons/{season.id}/leaderboard/top"
+    assert client.get(url, REMOTE_ADDR="z" * 8192).status_code == 200
+    (key,) = throttle_keys()
+    assert len(key) < len(django_settings.LEADERBOARD_KEY_PREFIX) + 120
+
+
+def test_throttle_key_hashes_long_idents_and_keeps_addresses():
+    assert "2001:db8::1" in keys.throttle_window(scope="anon", ident="2001:db8::1", window=7)
+    long_a = keys.throttle_window(scope="anon", ident="a" * 8192, window=7)
+    long_b = keys.throttle_window(scope="anon", ident="a" * 8191 + "b", window=7)
+    assert len(long_a) < 200
+    assert long_a != long_b
+
+
+# --- every public view and page is throttled ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/seasons/{season}",
+        "/seasons/{season}?player=1",
+        "/api/seasons",
+        "/api/seasons/{season}/standings",
+        "/api/seasons/{season}/leaderboard/players/1",
+        "/api/schema",
+        "/api/docs",
+    ],
+)
+def test_every_public_view_and_page_is_throttled(client, season, two_a_day, path):
+    url = path.format(season=season.id)
+    first = [client.get(url).status_code for _ in range(2)]
+    assert 429 not in first
+    response = client.get(url)
+    assert response.status_code == 429
+    assert 1 <= int(response["Retry-After"]) <= 86400
+    # Another client is not affected.
+    assert client.get(url, REMOTE_ADDR="10.1.2.3").status_code != 429
+
+
+def test_pages_share_the_api_budget(client, season, two_a_day):
+    assert client.get(f"/api/seasons/{season.id}/leaderboard/top").status_code == 200
+    assert client.get("/").status_code == 200
+    assert client.get(f"/seasons/{season.id}").status_code == 429
