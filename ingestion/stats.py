@@ -1,10 +1,10 @@
 """Consumer stats: the running totals of one consumer process, and the one Redis format of them.
 
 Every stats interval the consumer (the writer) publishes a ``ConsumerStats`` to the hash
-``lb:ingest:stats:<consumer id>`` and its id to the ``lb:ingest:consumers`` registry; /metrics
-(the reader, ``ingestion.selectors.ingest_consumer_stats_list``) reads them back. Both sides go
-through ``ConsumerStats.to_redis`` / ``ConsumerStats.from_redis``, so a field added, renamed or
-re-typed on one side cannot silently read as 0 on the other.
+``lb:ingest:stats:<consumer id>`` and its id to the ``lb:ingest:consumers`` registry;
+/metrics.json (the reader, ``ingestion.selectors.ingest_consumer_stats_list``) reads them back.
+Both sides go through ``ConsumerStats.to_redis`` / ``ConsumerStats.from_redis``, so a field
+added, renamed or re-typed on one side cannot silently read as 0 on the other.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class IngestTotals:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerStats:
-    """One consumer's published counters, as /metrics serves them."""
+    """One consumer's published counters, as /metrics.json serves them."""
 
     consumer_id: str
     topic: str

@@ -102,7 +102,7 @@ def ingest_consumer_stats(*, consumer_id: str) -> str:
 
 
 def ingest_consumers() -> str:
-    """ZSET consumer id -> unix time of its last stats write (who is alive, for /metrics)."""
+    """ZSET consumer id -> unix time of its last stats write (who is alive, for /metrics.json)."""
     return f"{settings.LEADERBOARD_KEY_PREFIX}:ingest:consumers"
 
 

@@ -398,3 +398,17 @@ def board_sizes_get(*, boards: list[BoardRef]) -> dict[int, int]:
     for board in boards:
         pipe.zcard(keys.board(board_id=board.id))
     return {board.id: int(size) for board, size in zip(boards, pipe.execute(), strict=True)}
+
+
+def top_snapshots_generated_at_get(*, boards: list[BoardRef]) -> dict[int, float | None]:
+    """When each board's top-list snapshot was generated (unix seconds), read from Redis (not
+    this process's memo); None when there is none (never built, or expired: the refresh task
+    stopped for longer than LEADERBOARD_TOP_SNAPSHOT_TTL_SECONDS)."""
+    pipe = get_board_redis().pipeline(transaction=False)
+    for board in boards:
+        pipe.get(keys.top_snapshot(board_id=board.id))
+    found: dict[int, float | None] = {}
+    for board, raw in zip(boards, pipe.execute(), strict=True):
+        snapshot = None if raw is None else top_snapshot_decode(raw=raw, board_id=board.id)
+        found[board.id] = None if snapshot is None else snapshot.generated_at
+    return found

@@ -38,7 +38,7 @@ CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default="")
 # `manage.py check --deploy` is clean with DEBUG off, a real secret and these set.
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
 # Load balancers and Prometheus probe these over plain HTTP inside the network.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$", r"^metrics\.json$"]
 # Start small (300) and raise it once HTTPS is known good: browsers remember it that long.
 SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
@@ -76,6 +76,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the latency it records covers every other middleware, static files included.
+    "leaderboard_project.metrics.PrometheusHttpMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -336,6 +338,21 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+
+# --- Prometheus metrics (leaderboard_project/metrics.py, docs/operations.md "Metrics") -----------
+
+# prometheus_client reads this variable itself, when it is first imported: set, every metric of
+# the process lives in a file there and /metrics (and the Celery worker's exporter) sums the files
+# of all the processes that share it. Gunicorn with more than one worker and a prefork Celery
+# worker need it (one folder per process group, emptied when the group starts); a consumer must not
+# have it: it serves its own metrics (INGEST_METRICS_PORT). Read here so our code asks settings.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
+# Where a consumer and the Celery worker serve their metrics (GET /metrics on that port); 0: not
+# served. Each consumer process needs a port of its own: Prometheus scrapes each one as a target,
+# so a dead consumer shows as up == 0.
+METRICS_LISTEN_ADDRESS = env.str("METRICS_LISTEN_ADDRESS", default="127.0.0.1")
+INGEST_METRICS_PORT = env.int("INGEST_METRICS_PORT", default=0)
+CELERY_METRICS_PORT = env.int("CELERY_METRICS_PORT", default=0)
 
 # --- Logging -------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
+    path("metrics.json", views.metrics_json, name="metrics-json"),
     path("api/", include("closeout.urls")),
     path("api/schema", SpectacularAPIView.as_view(**_throttled), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema", **_throttled), name="docs"),
