@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv services services-stop services-status migrate lint test test-only run bench clean
+.PHONY: help venv services services-stop services-status prometheus migrate lint test test-only run bench clean
 
 help:
 	@echo "make run              install, start services, migrate, demo data, run every process"
@@ -32,6 +32,10 @@ venv: $(STAMP)
 services: $(STAMP)
 	bash scripts/services.sh start
 
+# Debian's prometheus + promtool: the suite runs a real Prometheus and checks the alert rules.
+prometheus:
+	bash scripts/prometheus.sh install
+
 services-stop:
 	bash scripts/services.sh stop
 
@@ -48,7 +52,7 @@ lint: $(STAMP)
 	DJANGO_DEBUG=true $(VENV)/bin/mypy .
 	$(VENV)/bin/lint-imports
 
-test: services lint test-only
+test: services prometheus lint test-only
 
 test-only: $(STAMP)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
