@@ -15,6 +15,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from cachetools import LRUCache
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -167,7 +168,7 @@ def board_or_404(season_id: int, slug: str) -> BoardRef:
 
 # Rendered bodies of snapshot-served top lists: a snapshot changes once a second, so each
 # process renders each (snapshot, limit) once instead of once per request.
-_rendered: dict[tuple[int, str, int], tuple[bytes, str]] = {}
+_rendered: LRUCache[tuple[int, str, int], tuple[bytes, str]] = LRUCache(maxsize=512)
 _rendered_lock = threading.Lock()
 
 
@@ -193,13 +194,15 @@ def cacheable_list_response(
 ) -> HttpResponse:
     """A JSON list with an ETag and ``Cache-Control: max-age=1``; 304 on a matching
     If-None-Match."""
-    rendered = _rendered.get(memo_key) if memo_key is not None else None
+    rendered = None
+    if memo_key is not None:
+        # cachetools' LRU updates its order on every read: not thread-safe without the lock.
+        with _rendered_lock:
+            rendered = _rendered.get(memo_key)
     if rendered is None:
         rendered = _render(entries)
         if memo_key is not None:
             with _rendered_lock:
-                if len(_rendered) >= 512:
-                    _rendered.clear()
                 _rendered[memo_key] = rendered
     body, etag = rendered
     if _etag_matches(request, etag):

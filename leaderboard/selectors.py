@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -297,8 +296,9 @@ def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[Ranking
 
 # --- the top list --------------------------------------------------------------------------------
 
-_snapshots: dict[str, tuple[float, TopSnapshot | None]] = {}
-_snapshots_lock = threading.Lock()
+_snapshots: ProcessMemo[str, TopSnapshot | None] = process_memo(
+    ttl_setting="LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS", maxsize=1000
+)
 
 
 def top_snapshot_decode(*, raw: bytes | str, board_id: int) -> TopSnapshot | None:
@@ -326,22 +326,16 @@ def top_snapshot_decode(*, raw: bytes | str, board_id: int) -> TopSnapshot | Non
 def top_snapshot_get(*, board_id: int) -> TopSnapshot | None:
     """The board's snapshot as this process last read it; re-read at most once an interval."""
     key = keys.top_snapshot(board_id=board_id)
-    now = time.monotonic()
-    hit = _snapshots.get(key)
-    if hit is not None and hit[0] > now:
-        return hit[1]
-    raw = get_board_redis().get(key)
-    snapshot = None if raw is None else top_snapshot_decode(raw=raw, board_id=board_id)
-    with _snapshots_lock:
-        if len(_snapshots) >= 1000:
-            _snapshots.clear()
-        _snapshots[key] = (now + settings.LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS, snapshot)
-    return snapshot
+
+    def load() -> TopSnapshot | None:
+        raw = get_board_redis().get(key)
+        return None if raw is None else top_snapshot_decode(raw=raw, board_id=board_id)
+
+    return _snapshots.get(key, load)
 
 
 def top_snapshot_memo_clear() -> None:
-    with _snapshots_lock:
-        _snapshots.clear()
+    _snapshots.clear()
 
 
 def board_top_get(*, board: BoardRef, limit: int) -> TopList:
