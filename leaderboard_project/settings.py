@@ -266,6 +266,25 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The queue tasks go to and workers read by default (a test run uses its own).
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 
+# --- Celery: surviving a broker restart (issue 11, "processes come back") ----------------------
+# The two kombu crashes on a lost connection are handled in celery.py (the consumer and the
+# request classes); these keep the worker and beat reconnecting on their own.
+# None = retry the broker forever: the default (100 attempts, 2 s more each, capped at 30 s)
+# ends the worker for good after about 45 minutes of broker outage.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A connection the broker or the network dropped without a reset (a failover, an idle
+# timeout) is found within seconds instead of hanging a worker on a dead read forever:
+# kombu's redis transport passes these to redis-py (the workaround in celery/celery#10205).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 5,
+    "socket_timeout": 30,  # kombu's BRPOP blocks 1 s; 30 s never cuts a live reply short
+    "socket_keepalive": True,
+    "health_check_interval": 10,
+}
+# The worker's consumer that reconnects even when kombu fails to close the lost connection.
+CELERY_WORKER_CONSUMER = "leaderboard_project.celery:BrokerLossTolerantConsumer"
+# --- end of issue 11's Celery block --------------------------------------------------------------
+
 # --- DRF -----------------------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
