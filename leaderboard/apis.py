@@ -4,18 +4,23 @@ Every board read lives at ``/api/seasons/{season}/boards/{board}/...``; the same
 ``/api/seasons/{season}/leaderboard/...`` for the season's ``main`` board (contract 0.1 paths).
 
 Every error is JSON: ``{"detail": "..."}``, plus ``"errors": {field: [messages]}`` for a
-malformed parameter (400). An unknown season or board is 404.
+malformed parameter (400). An unknown season or board is 404. A read that needs PostgreSQL
+while it cannot be reached is 503 with ``Retry-After``; the board reads need it only to resolve
+their season and board, which the process memo keeps serving through an outage.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 from cachetools import LRUCache
+from django.conf import settings
+from django.db import Error as DbError
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -38,7 +43,7 @@ from .selectors import (
     board_around_get,
     board_friends_get,
     board_get_cached,
-    board_list,
+    board_list_cached,
     board_player_get,
     board_ranks_get,
     board_sizes_get,
@@ -63,11 +68,27 @@ from .serializers import (
 from .services import weekly_board_ensure
 from .throttling import AnonFixedWindowThrottle
 
+logger = logging.getLogger(__name__)
+
 SOURCE_HEADER = "X-Leaderboard-Source"
+
+DATABASE_UNAVAILABLE_DETAIL = "the database is unavailable; retry later"
+
+
+def database_unavailable_headers() -> dict[str, str]:
+    return {"Retry-After": str(settings.DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS)}
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, with validation errors reshaped to {"detail", "errors"}."""
+    """DRF's handler, with validation errors reshaped to {"detail", "errors"}, and a database
+    error (PostgreSQL down or unreachable) a 503 with Retry-After instead of a 500."""
+    if isinstance(exc, DbError):
+        logger.warning("database unavailable: %s", exc)
+        return Response(
+            {"detail": DATABASE_UNAVAILABLE_DETAIL},
+            status=503,
+            headers=database_unavailable_headers(),
+        )
     response = exception_handler(exc, context)
     if response is not None and isinstance(exc, ValidationError):
         errors = response.data if isinstance(response.data, dict) else {"": response.data}
@@ -419,7 +440,7 @@ class BoardListApi(PublicApi):
         path = parse(SeasonPathSerializer, {"season": season})
         if season_get_cached(season_id=path["season"]) is None:
             raise NotFound(f"season {path['season']} does not exist")
-        boards = board_list(season_id=path["season"])
+        boards = board_list_cached(season_id=path["season"])
         sizes = board_sizes_get(boards=boards)
         rows = [
             {
