@@ -20,7 +20,6 @@ from typing import Any
 
 from cachetools import LRUCache
 from django.conf import settings
-from django.db import Error as DbError
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -34,6 +33,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView, exception_handler
 
+from seasons.memo import DATABASE_UNREACHABLE
 from seasons.selectors import season_get_cached
 
 from .models import BOARD_SLUG_PATTERN, MAIN_BOARD
@@ -80,9 +80,9 @@ def database_unavailable_headers() -> dict[str, str]:
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, with validation errors reshaped to {"detail", "errors"}, and a database
-    error (PostgreSQL down or unreachable) a 503 with Retry-After instead of a 500."""
-    if isinstance(exc, DbError):
+    """DRF's handler, with validation errors reshaped to {"detail", "errors"}, and PostgreSQL
+    down or unreachable a 503 with Retry-After instead of a 500."""
+    if isinstance(exc, DATABASE_UNREACHABLE):
         logger.warning("database unavailable: %s", exc)
         return Response(
             {"detail": DATABASE_UNAVAILABLE_DETAIL},

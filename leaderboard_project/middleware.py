@@ -1,9 +1,9 @@
 """A PostgreSQL outage is a 503 with Retry-After everywhere, never a 500.
 
 The read API's own handler (``leaderboard.apis.api_exception_handler``) answers its views; this
-middleware answers everything else that reaches the database: the HTML pages, the standings and
-seasons lists through the pages, the ingestion door's token lookup, the admin. JSON under
-/api/ (the API's error shape), a short HTML page elsewhere.
+middleware answers every other view that meets PostgreSQL down or unreachable
+(``seasons.memo.DATABASE_UNREACHABLE``): the HTML pages, the ingestion door's token lookup, the
+admin. JSON under /api/ (the API's error shape), a short HTML page elsewhere.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.db import Error as DbError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
 from leaderboard.apis import DATABASE_UNAVAILABLE_DETAIL, database_unavailable_headers
+from seasons.memo import DATABASE_UNREACHABLE
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not isinstance(exception, DbError):
+        if not isinstance(exception, DATABASE_UNREACHABLE):
             return None
         logger.warning("database unavailable on %s: %s", request.path, exception)
         response: HttpResponse

@@ -6,9 +6,8 @@ one SQL query per request), and the size is bounded. The time to live is read fr
 each insertion, never at import.
 
 Stale on error: the boards live in Redis, so a read needs PostgreSQL only to resolve its season
-and board. When a value is due for reloading and the load fails with a database error
-(PostgreSQL down or unreachable: django.db's ``Error``, which also covers the
-``InterfaceError`` of a connection that broke earlier in the request), the memo keeps serving
+and board. When a value is due for reloading and the load fails because PostgreSQL cannot be
+reached (``DATABASE_UNREACHABLE``), the memo keeps serving
 the last value it loaded, for up to ``LEADERBOARD_SEASON_FALLBACK_SECONDS`` after that load,
 and tries the database again at most once per time to live per key (so an outage costs one
 failed connection attempt per key every few seconds, not one per request). A value never
@@ -26,12 +25,18 @@ from typing import Generic, TypeVar
 
 from cachetools import TLRUCache
 from django.conf import settings
-from django.db import Error as DbError
+from django.db import InterfaceError, OperationalError
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 logger = logging.getLogger(__name__)
+
+# What PostgreSQL being down or unreachable raises: OperationalError for a refused, dropped or
+# timed-out connection, InterfaceError for a connection that broke earlier in the same request.
+# Not DatabaseError as a whole: a DataError or ProgrammingError is a bug, and must stay a 500
+# rather than pass for an outage.
+DATABASE_UNREACHABLE: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
 
 
 @dataclass(slots=True)
@@ -69,7 +74,7 @@ class ProcessMemo(Generic[K, V]):
     def get(self, key: K, load: Callable[[], V]) -> V:
         """The memoized value of ``key``, or ``load()``'s (memoized) when absent or expired.
 
-        When ``load()`` raises a database error (``django.db.Error``) and an earlier value is
+        When ``load()`` raises one of ``DATABASE_UNREACHABLE`` and an earlier value is
         still held (within the fallback), that value is returned instead and the next reload
         waits one time to live; without an earlier value the error propagates.
         """
@@ -80,7 +85,7 @@ class ProcessMemo(Generic[K, V]):
             return entry.value
         try:
             value = load()
-        except DbError as exc:
+        except DATABASE_UNREACHABLE as exc:
             if entry is None:
                 raise
             logger.warning(
