@@ -22,8 +22,7 @@ from cachetools import LRUCache
 from django.conf import settings
 from django.http import HttpResponse
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
@@ -36,6 +35,7 @@ from rest_framework.views import APIView, exception_handler
 from seasons.memo import DATABASE_UNREACHABLE
 from seasons.selectors import season_get_cached
 
+from . import openapi
 from .models import BOARD_SLUG_PATTERN, MAIN_BOARD
 from .selectors import (
     BoardRef,
@@ -237,13 +237,9 @@ def cacheable_list_response(
     return response
 
 
-_SEASON_PARAM = OpenApiParameter("season", OpenApiTypes.INT, OpenApiParameter.PATH)
-_PLAYER_PARAM = OpenApiParameter("player", OpenApiTypes.INT, OpenApiParameter.PATH)
-_ERRORS = {
-    400: OpenApiResponse(ErrorSerializer, description="A malformed parameter."),
-    404: OpenApiResponse(ErrorSerializer, description="Unknown season or board."),
-}
 _LIST = RankingEntrySerializer(many=True)
+# The lists served with an ETag (top, daily, weekly): If-None-Match, ETag, Retry-After.
+_CACHEABLE_PARAMS = [openapi.IF_NONE_MATCH, openapi.ETAG, openapi.RETRY_AFTER]
 
 
 class BoardTopApi(PublicApi):
@@ -254,8 +250,8 @@ class BoardTopApi(PublicApi):
             "snapshot), or read from the live board when the snapshot is missing or stale "
             "(live). Carries an ETag; If-None-Match answers 304."
         ),
-        parameters=[_SEASON_PARAM, TopQuerySerializer],
-        responses={200: _LIST, **_ERRORS},
+        parameters=[openapi.SEASON, TopQuerySerializer, *_CACHEABLE_PARAMS],
+        responses={200: _LIST, 304: openapi.NOT_MODIFIED, **openapi.BOARD_ERRORS},
     )
     def get(self, request: Request, season: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(SeasonPathSerializer, {"season": season})
@@ -273,10 +269,10 @@ class BoardTopApi(PublicApi):
 class BoardPlayerApi(PublicApi):
     @extend_schema(
         summary="A player's entry, with the board size, percentile and points to the next rank",
-        parameters=[_SEASON_PARAM, _PLAYER_PARAM],
+        parameters=[openapi.SEASON, openapi.PLAYER, openapi.RETRY_AFTER],
         responses={
             200: PlayerStandingSerializer,
-            400: _ERRORS[400],
+            **openapi.BOARD_ERRORS,
             404: OpenApiResponse(
                 ErrorSerializer, description="Unknown season or board, or no score."
             ),
@@ -299,8 +295,8 @@ class BoardPlayerApi(PublicApi):
 class BoardAroundApi(PublicApi):
     @extend_schema(
         summary="The entries from the player's rank - radius to + radius ([] without a score)",
-        parameters=[_SEASON_PARAM, _PLAYER_PARAM, AroundQuerySerializer],
-        responses={200: _LIST, **_ERRORS},
+        parameters=[openapi.SEASON, openapi.PLAYER, AroundQuerySerializer, openapi.RETRY_AFTER],
+        responses={200: _LIST, **openapi.BOARD_ERRORS},
     )
     def get(
         self, request: Request, season: str, player: str, board: str = MAIN_BOARD
@@ -318,8 +314,8 @@ class BoardAroundApi(PublicApi):
 class BoardRanksApi(PublicApi):
     @extend_schema(
         summary="A page of entries from a 1-based position",
-        parameters=[_SEASON_PARAM, RanksQuerySerializer],
-        responses={200: _LIST, **_ERRORS},
+        parameters=[openapi.SEASON, RanksQuerySerializer, openapi.RETRY_AFTER],
+        responses={200: _LIST, **openapi.BOARD_ERRORS},
     )
     def get(self, request: Request, season: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(SeasonPathSerializer, {"season": season})
@@ -336,8 +332,8 @@ class BoardFriendsApi(PublicApi):
     @extend_schema(
         summary="Those players' entries with their global ranks, best first",
         description="Players without a score are left out. At most 200 ids.",
-        parameters=[_SEASON_PARAM, FriendsQuerySerializer],
-        responses={200: _LIST, **_ERRORS},
+        parameters=[openapi.SEASON, openapi.FRIEND_IDS, openapi.RETRY_AFTER],
+        responses={200: _LIST, **openapi.BOARD_ERRORS},
     )
     def get(self, request: Request, season: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(SeasonPathSerializer, {"season": season})
@@ -351,12 +347,8 @@ class BoardFriendsApi(PublicApi):
 class DailyTopApi(PublicApi):
     @extend_schema(
         summary="The top entries of one UTC day's board",
-        parameters=[
-            _SEASON_PARAM,
-            OpenApiParameter("day", OpenApiTypes.DATE, OpenApiParameter.PATH),
-            TopQuerySerializer,
-        ],
-        responses={200: _LIST, **_ERRORS},
+        parameters=[openapi.SEASON, openapi.DAY, TopQuerySerializer, *_CACHEABLE_PARAMS],
+        responses={200: _LIST, 304: openapi.NOT_MODIFIED, **openapi.BOARD_ERRORS},
     )
     def get(self, request: Request, season: str, day: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(DayPathSerializer, {"season": season, "day": day})
@@ -374,14 +366,8 @@ class WeeklyTopApi(PublicApi):
             "Weekly boards are built from the daily boards by a periodic task; a missing board "
             "of a week that has started is built on the first request."
         ),
-        parameters=[
-            _SEASON_PARAM,
-            OpenApiParameter(
-                "week", OpenApiTypes.STR, OpenApiParameter.PATH, description="YYYY-Www"
-            ),
-            TopQuerySerializer,
-        ],
-        responses={200: _LIST, **_ERRORS},
+        parameters=[openapi.SEASON, openapi.WEEK, TopQuerySerializer, *_CACHEABLE_PARAMS],
+        responses={200: _LIST, 304: openapi.NOT_MODIFIED, **openapi.BOARD_ERRORS},
     )
     def get(
         self, request: Request, season: str, week: str, board: str = MAIN_BOARD
@@ -413,7 +399,8 @@ class SeasonListApi(PublicApi):
     @extend_schema(
         operation_id="seasons_list",
         summary="Every season, the most recent start first (rule: its main board's)",
-        responses={200: SeasonOutputSerializer(many=True)},
+        parameters=[openapi.RETRY_AFTER],
+        responses={200: SeasonOutputSerializer(many=True), **openapi.PUBLIC_ERRORS},
     )
     def get(self, request: Request) -> Response:
         seasons = season_list_with_main_rule()
@@ -433,8 +420,8 @@ class BoardListApi(PublicApi):
     @extend_schema(
         operation_id="boards_list",
         summary="The season's boards, main first, with their number of players",
-        parameters=[_SEASON_PARAM],
-        responses={200: BoardOutputSerializer(many=True), **_ERRORS},
+        parameters=[openapi.SEASON, openapi.RETRY_AFTER],
+        responses={200: BoardOutputSerializer(many=True), **openapi.BOARD_ERRORS},
     )
     def get(self, request: Request, season: str) -> Response:
         path = parse(SeasonPathSerializer, {"season": season})
