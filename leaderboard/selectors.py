@@ -79,7 +79,8 @@ class BoardRef:
 
 
 _boards: ProcessMemo[tuple[int, str], BoardRef | None] = process_memo(
-    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS"
+    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS",
+    fallback_setting="LEADERBOARD_SEASON_FALLBACK_SECONDS",
 )
 
 
@@ -97,7 +98,8 @@ def board_get_cached(*, season_id: int, slug: str = MAIN_BOARD) -> BoardRef | No
 
 
 _board_lists: ProcessMemo[int, tuple[BoardRef, ...]] = process_memo(
-    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS"
+    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS",
+    fallback_setting="LEADERBOARD_SEASON_FALLBACK_SECONDS",
 )
 
 

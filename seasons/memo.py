@@ -8,7 +8,8 @@ each insertion, never at import.
 Stale on error: the boards live in Redis, so a read needs PostgreSQL only to resolve its season
 and board. When a value is due for reloading and the load fails because PostgreSQL cannot be
 reached (``DATABASE_UNREACHABLE``), the memo keeps serving
-the last value it loaded, for up to ``LEADERBOARD_SEASON_FALLBACK_SECONDS`` after that load,
+the last value it loaded, for up to its fallback (``LEADERBOARD_SEASON_FALLBACK_SECONDS`` for
+the seasons and boards) after that load,
 and tries the database again at most once per time to live per key (so an outage costs one
 failed connection attempt per key every few seconds, not one per request). A value never
 loaded still raises: the caller answers 503.
@@ -51,7 +52,7 @@ class ProcessMemo(Generic[K, V]):
         self,
         *,
         ttl_setting: str,
-        fallback_setting: str = "LEADERBOARD_SEASON_FALLBACK_SECONDS",
+        fallback_setting: str | None = None,
         maxsize: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -62,7 +63,7 @@ class ProcessMemo(Generic[K, V]):
         def expires(_key: object, _value: object, now: float) -> float:
             # An entry outlives its freshness by the fallback: the value a failed reload keeps
             # serving. Never shorter than the freshness itself.
-            return now + max(self._ttl(), float(getattr(settings, self._fallback_setting)))
+            return now + max(self._ttl(), self._fallback())
 
         self._cache: TLRUCache[K, _Entry[V]] = TLRUCache(maxsize=maxsize, ttu=expires, timer=clock)
         # cachetools' caches are not thread-safe; gunicorn threads and the consumer share them.
@@ -70,6 +71,11 @@ class ProcessMemo(Generic[K, V]):
 
     def _ttl(self) -> float:
         return float(getattr(settings, self._ttl_setting))
+
+    def _fallback(self) -> float:
+        if self._fallback_setting is None:
+            return 0.0
+        return float(getattr(settings, self._fallback_setting))
 
     def get(self, key: K, load: Callable[[], V]) -> V:
         """The memoized value of ``key``, or ``load()``'s (memoized) when absent or expired.
@@ -108,9 +114,18 @@ class ProcessMemo(Generic[K, V]):
 _memos: list[ProcessMemo[object, object]] = []
 
 
-def process_memo(*, ttl_setting: str, maxsize: int = 10_000) -> ProcessMemo[K, V]:
-    """A memo registered for ``process_memos_clear`` (tests; a process that must see a change)."""
-    memo: ProcessMemo[K, V] = ProcessMemo(ttl_setting=ttl_setting, maxsize=maxsize)
+def process_memo(
+    *, ttl_setting: str, fallback_setting: str | None = None, maxsize: int = 10_000
+) -> ProcessMemo[K, V]:
+    """A memo registered for ``process_memos_clear`` (tests; a process that must see a change).
+
+    ``fallback_setting`` names the setting of how long a value loaded from PostgreSQL is still
+    served while it is unreachable; None (memos of Redis reads, e.g. the top-list snapshots)
+    keeps nothing past the time to live.
+    """
+    memo: ProcessMemo[K, V] = ProcessMemo(
+        ttl_setting=ttl_setting, fallback_setting=fallback_setting, maxsize=maxsize
+    )
     _memos.append(memo)  # type: ignore[arg-type]
     return memo
 

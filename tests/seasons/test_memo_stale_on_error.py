@@ -36,7 +36,9 @@ def memo_parts(settings):
     settings.LEADERBOARD_SEASON_FALLBACK_SECONDS = 60
     clock = Clock()
     memo: ProcessMemo[int, str] = ProcessMemo(
-        ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS", clock=clock
+        ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS",
+        fallback_setting="LEADERBOARD_SEASON_FALLBACK_SECONDS",
+        clock=clock,
     )
     return memo, clock, Loader()
 
@@ -98,3 +100,20 @@ def test_a_memoized_miss_is_kept_too(memo_parts) -> None:
         raise OperationalError("down")
 
     assert memo.get(1, down) is None
+
+
+def test_without_a_fallback_nothing_is_kept_past_the_ttl(settings) -> None:
+    # The top-list snapshot memo (Redis reads) keeps no stale copies for an hour.
+    settings.LEADERBOARD_SEASON_CACHE_SECONDS = 5
+    clock = Clock()
+    memo: ProcessMemo[int, str] = ProcessMemo(
+        ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS", clock=clock
+    )
+    memo.get(1, lambda: "v1")
+    clock.now += 6
+
+    def down() -> str:
+        raise OperationalError("down")
+
+    with pytest.raises(OperationalError):
+        memo.get(1, down)
