@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Literal, cast
@@ -78,7 +79,8 @@ class BoardRef:
 
 
 _boards: ProcessMemo[tuple[int, str], BoardRef | None] = process_memo(
-    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS"
+    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS",
+    fallback_setting="LEADERBOARD_SEASON_FALLBACK_SECONDS",
 )
 
 
@@ -93,6 +95,19 @@ def board_get_cached(*, season_id: int, slug: str = MAIN_BOARD) -> BoardRef | No
         return BoardRef.from_model(found) if found is not None else None
 
     return _boards.get((season_id, slug), load)
+
+
+_board_lists: ProcessMemo[int, tuple[BoardRef, ...]] = process_memo(
+    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS",
+    fallback_setting="LEADERBOARD_SEASON_FALLBACK_SECONDS",
+)
+
+
+def board_list_cached(*, season_id: int) -> tuple[BoardRef, ...]:
+    """``board_list`` memoized per process like ``board_get_cached``: the boards list and the
+    board pages read their sizes and entries from Redis, so with the list memoized they keep
+    answering while PostgreSQL is down (seasons/memo.py: stale on error)."""
+    return _board_lists.get(season_id, lambda: tuple(board_list(season_id=season_id)))
 
 
 def board_get(*, board_id: int) -> BoardRef:
@@ -386,7 +401,7 @@ def board_overview_get(*, board: BoardRef, limit: int = 100) -> BoardOverview:
     return BoardOverview(board=board, size=size, top=top, snapshot_refreshed_at=refreshed)
 
 
-def board_sizes_get(*, boards: list[BoardRef]) -> dict[int, int]:
+def board_sizes_get(*, boards: Sequence[BoardRef]) -> dict[int, int]:
     """Each board's number of players in Redis (one pipelined ZCARD per board)."""
     pipe = get_board_redis().pipeline(transaction=False)
     for board in boards:

@@ -14,7 +14,7 @@ from .models import MAIN_BOARD
 from .selectors import (
     board_around_get,
     board_get_cached,
-    board_list,
+    board_list_cached,
     board_player_get,
     board_top_get,
 )
@@ -47,7 +47,7 @@ def season_board_page(
     context: dict[str, object] = {
         "season": season,
         "board": ref,
-        "boards": board_list(season_id=season_id),
+        "boards": board_list_cached(season_id=season_id),
         "top": board_top_get(board=ref, limit=PAGE_TOP).entries,
     }
     raw_player = request.GET.get("player", "").strip()

@@ -84,6 +84,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A database error from any view is a 503 with Retry-After, not a 500 (PostgreSQL outage).
+    "leaderboard_project.middleware.DatabaseUnavailableMiddleware",
     # Last, per django-axes: it answers the lockout response for a login its backend refused.
     "axes.middleware.AxesMiddleware",
 ]
@@ -136,6 +138,11 @@ DATABASES = {
         "CONN_HEALTH_CHECKS": True,
     }
 }
+# Seconds to wait for a PostgreSQL connection. libpq waits forever by default: an unreachable
+# (not refusing) server would hang every request that needs it instead of answering 503.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+    "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=3)
+)
 # Lets several checkouts run their test suites against one server at once.
 _test_db_name = env.str("DJANGO_TEST_DATABASE_NAME", default="")
 if _test_db_name:
@@ -327,6 +334,16 @@ INGEST_HTTP_MAX_BODY_BYTES = env.int("INGEST_HTTP_MAX_BODY_BYTES", default=1024 
 INGEST_MAX_FUTURE_SKEW_SECONDS = env.int("INGEST_MAX_FUTURE_SKEW_SECONDS", default=300)
 # How long each process trusts its memo of a season (the hot endpoints make no SQL query).
 LEADERBOARD_SEASON_CACHE_SECONDS = env.float("LEADERBOARD_SEASON_CACHE_SECONDS", default=5.0)
+# How long after its last successful load a memoized season or board is still served while
+# PostgreSQL cannot be reached (seasons/memo.py): reads that need only Redis keep answering
+# through an outage this long.
+LEADERBOARD_SEASON_FALLBACK_SECONDS = env.float(
+    "LEADERBOARD_SEASON_FALLBACK_SECONDS", default=3600.0
+)
+# Retry-After (seconds) of the 503 a request that needs PostgreSQL answers while it is down.
+DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS = env.int(
+    "DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS", default=5
+)
 # Each process re-reads a season's top-list snapshot from Redis at most this often.
 LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS = env.float(
     "LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS", default=1.0
