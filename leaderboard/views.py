@@ -96,7 +96,7 @@ def _api_base(ref: BoardRef) -> str:
 
 
 def _first_error(exc: ValidationError) -> str:
-    detail = exc.detail
+    detail: Any = exc.detail
     if isinstance(detail, dict):
         detail = next(iter(detail.values()))
     if isinstance(detail, list):
@@ -208,7 +208,9 @@ def season_board_page(
         try:
             player_id = IdField().to_internal_value(raw_player)
         except ValidationError:
-            context["lookup_error"] = f"{raw_player[:40]!r} is not a player id (a positive integer)."
+            context["lookup_error"] = (
+                f"{raw_player[:40]!r} is not a player id (a positive integer)."
+            )
         else:
             standing = board_player_get(board=ref, player_id=player_id)
             if standing is None:

@@ -26,8 +26,10 @@ def test_board_page_shows_the_top_and_a_player_lookup(client, board_redis):
     assert response.status_code == 200
     html = response.content.decode()
     assert "Top 7" in html
-    assert html.index('data-player="2"') < html.index('data-player="1"') < html.index(
-        'data-player="6"'
+    assert (
+        html.index('data-player="2"')
+        < html.index('data-player="1"')
+        < html.index('data-player="6"')
     )
     # The season's top list is live: the table names the JSON list live.js polls.
     assert f'data-live-url="/api/seasons/{season.id}/boards/main/top?limit=100"' in html
@@ -78,7 +80,8 @@ def test_go_to_rank_pages_from_any_depth(client, board_redis):
     assert f'href="/seasons/{season.id}?start=1" rel="prev"' in html
 
     html = client.get(f"/seasons/{season.id}?start=0").content.decode()
-    assert "Rank: " in html and "greater than or equal to 1" in html
+    assert "Rank: " in html
+    assert "greater than or equal to 1" in html
 
 
 def test_daily_and_weekly_tabs_show_those_boards_live(client, board_redis):
