@@ -195,11 +195,12 @@ def season_board_page(
             next_start=start + PAGE_TOP if len(entries) == PAGE_TOP else None,
         )
     else:
+        top = board_top_get(board=ref, limit=PAGE_TOP).entries
         context.update(
-            entries=board_top_get(board=ref, limit=PAGE_TOP).entries,
+            entries=top,
             caption=f"{ref.name}: top {PAGE_TOP} of the season",
             live_url=f"{api}/top?limit={PAGE_TOP}",
-            next_start=PAGE_TOP + 1,
+            next_start=PAGE_TOP + 1 if len(top) == PAGE_TOP else None,
         )
 
     raw_player = request.GET.get("player", "").strip()
