@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv services services-stop services-status migrate lint test test-only run bench clean
+.PHONY: help venv browser services services-stop services-status migrate lint test test-only run bench clean
 
 help:
 	@echo "make run              install, start services, migrate, demo data, run every process"
@@ -48,7 +48,11 @@ lint: $(STAMP)
 	DJANGO_DEBUG=true $(VENV)/bin/mypy .
 	$(VENV)/bin/lint-imports
 
-test: services lint test-only
+# The browser tests drive Debian's chromium (never a browser downloaded by Playwright).
+browser:
+	bash scripts/browser.sh
+
+test: services browser lint test-only
 
 test-only: $(STAMP)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)

@@ -30,7 +30,7 @@ from seasons.selectors import SeasonRef
 
 from . import keys
 from .codec import ScoreCodec
-from .models import MAIN_BOARD, Board, BoardOrder
+from .models import MAIN_BOARD, Board, BoardOrder, RebuildRun, ReconcileRun
 from .redis import get_board_redis
 from .scripts import get_script
 
@@ -407,3 +407,28 @@ def board_sizes_get(*, boards: Sequence[BoardRef]) -> dict[int, int]:
     for board in boards:
         pipe.zcard(keys.board(board_id=board.id))
     return {board.id: int(size) for board, size in zip(boards, pipe.execute(), strict=True)}
+
+
+def top_snapshot_times_get(*, boards: list[BoardRef]) -> dict[int, float | None]:
+    """When each board's top-list snapshot was written (unix time; None: no readable snapshot),
+    read from Redis in one round trip (staff dashboard: a stale snapshot means beat is stuck)."""
+    pipe = get_board_redis().pipeline(transaction=False)
+    for board in boards:
+        pipe.get(keys.top_snapshot(board_id=board.id))
+    times: dict[int, float | None] = {}
+    for board, raw in zip(boards, pipe.execute(), strict=True):
+        snapshot = None if raw is None else top_snapshot_decode(raw=raw, board_id=board.id)
+        times[board.id] = None if snapshot is None else snapshot.generated_at
+    return times
+
+
+def board_runs_latest(
+    *, season_id: int, limit: int = 5
+) -> tuple[list[RebuildRun], list[ReconcileRun]]:
+    """The season's latest rebuild runs and reconcile runs, newest first, with their boards."""
+    rebuilds = RebuildRun.objects.select_related("board").filter(season_id=season_id)
+    reconciles = ReconcileRun.objects.select_related("board").filter(season_id=season_id)
+    return (
+        list(rebuilds.order_by("-started_at")[:limit]),
+        list(reconciles.order_by("-checked_at")[:limit]),
+    )
