@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv services services-stop services-status prometheus migrate lint test test-only run bench clean
+.PHONY: help venv browser services services-stop services-status prometheus migrate lint test test-only run bench clean
 
 help:
 	@echo "make run              install, start services, migrate, demo data, run every process"
@@ -52,7 +52,11 @@ lint: $(STAMP)
 	DJANGO_DEBUG=true $(VENV)/bin/mypy .
 	$(VENV)/bin/lint-imports
 
-test: services prometheus lint test-only
+# The browser tests drive Debian's chromium (never a browser downloaded by Playwright).
+browser:
+	bash scripts/browser.sh
+
+test: services browser prometheus lint test-only
 
 test-only: $(STAMP)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)

@@ -106,6 +106,12 @@ def ingest_consumers() -> str:
     return f"{settings.LEADERBOARD_KEY_PREFIX}:ingest:consumers"
 
 
+def ingest_history() -> str:
+    """ZSET of every consumer's stats samples of the last hour (member = one JSON sample, score =
+    its unix time): the staff dashboard's charts (ingestion.history)."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:ingest:history"
+
+
 def weekly_build_temp(*, board_key: str, token: str) -> str:
     """Private key one weekly-board build fills before RENAMEing it over ``board_key``.
 

@@ -32,7 +32,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from leaderboard.selectors import board_list_live, board_sizes_get, top_snapshots_generated_at_get
+from leaderboard.selectors import board_list_live, board_sizes_get, top_snapshot_times_get
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class BoardsCollector(Collector):
         try:
             boards = board_list_live()
             sizes = board_sizes_get(boards=boards)
-            generated = top_snapshots_generated_at_get(boards=boards)
+            generated = top_snapshot_times_get(boards=boards)
         except Exception:
             # A scrape must still answer (the HTTP and process metrics matter most when a
             # dependency is down); the failure shows as this gauge at 0 and in the log.

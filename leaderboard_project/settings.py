@@ -86,6 +86,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A database error from any view is a 503 with Retry-After, not a 500 (PostgreSQL outage).
+    "leaderboard_project.middleware.DatabaseUnavailableMiddleware",
     # Last, per django-axes: it answers the lockout response for a login its backend refused.
     "axes.middleware.AxesMiddleware",
 ]
@@ -138,6 +140,11 @@ DATABASES = {
         "CONN_HEALTH_CHECKS": True,
     }
 }
+# Seconds to wait for a PostgreSQL connection. libpq waits forever by default: an unreachable
+# (not refusing) server would hang every request that needs it instead of answering 503.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+    "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=3)
+)
 # Lets several checkouts run their test suites against one server at once.
 _test_db_name = env.str("DJANGO_TEST_DATABASE_NAME", default="")
 if _test_db_name:
@@ -268,6 +275,25 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The queue tasks go to and workers read by default (a test run uses its own).
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 
+# --- Celery: surviving a broker restart (issue 11, "processes come back") ----------------------
+# The two kombu crashes on a lost connection are handled in celery.py (the consumer and the
+# request classes); these keep the worker and beat reconnecting on their own.
+# None = retry the broker forever: the default (100 attempts, 2 s more each, capped at 30 s)
+# ends the worker for good after about 45 minutes of broker outage.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A connection the broker or the network dropped without a reset (a failover, an idle
+# timeout) is found within seconds instead of hanging a worker on a dead read forever:
+# kombu's redis transport passes these to redis-py (the workaround in celery/celery#10205).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 5,
+    "socket_timeout": 30,  # kombu's BRPOP blocks 1 s; 30 s never cuts a live reply short
+    "socket_keepalive": True,
+    "health_check_interval": 10,
+}
+# The worker's consumer that reconnects even when kombu fails to close the lost connection.
+CELERY_WORKER_CONSUMER = "leaderboard_project.celery:BrokerLossTolerantConsumer"
+# --- end of issue 11's Celery block --------------------------------------------------------------
+
 # --- DRF -----------------------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
@@ -310,6 +336,16 @@ INGEST_HTTP_MAX_BODY_BYTES = env.int("INGEST_HTTP_MAX_BODY_BYTES", default=1024 
 INGEST_MAX_FUTURE_SKEW_SECONDS = env.int("INGEST_MAX_FUTURE_SKEW_SECONDS", default=300)
 # How long each process trusts its memo of a season (the hot endpoints make no SQL query).
 LEADERBOARD_SEASON_CACHE_SECONDS = env.float("LEADERBOARD_SEASON_CACHE_SECONDS", default=5.0)
+# How long after its last successful load a memoized season or board is still served while
+# PostgreSQL cannot be reached (seasons/memo.py): reads that need only Redis keep answering
+# through an outage this long.
+LEADERBOARD_SEASON_FALLBACK_SECONDS = env.float(
+    "LEADERBOARD_SEASON_FALLBACK_SECONDS", default=3600.0
+)
+# Retry-After (seconds) of the 503 a request that needs PostgreSQL answers while it is down.
+DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS = env.int(
+    "DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS", default=5
+)
 # Each process re-reads a season's top-list snapshot from Redis at most this often.
 LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS = env.float(
     "LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS", default=1.0
