@@ -10,15 +10,19 @@ from django.conf import settings
 from django_redis import get_redis_connection
 from redis.cluster import ClusterNode, RedisCluster
 
+# The boards' client: a standalone Redis or a cluster. Both offer the commands the product uses
+# (routed by key slot on a cluster, every script's keys in one board's slot) and pipelines; a
+# cluster pipeline refuses EVALSHA by name, so pipelined scripts go through
+# ``leaderboard.scripts.scripts_pipelined``.
+BoardRedis = redis.Redis | RedisCluster
 
-def get_board_redis() -> redis.Redis:
+
+def get_board_redis() -> BoardRedis:
     """The pooled client for the boards' Redis.
 
     ``settings.LB_REDIS_MODE == "single"``: django-redis's connection for
     ``settings.CACHES["boards"]``. ``"cluster"``: one redis-py ``RedisCluster`` per process,
-    seeded with ``settings.REDIS_CLUSTER_NODES``, with the same timeouts and pool size. The
-    annotation stays ``redis.Redis`` for the callers: ``RedisCluster`` offers the same commands
-    (and ``register_script``), routed by key slot.
+    seeded with ``settings.REDIS_CLUSTER_NODES``, with the same timeouts and pool size.
 
     Responses are bytes: member ids and scores are parsed by the callers that know their type.
     """
@@ -32,7 +36,8 @@ def get_board_redis() -> redis.Redis:
             socket_timeout=options.get("SOCKET_TIMEOUT"),
             max_connections=pool.get("max_connections"),
         )
-        return cast(redis.Redis, client)
+        return client
+    # django-redis types its connection as Any.
     return cast(redis.Redis, get_redis_connection("boards"))
 
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import redis
-from redis.cluster import RedisCluster
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
+
+from leaderboard.redis import BoardRedis
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 
@@ -47,7 +47,7 @@ def _source(name: str) -> str:
 _registered: dict[tuple[int, str], Script] = {}
 
 
-def get_script(client: redis.Redis | RedisCluster, name: str) -> Script:
+def get_script(client: BoardRedis, name: str) -> Script:
     """The registered script ``lua/<name>.lua`` bound to ``client``.
 
     Registration only hashes the source; the first call loads it into Redis.
@@ -68,7 +68,7 @@ class ScriptCall:
     args: Sequence[str | int]
 
 
-def scripts_pipelined(client: redis.Redis | RedisCluster, calls: Sequence[ScriptCall]) -> list[Any]:
+def scripts_pipelined(client: BoardRedis, calls: Sequence[ScriptCall]) -> list[Any]:
     """The replies of ``calls``, sent in one pipeline (on a cluster: one per node).
 
     EVALSHA goes in as a raw command: redis-py's cluster pipeline refuses ``evalsha`` by name

@@ -15,7 +15,7 @@ import pytest
 import redis
 from django.conf import settings as django_settings
 
-from leaderboard.redis import get_board_redis
+from leaderboard.redis import BoardRedis, get_board_redis
 
 _SESSION_TAG = uuid.uuid4().hex[:8]
 
@@ -34,7 +34,7 @@ def _fresh_season_memo() -> None:
     process_memos_clear()
 
 
-def _unlink_matching(client: redis.Redis, pattern: str) -> None:
+def _unlink_matching(client: BoardRedis, pattern: str) -> None:
     # One UNLINK per key: on a cluster a multi-key UNLINK must stay within one slot, and the
     # session's keys span every slot (redis-py splits it for RedisCluster, but not portably).
     pipe = client.pipeline(transaction=False)
@@ -57,7 +57,7 @@ def _drop_session_keys() -> Iterator[None]:
 
 
 @pytest.fixture
-def board_redis() -> redis.Redis:
+def board_redis() -> BoardRedis:
     """The boards' Redis client, as the application gets it."""
     return get_board_redis()
 

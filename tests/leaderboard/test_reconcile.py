@@ -4,6 +4,7 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import redis
 from django.conf import settings as django_settings
 from django.utils import timezone
 
@@ -34,6 +35,7 @@ def own_redis(settings):
         "boards": {**django_settings.CACHES["boards"], "LOCATION": OWN_DB_URL},
     }
     client = get_board_redis()
+    assert isinstance(client, redis.Redis)
     assert client.connection_pool.connection_kwargs["db"] == 9
     yield client
     client.flushdb()
