@@ -63,3 +63,23 @@ def _cluster_client(
         socket_timeout=socket_timeout,
         **kwargs,
     )
+
+
+def board_redis_masters() -> frozenset[str]:
+    """Who holds the boards' writes now: one string per master that serves slots.
+
+    Cluster: ``<node id>@<config epoch>`` per master (a promoted replica is another node id,
+    with a new epoch); a master marked failed is left out, so the answer changes as soon as the
+    cluster notices the death and again at the promotion. Standalone: the server's run id,
+    which changes when it restarts (and may have lost its last second of writes).
+    Raises ``redis.RedisError`` when no node answers.
+    """
+    client = get_board_redis()
+    if isinstance(client, RedisCluster):
+        nodes: dict[str, dict[str, Any]] = client.cluster_nodes()
+        return frozenset(
+            f"{node['node_id']}@{node['epoch']}"
+            for node in nodes.values()
+            if "master" in node["flags"] and "fail" not in node["flags"] and node["slots"]
+        )
+    return frozenset([str(client.info("server")["run_id"])])

@@ -25,6 +25,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from ingestion.consumer import ConsumerOptions
 from leaderboard import keys
 from leaderboard.models import Board
+from leaderboard.redis import BoardRedis
 from leaderboard.selectors import BoardRef
 from seasons.models import Season
 from tests.helpers import (
@@ -138,7 +139,7 @@ def _score(raw: bytes) -> int:
     return int(float(raw))
 
 
-def board(client: redis.Redis, key: str) -> dict[int, int]:
+def board(client: BoardRedis, key: str) -> dict[int, int]:
     pairs: list[Any] = client.zrange(key, 0, -1, withscores=True, score_cast_func=_score)
     return {int(member): int(score) for member, score in pairs}
 
