@@ -39,7 +39,13 @@ from tests.infra.test_local_clusters import (
     state_ok,
     topology,
 )
-from tests.ingestion.ingest_helpers import Result, board, consumer_options, publish_results
+from tests.ingestion.ingest_helpers import (
+    Result,
+    assert_boards_match,
+    board,
+    consumer_options,
+    publish_results,
+)
 
 pytestmark = [pytest.mark.clusters, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -151,6 +157,7 @@ def test_acknowledged_writes_a_dead_master_never_replicated_are_repaired(kafka_t
             )
             time.sleep(0.2)
         exact_after = time.monotonic() - killed_at
+        assert_boards_match(client, season, produced)  # the daily boards too
         # The loss was real and the repair did it, not a lucky replication.
         assert RebuildRun.objects.filter(board_id=board_id, reason__contains="failover").exists(), (
             f"exact after {exact_after:.1f} s but no repair ran"

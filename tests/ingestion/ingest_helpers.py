@@ -18,7 +18,6 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-import redis
 from django.conf import settings
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
@@ -149,7 +148,7 @@ def daily_keys(season: object, results: Sequence[Result]) -> set[date]:
 
 
 def assert_boards_match(
-    client: redis.Redis, season: Season | Board | BoardRef, results: Sequence[Result]
+    client: BoardRedis, season: Season | Board | BoardRef, results: Sequence[Result]
 ) -> None:
     """The board (a season: its main board), season-long and every daily board, equals the
     reference computed from ``results``."""
