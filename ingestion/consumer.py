@@ -30,6 +30,7 @@ from kafka.errors import UnknownTopicOrPartitionError
 from kafka.structs import TopicPartition
 
 from . import metrics
+from .board_redis_watch import BoardRedisWatch
 from .dead_letters import KafkaDeadLetterSink, dead_letter_producer
 from .kafka_adapter import group_coordinator_connected
 from .kafka_watch import KafkaWatch
@@ -55,6 +56,7 @@ class ConsumerOptions:
     # Static group membership: a restarted consumer with the same id takes its partitions
     # back at once instead of waiting out the dead one's session.
     group_instance_id: str | None = None
+    failover_check_seconds: float = 1.0
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> ConsumerOptions:
@@ -69,6 +71,7 @@ class ConsumerOptions:
             backoff_max_seconds=settings.INGEST_BACKOFF_MAX_SECONDS,
             consumer_id=f"{socket.gethostname()}-{os.getpid()}",
             group_instance_id=settings.INGEST_GROUP_INSTANCE_ID or None,
+            failover_check_seconds=settings.INGEST_FAILOVER_CHECK_SECONDS,
         )
         return replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -83,6 +86,9 @@ class MatchResultConsumer:
         self._last_report_applied = 0
         self._kafka = KafkaWatch(
             group_id=options.group_id, bootstrap_servers=options.bootstrap_servers
+        )
+        self._board_redis = BoardRedisWatch(
+            topic=options.topic, interval_seconds=options.failover_check_seconds
         )
 
     def request_stop(self) -> None:
@@ -158,6 +164,7 @@ class MatchResultConsumer:
                     reachable=bool(polled) or group_coordinator_connected(consumer),
                     now=time.monotonic(),
                 )
+                self._board_redis.observe(consumer)
                 self._maybe_report(consumer)
                 if until is not None and until(self.totals):
                     break

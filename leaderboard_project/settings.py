@@ -259,6 +259,9 @@ INGEST_POLL_TIMEOUT_MS = env.int("INGEST_POLL_TIMEOUT_MS", default=200)
 INGEST_STATS_INTERVAL_SECONDS = env.int("INGEST_STATS_INTERVAL_SECONDS", default=10)
 # Retry delay cap while PostgreSQL, Redis or Kafka is unreachable (doubling from 0.1 s).
 INGEST_BACKOFF_MAX_SECONDS = env.int("INGEST_BACKOFF_MAX_SECONDS", default=10)
+# How often each consumer asks the boards' Redis who its masters are: a change (a replica
+# promoted, a restart) makes it look for writes the old master lost and rebuild those boards.
+INGEST_FAILOVER_CHECK_SECONDS = env.float("INGEST_FAILOVER_CHECK_SECONDS", default=1.0)
 # Kafka static membership id of this consumer process (e.g. the pod name); empty = dynamic.
 INGEST_GROUP_INSTANCE_ID = env.str("INGEST_GROUP_INSTANCE_ID", default="")
 

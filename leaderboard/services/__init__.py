@@ -58,6 +58,7 @@ from .reconcile import (
     boards_reconcile_live_seasons,
     reconcile_days,
 )
+from .repair import BoardRepaired, boards_lost_writes_repair
 from .unlink import season_keys_unlink
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "SCORE_FIELDS",
     "WEEKLY_MERGE_CHUNK",
     "BoardRebuilt",
+    "BoardRepaired",
     "BoardsApplied",
     "BoardsCorrected",
     "Correction",
@@ -92,6 +94,7 @@ __all__ = [
     "board_results_apply",
     "board_update",
     "boards_correct",
+    "boards_lost_writes_repair",
     "boards_reconcile_live_seasons",
     "daily_board_expire_at",
     "daily_boards_existing",

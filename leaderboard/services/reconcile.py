@@ -6,15 +6,13 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import cast
 
-import redis
-
 from leaderboard.board_scores import (
     board_member_count,
     board_players_sample,
     board_scores_for_players,
 )
 from leaderboard.models import ReconcileRun
-from leaderboard.redis import get_board_redis
+from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.selectors import BoardRef, board_get, board_list_live
 from seasons.selectors import SeasonRef
 
@@ -36,7 +34,7 @@ class ReconcileResult:
 
 
 def _compare(
-    client: redis.Redis, *, board: BoardRef, day: date | None, key: str, players: list[int]
+    client: BoardRedis, *, board: BoardRef, day: date | None, key: str, players: list[int]
 ) -> tuple[int, int, list[dict[str, int | None]]]:
     """(redis members, expected members, mismatching sampled players)."""
     redis_members = int(client.zcard(key))
