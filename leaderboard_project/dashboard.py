@@ -127,7 +127,8 @@ def staff_dashboard(request: HttpRequest) -> HttpResponse:
         **admin.site.each_context(request),
         "title": "Live dashboard",
         "charts": charts,
-        "consumers": consumers,
+        # (stats, seconds since its last report): staff read an age, not a unix time.
+        "consumers": [(c, max(0, round(now - c.updated_at))) for c in consumers],
         "dead_letters": dead_letters,
         "dead_letter_error": dead_letter_error,
         "dead_letter_topic": settings.KAFKA_DEAD_LETTER_TOPIC,
