@@ -1,0 +1,262 @@
+"""What every fault case shares: a stream over two boards, the reference, the exactness poll,
+and the summary each case records (printed at the end of the run, see conftest.py)."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, timedelta
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from leaderboard import keys
+from leaderboard.models import BoardOrder, MatchResult, ScoringRule
+from leaderboard.selectors import BoardRef
+from seasons.models import Season
+from tests.factories import board_factory
+from tests.helpers import as_board, expected_board, make_season
+from tests.ingestion.ingest_helpers import ConsumerProcess, Result, board, unique_results
+
+# A double count changes a sum and a lost result changes it too: the main board is cumulative
+# (desc). The second board is a lap time: asc, best, so a lost or replayed result shows as a
+# different best or a different "first reached" tick.
+LAPS = "laps"
+
+
+@dataclass
+class Stream:
+    """The messages of a case and the boards they must produce."""
+
+    season: Season
+    boards: list[BoardRef]
+    messages: list[Result]
+    distinct: list[Result] = field(init=False)
+    # Every board key (season-long and daily) -> the reference sorted set.
+    expected: dict[str, dict[int, int]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.distinct = unique_results(self.messages)
+        self.expected = {}
+        for ref in self.boards:
+            self.expected[keys.board(board_id=ref.id)] = expected_board(ref, self.distinct)
+            on_board = [r for r in self.distinct if r.board == ref.slug]
+            for day in sorted({r.achieved_at.astimezone(UTC).date() for r in on_board}):
+                key = keys.daily_board(board_id=ref.id, day=day)
+                self.expected[key] = expected_board(ref, self.distinct, day=day)
+
+    def chunks(self, count: int) -> list[list[Result]]:
+        size = -(-len(self.messages) // count)
+        return [self.messages[i : i + size] for i in range(0, len(self.messages), size)]
+
+
+def make_stream(*, count: int, players: int, seed: int, days: int = 3) -> Stream:
+    """``count`` results over the two boards and ``days`` days (so several daily boards),
+    plus 5% game-server retries (the same message again, some much later)."""
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    laps = board_factory(season, LAPS, order=BoardOrder.ASC, rule=ScoringRule.BEST)
+    rng = random.Random(seed)
+    messages = []
+    for _ in range(count):
+        on_laps = rng.random() < 0.4
+        messages.append(
+            Result(
+                uuid.UUID(int=rng.getrandbits(128), version=4),
+                rng.randint(1, players),
+                season.id,
+                rng.randint(60_000, 90_000) if on_laps else rng.randint(0, 500),
+                season.starts_at + timedelta(seconds=rng.randint(0, days * 86400 - 1)),
+                board=LAPS if on_laps else "main",
+            )
+        )
+    for original in rng.sample(range(count), count // 20):
+        messages.insert(rng.randint(original + 1, len(messages)), messages[original])
+    return Stream(season, [as_board(season), as_board(laps)], messages)
+
+
+def stored_differences(stream: Stream) -> tuple[int, int]:
+    """(lost, doubled) of PostgreSQL against the reference: results missing, and rows beyond
+    one per expected result."""
+    rows = Counter(
+        MatchResult.objects.filter(board__season=stream.season).values_list(
+            "match_id", "player_id", "board__slug", "points"
+        )
+    )
+    want = {(r.match_id, r.player_id, r.board, r.points) for r in stream.distinct}
+    lost = len(want - rows.keys())
+    doubled = sum(n - 1 for n in rows.values()) + len(rows.keys() - want)
+    return lost, doubled
+
+
+def board_differences(client: Any, stream: Stream) -> list[str]:
+    """Each board key that differs from the reference, with how (empty: all exact)."""
+    wrong = []
+    for key, want in stream.expected.items():
+        got = board(client, key)
+        if got != want:
+            missing = len(want.keys() - got.keys())
+            extra = len(got.keys() - want.keys())
+            scores = sum(1 for p in want.keys() & got.keys() if got[p] != want[p])
+            wrong.append(f"{key}: {missing} missing, {extra} extra, {scores} wrong scores")
+    return wrong
+
+
+@dataclass
+class Outcome:
+    case: str
+    fault: str
+    results: int  # distinct results (messages, with the retries, are more)
+    messages: int
+    seconds_to_exact: float  # from the fault's end (or the last kill) to every board exact
+    seconds: float  # the whole case, set by the recorder
+    lost: int
+    doubled: int
+    wrong_board_keys: int
+    note: str = ""
+
+
+# Filled by the cases, printed by conftest.pytest_terminal_summary.
+OUTCOMES: list[Outcome] = []
+
+
+def wait_exact(
+    client: Any,
+    stream: Stream,
+    *,
+    since: float,
+    timeout: float,
+    context: Callable[[], str] | None = None,
+) -> tuple[float, int, int]:
+    """Poll until PostgreSQL and every board equal the reference; return (seconds from
+    ``since`` (a time.monotonic()), lost, doubled). Fail with what differs after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lost, doubled = stored_differences(stream)
+        wrong = board_differences(client, stream)
+        if not (lost or doubled or wrong):
+            return time.monotonic() - since, lost, doubled
+        if time.monotonic() > deadline:
+            detail = f"\n{context()}" if context is not None else ""
+            raise AssertionError(
+                f"not exact within {timeout}s: PostgreSQL lost {lost}, doubled {doubled}; "
+                f"boards wrong: {wrong}{detail}"
+            )
+        time.sleep(0.2)
+
+
+class FaultConsumer(ConsumerProcess):
+    """A consumer process that can tell when its latest start has reached its poll loop (a
+    SIGTERM before that is Python's default: the process dies with -15, not a clean stop)."""
+
+    starts = 0
+
+    def start(self) -> None:
+        super().start()
+        self.starts += 1
+
+    def _consuming(self) -> bool:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return text.count(" consuming ") >= self.starts
+
+    def stop(self) -> None:
+        """SIGTERM once it consumes: it finishes and commits its batch and exits 0."""
+        self.wait_for(self._consuming, timeout=60)
+        assert self.signal(signal.SIGTERM) == 0
+
+
+def consumer(
+    *, topic: str, dlq: str, group: str, log: Path, instance: int = 0, **env: str
+) -> FaultConsumer:
+    """A consumer process; ``instance`` is its static member id within the group (a
+    replacement with the same id takes the dead member's partitions back at once)."""
+    process = FaultConsumer(topic=topic, dlq=dlq, group=group, log=log)
+    process.args[process.args.index("--instance-id") + 1] = f"{group}-{instance}"
+    # The repair watch (a new Redis run id) looks every second by default; say so here, since
+    # the Redis cases' seconds-to-exact depend on it.
+    process.env.update({"INGEST_FAILOVER_CHECK_SECONDS": "1", **env})
+    return process
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PrivateRedis:
+    """A redis-server of the test's own (never the shared one), with an AOF fsynced every
+    second as in production, so that it can be killed, flushed and its AOF cut."""
+
+    def __init__(self, directory: Path) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not installed")
+        self.binary = binary
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_timeout=5)
+
+    def start(self) -> None:
+        args = [
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.dir),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--save",
+            "",
+            "--logfile",
+            str(self.dir / "redis.log"),
+        ]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if self.client().ping():
+                    return
+            except redis.exceptions.ConnectionError:
+                pass
+            except redis.exceptions.BusyLoadingError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                log = (self.dir / "redis.log").read_text(errors="replace")[-3000:]
+                raise AssertionError(f"private redis-server did not start:\n{log}")
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()
+
+    def incr_aof(self) -> Path:
+        """The AOF file being appended to (Redis 7: the last INCR file of appendonlydir)."""
+        files = sorted((self.dir / "appendonlydir").glob("*.incr.aof"))
+        assert files, list(self.dir.rglob("*"))
+        return files[-1]
