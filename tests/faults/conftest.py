@@ -39,12 +39,12 @@ def pytest_terminal_summary(terminalreporter) -> None:
     if not OUTCOMES:
         return
     terminalreporter.section("fault suite")
-    header = "| case | fault | results | seconds to exact | lost | doubled | case seconds |"
+    header = "| case | fault | results | seconds to exact | lost | doubled | case seconds | note |"
     terminalreporter.write_line(header)
     for o in OUTCOMES:
         terminalreporter.write_line(
             f"| {o.case} | {o.fault} | {o.results} ({o.messages} messages) | "
-            f"{o.seconds_to_exact:.1f} | {o.lost} | {o.doubled} | {o.seconds} |"
+            f"{o.seconds_to_exact:.1f} | {o.lost} | {o.doubled} | {o.seconds} | {o.note} |"
         )
     path = os.environ.get("FAULTS_REPORT")
     if path:

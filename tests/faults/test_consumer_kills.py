@@ -13,7 +13,12 @@ import pytest
 
 from leaderboard.models import MatchResult
 from tests.helpers import wait_until
-from tests.ingestion.ingest_helpers import committed_offsets, end_offsets, publish_results
+from tests.ingestion.ingest_helpers import (
+    committed_offsets,
+    end_offsets,
+    publish_results,
+    unique_results,
+)
 
 from .fault_helpers import Outcome, consumer, make_stream, wait_exact
 
@@ -86,5 +91,86 @@ def test_sigkill_at_random_points_during_the_stream(
             lost,
             doubled,
             0,
+            note=f"{mid_ingest} of the kills mid-ingest",
+        )
+    )
+
+
+MEMBERS = 3
+MEMBER_KILLS = 8
+
+
+def test_group_members_killed_and_replaced_mid_stream(
+    kafka_topic_factory, board_redis, tmp_path, record
+) -> None:
+    stream = make_stream(count=9_000, players=1_200, seed=404)
+    topic, dlq = kafka_topic_factory("members", partitions=4), kafka_topic_factory("members-dlq")
+    group = f"test-members-{uuid.uuid4().hex[:8]}"
+    members = [
+        consumer(topic=topic, dlq=dlq, group=group, log=tmp_path / f"member{n}.log", instance=n)
+        for n in range(MEMBERS)
+    ]
+    rng = random.Random(13)
+    chunks = stream.chunks(MEMBER_KILLS + 1)
+    published = publish_results(topic, chunks[0])
+
+    def logs() -> str:
+        return "\n".join(m.log_tail(20) for m in members)
+
+    def published_distinct() -> int:
+        return len(unique_results(stream.messages[:published]))
+
+    mid_ingest = 0
+
+    def all_alive() -> None:
+        for n, m in enumerate(members):
+            assert m.proc is not None
+            assert m.proc.poll() is None, f"member {n} exited on its own ({m.proc.returncode})"
+
+    try:
+        for member in members:
+            member.start()
+        for chunk in chunks[1:]:
+            published += publish_results(topic, chunk)
+            # Kill one member while the group ingests, then replace it at once; a replacement
+            # takes the dead member's static id, so its partitions come back without waiting
+            # for the session to time out (as systemd's Restart= does, docs/operations.md).
+            stored_before = _rows()
+            target = min(stored_before + rng.randint(1, 300), published - len(chunk) // 2)
+            wait_until(partial(_rows_reach, target), timeout=60, every=0.005, context=logs)
+            all_alive()
+            victim = members[rng.randrange(MEMBERS)]
+            time.sleep(rng.random() * 0.05)  # jitter, not synchronisation
+            assert victim.signal(signal.SIGKILL) == -signal.SIGKILL
+            if _rows() < published_distinct():
+                mid_ingest += 1
+            victim.start()
+        assert mid_ingest >= MEMBER_KILLS // 2, "most kills must land while the group ingests"
+        last_kill = time.monotonic()
+        seconds, lost, doubled = wait_exact(
+            board_redis,
+            stream,
+            since=last_kill,
+            timeout=90,
+            context=logs,
+        )
+        wait_until(lambda: _done(topic, group), timeout=30)
+        for member in members:
+            member.stop()
+    finally:
+        for member in members:
+            member.kill_if_running()
+    record(
+        Outcome(
+            "group members",
+            f"{MEMBER_KILLS} SIGKILLs of members of a {MEMBERS}-member group, each replaced",
+            len(stream.distinct),
+            len(stream.messages),
+            round(seconds, 1),
+            0.0,
+            lost,
+            doubled,
+            0,
+            note=f"{mid_ingest} of the kills with results still unstored",
         )
     )
