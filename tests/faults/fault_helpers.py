@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import uuid
 from collections import Counter
@@ -160,6 +161,7 @@ class FaultConsumer(ConsumerProcess):
     # Where the log stood at the latest start: a start killed before its poll loop leaves
     # no "consuming" line, so the lines must be looked for after it, not counted.
     _log_at_start = 0
+    group = ""
 
     def start(self) -> None:
         self._log_at_start = self.log.stat().st_size if self.log.exists() else 0
@@ -182,6 +184,7 @@ def consumer(
     """A consumer process; ``instance`` is its static member id within the group (a
     replacement with the same id takes the dead member's partitions back at once)."""
     process = FaultConsumer(topic=topic, dlq=dlq, group=group, log=log)
+    process.group = group
     process.args[process.args.index("--instance-id") + 1] = f"{group}-{instance}"
     # The repair watch (a new Redis run id) looks every second by default; say so here, since
     # the Redis cases' seconds-to-exact depend on it.
@@ -263,3 +266,37 @@ class PrivateRedis:
         files = sorted((self.dir / "appendonlydir").glob("*.incr.aof"))
         assert files, list(self.dir.rglob("*"))
         return files[-1]
+
+
+class Publisher:
+    """Publishes ``messages`` in chunks of ``size`` every ``every`` seconds on a thread: a
+    stream that keeps flowing while a fault happens, as game servers' would."""
+
+    def __init__(self, topic: str, messages: list[Result], *, size: int, every: float) -> None:
+        self.topic = topic
+        self.messages = messages
+        self.size = size
+        self.every = every
+        self.done = threading.Event()
+        self.errors: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Publisher:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        from tests.ingestion.ingest_helpers import publish_results
+
+        try:
+            for i in range(0, len(self.messages), self.size):
+                publish_results(self.topic, self.messages[i : i + self.size])
+                time.sleep(self.every)  # the stream's rate
+        except BaseException as exc:
+            self.errors.append(exc)
+        finally:
+            self.done.set()
+
+    def join(self, timeout: float = 60) -> None:
+        assert self.done.wait(timeout), "the publisher did not finish"
+        assert not self.errors, self.errors
