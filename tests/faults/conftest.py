@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from .fault_helpers import OUTCOMES
+from .fault_helpers import OUTCOMES, Outcome
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +28,7 @@ def _single_node_services() -> None:
 def record(request) -> Iterator[Any]:
     """``record(outcome)``: keep a case's figures; its whole duration is measured here."""
     started = time.monotonic()
-    kept = []
+    kept: list[Outcome] = []
     yield kept.append
     for outcome in kept:
         outcome.seconds = round(time.monotonic() - started, 1)
@@ -42,9 +42,12 @@ def pytest_terminal_summary(terminalreporter) -> None:
     header = "| case | fault | results | seconds to exact | lost | doubled | case seconds | note |"
     terminalreporter.write_line(header)
     for o in OUTCOMES:
+        # A case that never got exact (an xfail) records -1: "not exact", never a figure.
+        exact = f"{o.seconds_to_exact:.1f}" if o.seconds_to_exact >= 0 else "not exact"
+        lost, doubled = (o.lost, o.doubled) if o.lost >= 0 else ("-", "-")
         terminalreporter.write_line(
             f"| {o.case} | {o.fault} | {o.results} ({o.messages} messages) | "
-            f"{o.seconds_to_exact:.1f} | {o.lost} | {o.doubled} | {o.seconds} | {o.note} |"
+            f"{exact} | {lost} | {doubled} | {o.seconds} | {o.note} |"
         )
     path = os.environ.get("FAULTS_REPORT")
     if path:

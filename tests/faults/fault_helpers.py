@@ -135,21 +135,30 @@ def wait_exact(
     *,
     since: float,
     timeout: float,
+    stalled: float | None = None,
     context: Callable[[], str] | None = None,
 ) -> tuple[float, int, int]:
     """Poll until PostgreSQL and every board equal the reference; return (seconds from
-    ``since`` (a time.monotonic()), lost, doubled). Fail with what differs after ``timeout``."""
+    ``since`` (a time.monotonic()), lost, doubled). Fail with what differs after ``timeout``,
+    or sooner with ``stalled``: once the differences have stayed the same that long, nothing
+    (no ingest, no repair) is changing the boards any more."""
     deadline = time.monotonic() + timeout
+    last: tuple[int, int, list[str]] | None = None
+    unchanged_since = time.monotonic()
     while True:
         lost, doubled = stored_differences(stream)
         wrong = board_differences(client, stream)
         if not (lost or doubled or wrong):
             return time.monotonic() - since, lost, doubled
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if (lost, doubled, wrong) != last:
+            last, unchanged_since = (lost, doubled, wrong), now
+        stuck = stalled is not None and now - unchanged_since > stalled
+        if now > deadline or stuck:
+            why = f"unchanged for {stalled}s" if stuck else f"not exact within {timeout}s"
             detail = f"\n{context()}" if context is not None else ""
             raise AssertionError(
-                f"not exact within {timeout}s: PostgreSQL lost {lost}, doubled {doubled}; "
-                f"boards wrong: {wrong}{detail}"
+                f"{why}: PostgreSQL lost {lost}, doubled {doubled}; boards wrong: {wrong}{detail}"
             )
         time.sleep(0.2)
 

@@ -32,6 +32,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 # The issue's bar (issue 11): every board exact within 60 s of the loss, no command typed.
 REPAIR_SECONDS = 60
+# ... and noticed "in seconds": boards that stay wrong and unchanged this long, with the
+# stream over, are not being repaired (this keeps a missing repair from costing 60 s a case).
+STALLED_SECONDS = 20
 
 # Both fail on main (issue 11, item 1: nothing notices a lost second or a flush); another
 # branch adds the repair. Not strict: they pass as XPASS the day it lands.
@@ -94,9 +97,9 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
     topic, dlq = kafka_topic_factory("aof", partitions=2), kafka_topic_factory("aof-dlq")
     process = _consumer_on(private_redis, topic, dlq, tmp_path / "consumer.log")
     client = private_redis.client()
-    # About 8 s of stream: the consumer keeps up, so the AOF grows with the stream and its
+    # About 6 s of stream: the consumer keeps up, so the AOF grows with the stream and its
     # last second holds a second's worth of results, not the whole run.
-    publisher = Publisher(topic, stream.messages, size=100, every=0.08)
+    publisher = Publisher(topic, stream.messages, size=150, every=0.08)
     sizes = AofSizes(private_redis)
     try:
         process.start()
@@ -121,7 +124,12 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
         publisher.join()
         try:
             seconds, lost, doubled = wait_exact(
-                client, stream, since=restarted, timeout=REPAIR_SECONDS, context=process.log_tail
+                client,
+                stream,
+                since=restarted,
+                timeout=REPAIR_SECONDS,
+                stalled=STALLED_SECONDS,
+                context=process.log_tail,
             )
         except AssertionError as exc:
             _record_failure(record, stream, "Redis AOF cut", AOF_FAULT, exc)
@@ -159,12 +167,12 @@ def _record_failure(record, stream, case: str, fault: str, exc: AssertionError) 
             fault,
             len(stream.distinct),
             len(stream.messages),
-            float(REPAIR_SECONDS),
+            -1.0,
             0.0,
             -1,
             -1,
             -1,
-            note=f"NOT EXACT after {REPAIR_SECONDS} s; {wrong[:300]}",
+            note=f"NOT EXACT: {str(exc).split(':', 1)[0]}; {wrong[:300]}",
         )
     )
 
@@ -187,7 +195,12 @@ def test_flushall_mid_ingest(kafka_topic_factory, private_redis, tmp_path, recor
         publish_results(topic, rest)
         try:
             seconds, lost, doubled = wait_exact(
-                client, stream, since=flushed, timeout=REPAIR_SECONDS, context=process.log_tail
+                client,
+                stream,
+                since=flushed,
+                timeout=REPAIR_SECONDS,
+                stalled=STALLED_SECONDS,
+                context=process.log_tail,
             )
         except AssertionError as exc:
             _record_failure(record, stream, "Redis FLUSHALL", FLUSH_FAULT, exc)
