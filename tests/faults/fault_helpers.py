@@ -23,7 +23,7 @@ import redis
 from leaderboard import keys
 from leaderboard.models import BoardOrder, MatchResult, ScoringRule
 from leaderboard.selectors import BoardRef
-from seasons.models import Season
+from seasons.models import Season, SeasonStatus
 from tests.factories import board_factory
 from tests.helpers import as_board, expected_board, make_season
 from tests.ingestion.ingest_helpers import ConsumerProcess, Result, board, unique_results
@@ -63,7 +63,9 @@ class Stream:
 def make_stream(*, count: int, players: int, seed: int, days: int = 3) -> Stream:
     """``count`` results over the two boards and ``days`` days (so several daily boards),
     plus 5% game-server retries (the same message again, some much later)."""
-    season = make_season(rule=ScoringRule.CUMULATIVE)
+    # Active, as a season taking results is: the repair of lost Redis writes looks only at the
+    # boards of live seasons.
+    season = make_season(rule=ScoringRule.CUMULATIVE, status=SeasonStatus.ACTIVE)
     laps = board_factory(season, LAPS, order=BoardOrder.ASC, rule=ScoringRule.BEST)
     rng = random.Random(seed)
     messages = []
