@@ -29,11 +29,14 @@ from kafka import KafkaConsumer
 from kafka.errors import UnknownTopicOrPartitionError
 from kafka.structs import TopicPartition
 
+from leaderboard.services import boards_recover
+
 from .dead_letters import KafkaDeadLetterSink, dead_letter_producer
 from .kafka_adapter import group_coordinator_connected
 from .kafka_watch import KafkaWatch
 from .offsets import consumer_lag, next_offsets, offsets_commit
 from .retrying import Backoff, ConsumerStopping
+from .selectors import consumer_group_committed_get
 from .services import ConsumedRecord, DeadLetterSink, match_results_ingest
 from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
 
@@ -139,6 +142,7 @@ class MatchResultConsumer:
         sink = KafkaDeadLetterSink(
             producer=producer, topic=self.options.dead_letter_topic, source_topic=self.options.topic
         )
+        self._recover_boards()
         logger.info(
             "consuming %s as group %s (dead letters to %s)",
             self.options.topic,
@@ -170,6 +174,24 @@ class MatchResultConsumer:
             producer.close(timeout=5)
         logger.info("consumer stopped")
         return self.totals
+
+    def _recover_boards(self) -> None:
+        """Before the first batch: rebuild the boards Redis lost while no consumer ran (a
+        restart of everything after a Redis loss), so this consumer's writes land on whole
+        boards. Beat's recovery task repeats the check every few seconds; a failure here is
+        left to it rather than keep the consumer from starting."""
+        try:
+            report = boards_recover(
+                committed_offsets=lambda: consumer_group_committed_get(
+                    topic=self.options.topic, group_id=self.options.group_id
+                ),
+                topic=self.options.topic,
+            )
+        except Exception:
+            logger.exception("board recovery at start-up failed; the periodic task retries it")
+            return
+        if report.recovered or report.redis_restarted:
+            logger.info("board recovery at start-up: %s", report.describe())
 
     def _handle(
         self,

@@ -33,6 +33,7 @@ from seasons.selectors import season_get_cached
 from .models import BOARD_SLUG_PATTERN, MAIN_BOARD
 from .selectors import (
     BoardRef,
+    BoardUnavailableError,
     RankingEntry,
     board_around_get,
     board_friends_get,
@@ -65,8 +66,20 @@ from .throttling import AnonFixedWindowThrottle
 SOURCE_HEADER = "X-Leaderboard-Source"
 
 
+# Seconds a client is told to wait while a lost board is rebuilt: the recovery task looks every
+# few seconds, and a rebuild of a typical board takes about as long (docs/reliability.md).
+RECOVERY_RETRY_AFTER_SECONDS = 5
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, with validation errors reshaped to {"detail", "errors"}."""
+    """DRF's handler, with validation errors reshaped to {"detail", "errors"}, and a board
+    Redis does not hold as truth answered 503 with Retry-After."""
+    if isinstance(exc, BoardUnavailableError):
+        return Response(
+            {"detail": str(exc)},
+            status=503,
+            headers={"Retry-After": str(RECOVERY_RETRY_AFTER_SECONDS)},
+        )
     response = exception_handler(exc, context)
     if response is not None and isinstance(exc, ValidationError):
         errors = response.data if isinstance(response.data, dict) else {"": response.data}
@@ -218,6 +231,10 @@ _PLAYER_PARAM = OpenApiParameter("player", OpenApiTypes.INT, OpenApiParameter.PA
 _ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="A malformed parameter."),
     404: OpenApiResponse(ErrorSerializer, description="Unknown season or board."),
+    503: OpenApiResponse(
+        ErrorSerializer,
+        description="The board is being recovered from the source of truth (Retry-After).",
+    ),
 }
 _LIST = RankingEntrySerializer(many=True)
 
@@ -256,6 +273,7 @@ class BoardPlayerApi(PublicApi):
             404: OpenApiResponse(
                 ErrorSerializer, description="Unknown season or board, or no score."
             ),
+            503: _ERRORS[503],
         },
     )
     def get(

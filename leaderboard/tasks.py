@@ -5,7 +5,9 @@ Periodic ones (scheduled in leaderboard_project/schedules.py):
 - ``leaderboard.tasks.refresh_top_snapshots``: every second.
 - ``leaderboard.tasks.build_weekly_boards``: every few minutes (the current week's board lags
   by at most that interval).
-- ``leaderboard.tasks.boards_reconcile_task``: hourly.
+
+The reconcile and the recovery of lost boards need Kafka's committed offsets, so their tasks
+live in ``ingestion.tasks``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from leaderboard.services import (
     board_all_rebuild,
     board_rebuild,
     boards_correct,
-    boards_reconcile_live_seasons,
     top_snapshots_refresh,
     weekly_boards_build,
 )
@@ -56,19 +57,6 @@ def refresh_top_snapshots() -> dict[int, int]:
 @shared_task(name="leaderboard.tasks.build_weekly_boards", ignore_result=True)
 def build_weekly_boards() -> dict[str, int]:
     return weekly_boards_build(now=timezone.now())
-
-
-@shared_task(
-    name="leaderboard.tasks.boards_reconcile_task",
-    soft_time_limit=3000,
-    time_limit=3300,
-    acks_late=True,
-    ignore_result=True,
-)
-def boards_reconcile_task() -> int:
-    """Hourly: compare every live board with PostgreSQL and repair drift."""
-    results = boards_reconcile_live_seasons(now=timezone.now())
-    return sum(1 for r in results if r.drift_found)
 
 
 # A board being rebuilt may be reading a snapshot from before the correction: retry after it.

@@ -8,10 +8,13 @@ from django.views.decorators.http import require_GET
 from django.views.defaults import page_not_found
 from rest_framework.exceptions import ValidationError
 
-from seasons.selectors import season_get_cached, season_list
+from seasons.selectors import SeasonRef, season_get_cached, season_list
 
+from .apis import RECOVERY_RETRY_AFTER_SECONDS
 from .models import MAIN_BOARD
 from .selectors import (
+    BoardRef,
+    BoardUnavailableError,
     board_around_get,
     board_get_cached,
     board_list,
@@ -44,10 +47,19 @@ def season_board_page(
     ref = board_get_cached(season_id=season_id, slug=board)
     if ref is None:
         raise Http404(f"season {season_id} has no board {board!r}")
+    try:
+        return _board_page(request, season=season, ref=ref)
+    except BoardUnavailableError as exc:
+        response = HttpResponse(str(exc), status=503, content_type="text/plain")
+        response["Retry-After"] = str(RECOVERY_RETRY_AFTER_SECONDS)
+        return response
+
+
+def _board_page(request: HttpRequest, *, season: SeasonRef, ref: BoardRef) -> HttpResponse:
     context: dict[str, object] = {
         "season": season,
         "board": ref,
-        "boards": board_list(season_id=season_id),
+        "boards": board_list(season_id=season.id),
         "top": board_top_get(board=ref, limit=PAGE_TOP).entries,
     }
     raw_player = request.GET.get("player", "").strip()

@@ -176,6 +176,9 @@ LEADERBOARD_KEY_PREFIX = env.str("LEADERBOARD_KEY_PREFIX", default="lb")
 # and rebuilds alike. 15 days cover the current and the previous ISO week, which the weekly
 # boards are built from and the reconcile compares.
 LEADERBOARD_DAILY_TTL_DAYS = env.int("LEADERBOARD_DAILY_TTL_DAYS", default=15)
+# Boards up to this many players are reconciled in full (every score); larger ones by count
+# and sample (leaderboard/services/reconcile.py).
+RECONCILE_FULL_MAX_MEMBERS = env.int("RECONCILE_FULL_MAX_MEMBERS", default=200_000)
 
 # --- Kafka ---------------------------------------------------------------------------------------
 

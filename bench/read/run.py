@@ -232,7 +232,7 @@ def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[s
         lambda: client.zmscore(key, [str(p) for p in friends()]), n
     )
     results["selector: top 100 (live, Lua)"] = timed(
-        lambda: selectors.board_page_get(board_key=key, codec=ref.codec, start=0, count=100), n
+        lambda: selectors.board_page_get(board=ref, board_key=key, start=0, count=100), n
     )
     results["selector: player entry (Lua)"] = timed(
         lambda: selectors.board_player_get(board=ref, player_id=player()), n
