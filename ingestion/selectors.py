@@ -69,7 +69,7 @@ def consumer_group_committed_get(*, topic: str, group_id: str) -> dict[int, int]
         bootstrap_timeout_ms=5000,
     )
     try:
-        offsets = admin.list_consumer_group_offsets(group_id)
+        offsets = admin.list_group_offsets({group_id: None}).get(group_id, {})
     finally:
         admin.close()
     return {
