@@ -137,3 +137,15 @@ def subprocess_database_url() -> str:
         f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
         f"{db['PORT'] or 5432}/{db['NAME']}"
     )
+
+
+def mark_intact(season: Season | int) -> None:
+    """Mark every board of the season intact, as the recovery does once Redis holds what
+    PostgreSQL has: for tests that write or ingest boards without a recovery running."""
+    from leaderboard import keys
+    from leaderboard.redis import get_board_redis
+
+    season_id = season if isinstance(season, int) else season.id
+    client = get_board_redis()
+    for board_id in Board.objects.filter(season_id=season_id).values_list("id", flat=True):
+        client.set(keys.board_intact(board_id=board_id), "1")

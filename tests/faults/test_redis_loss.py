@@ -27,9 +27,9 @@ from ingestion.consumer import IngestTotals, MatchResultConsumer
 from ingestion.tasks import boards_recover_task
 from leaderboard import keys
 from leaderboard.models import ScoringRule
-from leaderboard.tasks import build_weekly_boards
-from leaderboard.services import board_reconcile, boards_lost_get, boards_recover
 from leaderboard.selectors import board_list_open
+from leaderboard.services import board_reconcile, boards_lost_get, boards_recover
+from leaderboard.tasks import build_weekly_boards
 from seasons.models import SeasonStatus
 from tests.helpers import expected_board, main_board, make_season, wait_until
 from tests.ingestion.ingest_helpers import (
@@ -75,7 +75,11 @@ def _boards_equal_reference(client: Any, ref: Any, results: list[Result]) -> lis
         if board(client, key) != expected_board(ref, results, day=day):
             wrong.append(f"day {day}")
     for iso_year, iso_week in sorted({d.isocalendar()[:2] for d in days}):
-        week = [r for r in results if r.achieved_at.astimezone(UTC).isocalendar()[:2] == (iso_year, iso_week)]
+        week = [
+            r
+            for r in results
+            if r.achieved_at.astimezone(UTC).isocalendar()[:2] == (iso_year, iso_week)
+        ]
         key = keys.weekly_board(board_id=ref.id, iso_year=iso_year, iso_week=iso_week)
         if board(client, key) != expected_board(ref, week):
             wrong.append(f"week {iso_year}-W{iso_week}")
@@ -174,9 +178,13 @@ def test_board_keys_deleted_mid_ingest_come_back_exact_and_reads_never_lie(
     for t in threads:
         t.start()
     wait_until(
-        lambda: bool(errors)
-        or board_redis.exists(keys.board_intact(board_id=ref.id))
-        and board_redis.zcard(keys.board(board_id=ref.id)) > 0,
+        lambda: (
+            bool(errors)
+            or (
+                board_redis.exists(keys.board_intact(board_id=ref.id))
+                and board_redis.zcard(keys.board(board_id=ref.id)) > 0
+            )
+        ),
         timeout=60,
         every=0.2,
     )
@@ -186,8 +194,7 @@ def test_board_keys_deleted_mid_ingest_come_back_exact_and_reads_never_lie(
     threads.append(reader)
     # Wave 1 on the boards, then wave 2 while the keys go.
     wait_until(
-        lambda: board_redis.zcard(keys.board(board_id=ref.id))
-        == len(expected_board(ref, wave1)),
+        lambda: board_redis.zcard(keys.board(board_id=ref.id)) == len(expected_board(ref, wave1)),
         timeout=60,
         every=0.2,
     )
@@ -214,7 +221,8 @@ def test_board_keys_deleted_mid_ingest_come_back_exact_and_reads_never_lie(
     for t in threads:
         t.join(timeout=60)
     assert not errors, errors
-    assert totals and totals[0].records == len(results)
+    assert totals
+    assert totals[0].records == len(results)
     assert exact_at is not None, _boards_equal_reference(board_redis, ref, results)
     logger.warning("redis loss: exact %.1f s after the keys were deleted", exact_at - lost_at)
 
@@ -228,7 +236,9 @@ def test_board_keys_deleted_mid_ingest_come_back_exact_and_reads_never_lie(
         if seen is None:
             continue
         for player, points in best.items():
-            assert seen.get(player, -1) >= points, f"player {player} went back at {at - lost_at:.2f}s"
+            assert seen.get(player, -1) >= points, (
+                f"player {player} went back at {at - lost_at:.2f}s"
+            )
         best.update(seen)
 
 
@@ -273,16 +283,20 @@ def test_lost_last_writes_are_found_by_the_full_reconcile_and_repaired(board_red
     # The lost second: 60 players lose their last result's points, 40 vanish.
     victims = rng.sample(range(1, 3001), 100)
     for player in victims[:60]:
-        board_redis.zincrby(key, -(2 ** ref.codec.time_bits), str(player))
+        board_redis.zincrby(key, -(2**ref.codec.time_bits), str(player))
     board_redis.zrem(key, *[str(p) for p in victims[60:]])
 
     result = board_reconcile(board_id=ref.id, committed_offsets=lambda: {0: 10})
-    assert result.full and result.drift_found and result.rebuilt
+    assert result.full
+    assert result.drift_found
+    assert result.rebuilt
     run = ReconcileRun.objects.get(pk=result.run_id)
     assert run.mismatched_scores == 100
     assert board(board_redis, key) == expected_board(ref, MatchResult.objects.all())
     # The watermark covers what PostgreSQL held (offsets below the committed 10).
-    assert board_redis.hget(keys.ingest_applied_offsets(board_id=ref.id, topic=_topic()), "0") == b"9"
+    assert (
+        board_redis.hget(keys.ingest_applied_offsets(board_id=ref.id, topic=_topic()), "0") == b"9"
+    )
 
 
 def _topic() -> str:
@@ -327,7 +341,8 @@ def test_reads_of_a_lost_board_answer_503_until_the_recovery_rebuilds_it(board_r
         assert int(response["Retry-After"]) > 0
         assert "recovered" in response.json()["detail"]
     health = client.get("/healthz").json()
-    assert ref.id in health["boards"]["missing"] and health["status"] == "degraded"
+    assert ref.id in health["boards"]["missing"]
+    assert health["status"] == "degraded"
 
     report = boards_recover(committed_offsets=dict)
     assert [r.board_id for r in report.recovered] == [ref.id]
