@@ -290,7 +290,7 @@ def test_lost_last_writes_are_found_by_the_full_reconcile_and_repaired(board_red
     assert result.full
     assert result.drift_found
     assert result.rebuilt
-    run = ReconcileRun.objects.get(pk=result.run_id)
+    run = ReconcileRun.objects.get(pk=int(result.run_id or 0))
     assert run.mismatched_scores == 100
     assert board(board_redis, key) == expected_board(ref, MatchResult.objects.all())
     # The watermark covers what PostgreSQL held (offsets below the committed 10).
