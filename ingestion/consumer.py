@@ -36,7 +36,6 @@ from .kafka_adapter import group_coordinator_connected
 from .kafka_watch import KafkaWatch
 from .offsets import consumer_lag, next_offsets, offsets_commit
 from .retrying import Backoff, ConsumerStopping
-from .selectors import consumer_group_committed_get
 from .services import ConsumedRecord, DeadLetterSink, match_results_ingest
 from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
 
@@ -181,12 +180,7 @@ class MatchResultConsumer:
         boards. Beat's recovery task repeats the check every few seconds; a failure here is
         left to it rather than keep the consumer from starting."""
         try:
-            report = boards_recover(
-                committed_offsets=lambda: consumer_group_committed_get(
-                    topic=self.options.topic, group_id=self.options.group_id
-                ),
-                topic=self.options.topic,
-            )
+            report = boards_recover(topic=self.options.topic)
         except Exception:
             logger.exception("board recovery at start-up failed; the periodic task retries it")
             return

@@ -6,8 +6,6 @@ import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
-
 from leaderboard import keys
 from leaderboard.redis import get_board_redis
 
@@ -49,38 +47,3 @@ def ingest_consumer_stats_list() -> list[ConsumerStats]:
         for consumer_id, raw in zip(ids, pipe.execute(), strict=True)
     )
     return [stats for stats in found if stats is not None]
-
-
-def consumer_group_committed_get(*, topic: str, group_id: str) -> dict[int, int]:
-    """The group's committed offset (the next to read) per partition of ``topic``; {} when it
-    never committed. Raises when Kafka does not answer within seconds.
-
-    The consumer commits a batch only once PostgreSQL stores it and the boards hold it, so
-    every result below these offsets is in PostgreSQL: what a recovery raises a rebuilt board's
-    watermark to (docs/ingestion.md, "Redis losing data").
-    """
-    # Imported here so processes that never read offsets (web) pay nothing at start-up.
-    from kafka import KafkaAdminClient
-
-    admin = KafkaAdminClient(
-        bootstrap_servers=list(settings.KAFKA_BOOTSTRAP_SERVERS),
-        client_id="leaderboard-recovery",
-        request_timeout_ms=5000,
-        bootstrap_timeout_ms=5000,
-    )
-    try:
-        offsets = admin.list_group_offsets({group_id: None}).get(group_id, {})
-    finally:
-        admin.close()
-    return {
-        tp.partition: int(meta.offset)
-        for tp, meta in offsets.items()
-        if tp.topic == topic and meta.offset is not None and meta.offset >= 0
-    }
-
-
-def ingest_committed_offsets() -> dict[int, int]:
-    """``consumer_group_committed_get`` for the configured topic and group."""
-    return consumer_group_committed_get(
-        topic=settings.KAFKA_MATCH_RESULTS_TOPIC, group_id=settings.KAFKA_CONSUMER_GROUP
-    )

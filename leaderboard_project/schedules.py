@@ -59,7 +59,7 @@ PERIODIC_TASKS: tuple[PeriodicTaskSpec, ...] = (
     ),
     PeriodicTaskSpec(
         name=RECONCILE_TASK_NAME,
-        task="ingestion.tasks.boards_reconcile_task",
+        task="leaderboard.tasks.boards_reconcile_task",
         every_seconds=3600,
         description=(
             "compares member counts and every score (sampled above RECONCILE_FULL_MAX_MEMBERS) "
@@ -70,7 +70,7 @@ PERIODIC_TASKS: tuple[PeriodicTaskSpec, ...] = (
     ),
     PeriodicTaskSpec(
         name="leaderboard: recover boards Redis lost",
-        task="ingestion.tasks.boards_recover_task",
+        task="leaderboard.tasks.boards_recover_task",
         every_seconds=5,
         description=(
             "rebuilds a board whose intact key or watermark is gone (season-long, daily, weekly) "

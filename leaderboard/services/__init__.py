@@ -53,7 +53,6 @@ from .rebuild import (
 from .reconcile import (
     DEFAULT_RECONCILE_SAMPLE,
     MISMATCH_EXAMPLES,
-    CommittedOffsets,
     ReconcileResult,
     board_days_in_window,
     board_reconcile,
@@ -90,7 +89,6 @@ __all__ = [
     "BoardRecovered",
     "BoardsApplied",
     "BoardsCorrected",
-    "CommittedOffsets",
     "Correction",
     "CountedResult",
     "RebuildInProgressError",

@@ -9,7 +9,7 @@ Larger boards are compared by member count and a sample (docs/reliability.md).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import cast
@@ -24,6 +24,7 @@ from leaderboard.board_scores import (
     board_players_sample,
     board_scores_chunks,
     board_scores_for_players,
+    board_stored_offsets,
 )
 from leaderboard.codec import CodecError
 from leaderboard.models import ReconcileRun
@@ -44,10 +45,6 @@ MISMATCH_EXAMPLES = 20
 # A full comparison that finds more players differing than this does not look at each of
 # them a second time: the board is rebuilt anyway.
 RECHECK_MAX = 5000
-
-# partition -> the consumer group's committed offset (the next one to read) of the topic the
-# watermarks count; read before a rebuild takes its snapshot (docs/ingestion.md).
-CommittedOffsets = Callable[[], Mapping[int, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +113,6 @@ def board_reconcile(
     sample_size: int = DEFAULT_RECONCILE_SAMPLE,
     repair: bool = True,
     full_max_members: int | None = None,
-    committed_offsets: CommittedOffsets | None = None,
     topic: str | None = None,
 ) -> ReconcileResult:
     """Compare a board in Redis with PostgreSQL; record the drift; rebuild the board if any.
@@ -127,8 +123,8 @@ def board_reconcile(
     A result committed but not yet applied looks like drift for a moment, so a drift is
     confirmed by a second look at the same players before it counts.
 
-    ``committed_offsets``: after a repair the board's watermark is raised to them (a drifted
-    board lost its last writes, and with them its watermark's last moves).
+    A repair also raises the board's watermark of ``topic`` to the offsets of its stored
+    results (a drifted board lost its last writes, and with them its watermark's last moves).
     """
     board = board_get(board_id=board_id)
     client = get_board_redis()
@@ -173,15 +169,13 @@ def board_reconcile(
     )
     rebuilt = False
     if drift and repair:
-        # Read before the rebuild's snapshot: every offset below them is in PostgreSQL.
-        committed = committed_offsets() if committed_offsets is not None else None
+        # Before the rebuild's snapshot, which then holds every result these offsets cover.
+        watermark_raise(board_id=board_id, offsets=board_stored_offsets(board=board), topic=topic)
         try:
             board_rebuild(board_id=board_id, day=day, reason=f"reconcile #{run.pk}")
             rebuilt = True
         except RebuildInProgressError:
             rebuilt = False
-        if rebuilt and committed is not None:
-            watermark_raise(board_id=board_id, committed=committed, topic=topic)
         ReconcileRun.objects.filter(pk=run.pk).update(rebuilt=rebuilt)
         logger.warning(
             "reconcile: board %s%s drifted (%d vs %d players, %d scores differ); %s",
@@ -195,16 +189,14 @@ def board_reconcile(
     return ReconcileResult(board_id, day, run.pk, drift_found=drift, rebuilt=rebuilt, full=full)
 
 
-def watermark_raise(
-    *, board_id: int, committed: Mapping[int, int], topic: str | None = None
-) -> None:
-    """Raise the board's applied-offset watermark of the ingestion topic to cover every offset
-    below the committed ones (never lowering a field). The hash always gets a ``recovered``
-    field too, so that a hash that vanished later is a sign of loss (services/recovery.py)."""
+def watermark_raise(*, board_id: int, offsets: Mapping[int, int], topic: str | None = None) -> None:
+    """Raise the board's applied-offset watermark of ``topic`` (default the configured one) to
+    ``offsets`` (partition -> highest offset to cover), never lowering a field. The hash always
+    gets a ``recovered`` field too, so that a hash that vanished later is a sign of loss
+    (services/recovery.py)."""
     args: list[str | int] = ["recovered", 1]
-    for partition, offset in sorted(committed.items()):
-        if offset > 0:
-            args += [str(partition), offset - 1]
+    for partition, offset in sorted(offsets.items()):
+        args += [str(partition), offset]
     get_script(get_board_redis(), "watermark_raise")(
         keys=[
             keys.ingest_applied_offsets(
@@ -237,7 +229,6 @@ def boards_reconcile_live_seasons(
     *,
     now: datetime,
     sample_size: int = DEFAULT_RECONCILE_SAMPLE,
-    committed_offsets: CommittedOffsets | None = None,
     topic: str | None = None,
 ) -> list[ReconcileResult]:
     """Reconcile every live board: season-long, and every daily board within its expiry.
@@ -254,7 +245,6 @@ def boards_reconcile_live_seasons(
             board_reconcile(
                 board_id=board.id,
                 sample_size=sample_size,
-                committed_offsets=committed_offsets,
                 topic=topic,
             )
         )
@@ -264,7 +254,6 @@ def boards_reconcile_live_seasons(
                 board_id=board.id,
                 day=day,
                 sample_size=sample_size,
-                committed_offsets=committed_offsets,
                 topic=topic,
             )
             results.append(result)

@@ -27,6 +27,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from leaderboard import keys
+from leaderboard.board_scores import board_stored_offsets
 from leaderboard.redis import get_board_redis
 from leaderboard.selectors import BoardRef, board_list_open
 
@@ -34,7 +35,6 @@ from .corrections import daily_boards_existing
 from .derived import weekly_board_build
 from .rebuild import RebuildInProgressError, board_rebuild
 from .reconcile import (
-    CommittedOffsets,
     ReconcileResult,
     board_days_in_window,
     boards_reconcile_live_seasons,
@@ -116,21 +116,19 @@ def boards_recovering_get(*, boards: list[BoardRef]) -> set[int]:
 
 
 def board_recover(
-    *,
-    board: BoardRef,
-    committed_offsets: CommittedOffsets,
-    reason: str,
-    now: datetime,
-    topic: str | None = None,
+    *, board: BoardRef, reason: str, now: datetime, topic: str | None = None
 ) -> BoardRecovered | None:
-    """Rebuild everything Redis must hold of ``board`` from PostgreSQL, raise its watermark,
-    then mark it intact. None when another process holds the board's recovery or a rebuild.
+    """Raise the board's watermark, rebuild everything Redis must hold of ``board`` from
+    PostgreSQL, then mark it intact. None when another process holds the board's recovery or
+    a rebuild.
 
-    The season-long board; every daily board within its expiry with counted results (and any
-    daily board in Redis now: live ingestion may have re-created one); the weekly boards of
-    those days' weeks, from the rebuilt daily boards. The committed offsets are read *before*
-    the first rebuild's snapshot, so every result below them is in that snapshot
-    (docs/ingestion.md, "Redis losing data").
+    The watermark first: to the highest offset per partition of the board's stored results,
+    read *before* any rebuild takes its snapshot, so every result it covers is in every
+    snapshot, and a batch stored before the loss but applied after it is not counted twice
+    (docs/ingestion.md, "Redis losing data"). Then the season-long board; every daily board
+    within its expiry with counted results (and any daily board in Redis now: live ingestion
+    may have re-created one); the weekly boards of those days' weeks, from the rebuilt daily
+    boards.
     """
     client = get_board_redis()
     lock = keys.board_recovering(board_id=board.id)
@@ -138,7 +136,7 @@ def board_recover(
         return None
     started = time.monotonic()
     try:
-        committed = committed_offsets()
+        watermark_raise(board_id=board.id, offsets=board_stored_offsets(board=board), topic=topic)
         label = f"recovery: {reason}"
         board_rebuild(board_id=board.id, reason=label)
         days = sorted(
@@ -153,7 +151,6 @@ def board_recover(
         )
         for iso_year, iso_week in weeks:
             weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
-        watermark_raise(board_id=board.id, committed=committed, topic=topic)
         client.set(keys.board_intact(board_id=board.id), "1")
     except RebuildInProgressError:
         logger.info("recovery of board %s waits for a rebuild in progress", board.id)
@@ -178,17 +175,11 @@ def board_recover(
     return recovered
 
 
-def boards_recover(
-    *,
-    committed_offsets: CommittedOffsets,
-    now: datetime | None = None,
-    topic: str | None = None,
-) -> RecoveryReport:
+def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> RecoveryReport:
     """Find the boards Redis lost or may hold stale, and repair them now (module docstring).
 
-    ``committed_offsets`` reads the ingestion consumer group's committed offsets of ``topic``
-    (default the configured match-results topic; Kafka, so the ingestion app provides it): it
-    is only called when a board needs it.
+    ``topic``: whose watermarks (default the configured match-results topic; a consumer passes
+    its own).
     """
     now = now or timezone.now()
     client = get_board_redis()
@@ -199,13 +190,7 @@ def boards_recover(
     for board in boards:
         if board.id not in lost:
             continue
-        result = board_recover(
-            board=board,
-            committed_offsets=committed_offsets,
-            reason=lost[board.id],
-            now=now,
-            topic=topic,
-        )
+        result = board_recover(board=board, reason=lost[board.id], now=now, topic=topic)
         if result is None:
             busy.append(board.id)
         else:
@@ -220,9 +205,7 @@ def boards_recover(
     if restarted and client.set(lock, run_id, nx=True, ex=RECOVERY_LOCK_SECONDS):
         try:
             logger.warning("Redis run id %s (last seen %s): reconciling every board", run_id, seen)
-            reconciled = boards_reconcile_live_seasons(
-                now=now, committed_offsets=committed_offsets, topic=topic
-            )
+            reconciled = boards_reconcile_live_seasons(now=now, topic=topic)
             # Only once every board was compared: a crash before makes the next run redo it.
             client.set(keys.redis_run_id_seen(), run_id)
         finally:

@@ -24,12 +24,11 @@ from django.test import Client
 from django.utils import timezone
 
 from ingestion.consumer import IngestTotals, MatchResultConsumer
-from ingestion.tasks import boards_recover_task
 from leaderboard import keys
 from leaderboard.models import ScoringRule
 from leaderboard.selectors import board_list_open
 from leaderboard.services import board_reconcile, boards_lost_get, boards_recover
-from leaderboard.tasks import build_weekly_boards
+from leaderboard.tasks import boards_recover_task, build_weekly_boards
 from seasons.models import SeasonStatus
 from tests.helpers import expected_board, main_board, make_season, wait_until
 from tests.ingestion.ingest_helpers import (
@@ -272,10 +271,12 @@ def test_lost_last_writes_are_found_by_the_full_reconcile_and_repaired(board_red
             player_id=player,
             points=rng.randint(1, 500),
             achieved_at=now - timedelta(hours=rng.randint(1, 48)),
+            kafka_partition=0,
+            kafka_offset=player,
         )
         for player in range(1, 3001)
     )
-    boards_recover(committed_offsets=dict)
+    boards_recover()
     assert not boards_lost_get(boards=board_list_open())
     key = keys.board(board_id=ref.id)
     assert board(board_redis, key) == expected_board(ref, MatchResult.objects.all())
@@ -285,18 +286,19 @@ def test_lost_last_writes_are_found_by_the_full_reconcile_and_repaired(board_red
     for player in victims[:60]:
         board_redis.zincrby(key, -(2**ref.codec.time_bits), str(player))
     board_redis.zrem(key, *[str(p) for p in victims[60:]])
+    # ... and the watermark its last moves, written in the same scripts.
+    watermark = keys.ingest_applied_offsets(board_id=ref.id, topic=_topic())
+    board_redis.hset(watermark, "0", "2900")
 
-    result = board_reconcile(board_id=ref.id, committed_offsets=lambda: {0: 10})
+    result = board_reconcile(board_id=ref.id)
     assert result.full
     assert result.drift_found
     assert result.rebuilt
     run = ReconcileRun.objects.get(pk=int(result.run_id or 0))
     assert run.mismatched_scores == 100
     assert board(board_redis, key) == expected_board(ref, MatchResult.objects.all())
-    # The watermark covers what PostgreSQL held (offsets below the committed 10).
-    assert (
-        board_redis.hget(keys.ingest_applied_offsets(board_id=ref.id, topic=_topic()), "0") == b"9"
-    )
+    # The watermark covers every stored result again: a replay counts none of them twice.
+    assert board_redis.hget(watermark, "0") == b"3000"
 
 
 def _topic() -> str:
@@ -344,7 +346,7 @@ def test_reads_of_a_lost_board_answer_503_until_the_recovery_rebuilds_it(board_r
     assert ref.id in health["boards"]["missing"]
     assert health["status"] == "degraded"
 
-    report = boards_recover(committed_offsets=dict)
+    report = boards_recover()
     assert [r.board_id for r in report.recovered] == [ref.id]
     assert report.recovered[0].days == (day,)
     for url in urls:
@@ -354,4 +356,4 @@ def test_reads_of_a_lost_board_answer_503_until_the_recovery_rebuilds_it(board_r
     assert client.get("/healthz").json()["boards"]["missing"] == []
 
     # A second look finds nothing to do: the checks are cheap when all is well.
-    assert boards_recover(committed_offsets=dict).recovered == ()
+    assert boards_recover().recovered == ()

@@ -79,7 +79,7 @@ def test_a_lost_redis_is_detected_and_repaired_exactly(own_redis, rule):
     # A board Redis lost as a whole (its intact key with it) is the recovery's, not the
     # reconcile's: the reconcile leaves it alone, the recovery rebuilds every part of it.
     assert boards_reconcile_live_seasons(now=now, sample_size=20) == []
-    report = boards_recover(committed_offsets=dict, now=now)
+    report = boards_recover(now=now)
     days = tuple(sorted({r.achieved_at.astimezone(UTC).date() for r in results}))
     assert [(r.board_id, r.days) for r in report.recovered] == [(main_board_id(season.id), days)]
     assert live.board(own_redis, season_key) == expected_board(season, results)

@@ -115,7 +115,10 @@ def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
     # and the recovery would rightly rebuild them from PostgreSQL, so they sit this test out
     # (and the board is marked intact by hand, as a recovery would).
     PeriodicTask.objects.filter(
-        task__in=["ingestion.tasks.boards_reconcile_task", "ingestion.tasks.boards_recover_task"]
+        task__in=[
+            "leaderboard.tasks.boards_reconcile_task",
+            "leaderboard.tasks.boards_recover_task",
+        ]
     ).update(enabled=False)
     board_redis.set(keys.board_intact(board_id=main_board_id(live.id)), "1")
 
