@@ -223,10 +223,20 @@ def test_board_keys_deleted_mid_ingest_come_back_exact_and_reads_never_lie(
     assert totals
     assert totals[0].records == len(results)
     assert exact_at is not None, _boards_equal_reference(board_redis, ref, results)
-    logger.warning("redis loss: exact %.1f s after the keys were deleted", exact_at - lost_at)
 
     # Reads: 503 with Retry-After and a reason during the gap, and no 200 ever went back.
     unavailable = [r for r in reads if r[1] == 503]
+    gap = [r for r in unavailable if r[0] >= lost_at]
+    logger.warning(
+        "redis loss: exact %.1f s after the keys were deleted; %d reads, %d answered 503 "
+        "(first %.2f s, last %.2f s after the loss), %d results",
+        exact_at - lost_at,
+        len(reads),
+        len(unavailable),
+        (gap[0][0] - lost_at) if gap else -1,
+        (gap[-1][0] - lost_at) if gap else -1,
+        len(results),
+    )
     assert unavailable, "no read fell into the gap"
     assert all(r[3]["retry"] and "recovered" in r[3]["detail"] for r in unavailable)
     assert {r[1] for r in reads} <= {200, 503}
