@@ -300,7 +300,12 @@ def test_lost_last_writes_are_found_by_the_full_reconcile_and_repaired(board_red
     watermark = keys.ingest_applied_offsets(board_id=ref.id, topic=_topic())
     board_redis.hset(watermark, "0", "2900")
 
+    started = time.monotonic()
     result = board_reconcile(board_id=ref.id)
+    logger.warning(
+        "lost last writes: 100 of 3000 players found and repaired in %.2f s",
+        time.monotonic() - started,
+    )
     assert result.full
     assert result.drift_found
     assert result.rebuilt
