@@ -21,6 +21,11 @@ Everything runs against the local services in one run, so the ratios compare lik
 4. burst: the same at ``--burst-rate`` (20,000/s) for ``--burst-seconds``, then the time the
    lag takes to drain after the burst ends.
 
+``--boards 3`` spreads the background results of the backlog, steady and burst phases over three
+boards of the end-to-end season, in turn: ``main`` (desc, ``--rule``), ``asc-best`` (asc, best:
+lap times) and ``latest`` (desc, latest). Probes stay on ``main``; the drains count a record
+applied once one of the boards' watermarks covers it. The raw ceilings stay on one board.
+
 Isolation: its own database (``leaderboard_bench``, created and migrated if absent), its own
 topic and consumer group, its own Redis key prefix; it removes its topic, keys and rows at the end.
 """
@@ -81,11 +86,12 @@ from ingestion.producer import (  # noqa: E402
 from ingestion.schema import MatchResultMessage  # noqa: E402
 from ingestion.services import ValidResult, match_results_store  # noqa: E402
 from leaderboard import keys  # noqa: E402
-from leaderboard.models import MatchResult  # noqa: E402
+from leaderboard.models import MAIN_BOARD, BoardOrder, MatchResult, ScoringRule  # noqa: E402
 from leaderboard.redis import get_board_redis  # noqa: E402
 from leaderboard.selectors import main_board_get  # noqa: E402
 from leaderboard.services import (  # noqa: E402
     CountedResult,
+    board_create,
     board_results_apply,
     season_setup,
 )
@@ -120,6 +126,9 @@ class Report:
     # the machine's share of busy CPU over it (where the time goes when the drain is CPU-bound).
     e2e_cpu_ms_per_1000: dict[str, float] = field(default_factory=dict)
     e2e_cpu_busy_share: float | None = None
+    # Players on each board of the end-to-end season after its drain (dead letters would count
+    # as handled in the watermarks: this shows the results reached every board).
+    e2e_board_players: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -127,24 +136,32 @@ class Report:
 
 
 class Results:
-    """Background results (skewed players, coarse points) with probes mixed in."""
+    """Background results (skewed players, coarse points) with probes mixed in; background
+    results go to ``boards`` in turn (probes to ``main``)."""
 
-    def __init__(self, *, season_id: int, players: int, seed: int) -> None:
+    def __init__(
+        self, *, season_id: int, players: int, seed: int, boards: Sequence[str] = (MAIN_BOARD,)
+    ) -> None:
         self.season_id = season_id
         self.players = players
         self.random = Random(seed)
         self.next_probe = PROBE_BASE
+        self.boards = tuple(boards)
+        self.sent = 0
 
     def one(self) -> MatchResultMessage:
         r = self.random
         regular = r.random() < 0.8
         player = r.randrange(self.players // 5 if regular else self.players) + 1
+        board = self.boards[self.sent % len(self.boards)]
+        self.sent += 1
         return MatchResultMessage(
             match_id=uuid.UUID(int=r.getrandbits(128), version=4),
             player_id=player,
             season_id=self.season_id,
             points=round(r.lognormvariate(7.3, 0.5) / 10) * 10,
             achieved_at=datetime.now(UTC),
+            board=board,
         )
 
     def probe(self) -> MatchResultMessage:
@@ -367,6 +384,7 @@ def _start_loaders(
     players: int,
     bootstrap: list[str],
     produced: int,
+    boards: Sequence[str],
 ) -> list[subprocess.Popen[bytes]]:
     """``count`` simulate_matches processes sharing ``rate``; returns once they all send.
 
@@ -391,6 +409,7 @@ def _start_loaders(
                 "--seed",
                 str(n),
                 "--no-progress",
+                *(["--boards", ",".join(boards), "--spread"] if len(boards) > 1 else []),
             ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
@@ -503,13 +522,23 @@ def run(args: argparse.Namespace) -> Report:
         )
         for sid in (e2e_id, ceiling_id)
     }
+    # The end-to-end season's boards, main first (--boards 3: one asc best, one latest).
+    extra = [
+        ("asc-best", BoardOrder.ASC, ScoringRule.BEST),
+        ("latest", BoardOrder.DESC, ScoringRule.LATEST),
+    ]
+    e2e_slugs = [MAIN_BOARD]
     e2e_boards = [main_board_get(season_id=e2e_id).id]
+    for slug, order, rule in extra[: args.boards - 1]:
+        created = board_create(season_id=e2e_id, slug=slug, name=slug, order=order, rule=rule)
+        e2e_slugs.append(slug)
+        e2e_boards.append(created.id)
     ceiling_board = main_board_get(season_id=ceiling_id)
     consumers: list[subprocess.Popen[bytes]] = []
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     try:
         # --- backlog, and the Kafka consume-only ceiling --------------------------------------
-        results = Results(season_id=e2e_id, players=args.players, seed=1)
+        results = Results(season_id=e2e_id, players=args.players, seed=1, boards=e2e_slugs)
         backlog = [results.one() for _ in range(args.backlog)]
         with MatchResultProducer.from_settings(topic=topic, client_id="bench") as producer:
 
@@ -634,6 +663,11 @@ def run(args: argparse.Namespace) -> Report:
             for kind in sorted(cpu_after)
         }
         busy = busy_after[0] - busy_before[0]
+        client = get_board_redis()
+        report.e2e_board_players = {
+            slug: int(client.zcard(keys.board(board_id=board_id)))
+            for slug, board_id in zip(e2e_slugs, e2e_boards, strict=True)
+        }
         report.e2e_cpu_busy_share = round(busy / max(busy_after[1] - busy_before[1], 1e-9), 3)
 
         # --- steady and burst: produce-to-visible latency ------------------------------------
@@ -658,6 +692,7 @@ def run(args: argparse.Namespace) -> Report:
                 players=args.players,
                 bootstrap=bootstrap,
                 produced=produced,
+                boards=e2e_slugs,
             )
             if java:
                 line_producer = JavaLineProducer(
@@ -788,6 +823,9 @@ def render(report: Report) -> str:
             f"machine busy {report.e2e_cpu_busy_share:.0%} of its CPU time):",
             *(f"- {kind}: {ms:,.1f}" for kind, ms in report.e2e_cpu_ms_per_1000.items()),
         ]
+    if report.e2e_board_players:
+        players = ", ".join(f"{slug} {n:,}" for slug, n in report.e2e_board_players.items())
+        lines.append(f"\nplayers on the end-to-end boards after the drain: {players}")
     lines += [f"note: {note}" for note in report.notes]
     return "\n".join(lines)
 
@@ -801,6 +839,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=5_000, help="max records per poll/batch")
     parser.add_argument("--players", type=int, default=1_000_000)
     parser.add_argument("--rule", choices=["best", "cumulative"], default="best")
+    parser.add_argument(
+        "--boards",
+        type=int,
+        choices=[1, 2, 3],
+        default=1,
+        help="boards of the end-to-end season the results are spread over, in turn: main, then "
+        "asc-best (asc, best), then latest (desc, latest)",
+    )
     parser.add_argument("--steady-rate", type=float, default=2_000)
     parser.add_argument("--steady-seconds", type=float, default=20)
     parser.add_argument("--burst-rate", type=float, default=20_000)

@@ -154,7 +154,7 @@ class RewardTierInline(admin.TabularInline):
 
 
 class SeasonAdmin(leaderboard_admin.SeasonAdmin):
-    inlines = [RewardTierInline]
+    inlines = [*leaderboard_admin.SeasonAdmin.inlines, RewardTierInline]
     actions = [close_season, *leaderboard_admin.SeasonAdmin.actions, review_final_standings]
 
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from leaderboard import openapi
 from leaderboard.apis import PublicApi
 from leaderboard.models import MAIN_BOARD
+from leaderboard.serializers import ErrorSerializer
 
 from .selectors import SeasonNotFinal, final_standings_list
 
@@ -21,6 +24,23 @@ class FinalEntrySerializer(serializers.Serializer):
     playerId = serializers.IntegerField(source="player_id")
     points = serializers.IntegerField()
     reachedAt = serializers.DateTimeField(source="reached_at")
+
+
+class _StandingsSchema(AutoSchema):
+    """The ``limit`` bound is a setting (FINAL_STANDINGS_SIZE): read when the schema is
+    generated, as the view reads it per request, not frozen at import."""
+
+    def get_override_parameters(
+        self,
+    ) -> list[OpenApiParameter | serializers.Serializer | type[serializers.Serializer]]:
+        limit = OpenApiParameter(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": settings.FINAL_STANDINGS_SIZE},
+            OpenApiParameter.QUERY,
+            description=f"Entries to list, best first (default and at most "
+            f"{settings.FINAL_STANDINGS_SIZE}).",
+        )
+        return [*super().get_override_parameters(), limit]
 
 
 class SeasonStandingsApi(PublicApi):
@@ -41,12 +61,19 @@ class SeasonStandingsApi(PublicApi):
         seasonId = serializers.IntegerField(source="season_id")
         entries = FinalEntrySerializer(many=True)
 
+    schema = _StandingsSchema()
+
     @extend_schema(
-        parameters=[InputSerializer],
+        parameters=[openapi.path_id("season_id", "The season's id."), openapi.RETRY_AFTER],
         responses={
             200: OutputSerializer,
-            400: OpenApiResponse(description="bad limit"),
-            404: OpenApiResponse(description="unknown season, or not closed yet (with a reason)"),
+            400: OpenApiResponse(ErrorSerializer, description="A malformed limit."),
+            404: OpenApiResponse(
+                ErrorSerializer,
+                description="Unknown season or board, or the season is not closed yet (the "
+                "detail says which).",
+            ),
+            **openapi.PUBLIC_ERRORS,
         },
     )
     def get(self, request: Request, season_id: int, board: str = MAIN_BOARD) -> Response:

@@ -4,6 +4,8 @@ from django.urls import path
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework.views import APIView
 
+from leaderboard import openapi
+
 from . import apis
 
 # Each path its own subclass, so the schema names each operation once.
@@ -11,7 +13,7 @@ _MainStandings: type[APIView] = extend_schema_view(
     get=extend_schema(operation_id="season_standings")
 )(type("MainSeasonStandingsApi", (apis.SeasonStandingsApi,), {}))
 _BoardStandings: type[APIView] = extend_schema_view(
-    get=extend_schema(operation_id="board_standings")
+    get=extend_schema(operation_id="board_standings", parameters=[openapi.BOARD])
 )(type("BoardSeasonStandingsApi", (apis.SeasonStandingsApi,), {}))
 
 urlpatterns = [

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ParseError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from leaderboard.models import BOARD_SLUG_PATTERN
+
 from .authentication import GameServerTokenAuthentication, HasActiveGameServerToken
 from .parsers import BoundedJSONParser
+from .schema import POINTS_CEILING
 from .services import (
     HTTP_MAX_RESULTS_PER_REQUEST,
     MatchResultsRejected,
@@ -22,6 +26,45 @@ from .services import (
 
 # Seconds a game server should wait before re-posting when Kafka is unavailable.
 RETRY_AFTER_SECONDS = 5
+
+_BIGINT_ID = {"type": "integer", "format": "int64", "minimum": 1, "maximum": 2**63 - 1}
+# One result as the door takes it (ingestion/schema.py's message_validate: the Kafka contract).
+_RESULT_ITEM: dict[str, Any] = {
+    "type": "object",
+    "required": ["matchId", "playerId", "seasonId", "points", "achievedAt"],
+    "properties": {
+        "matchId": {"type": "string", "format": "uuid"},
+        "playerId": _BIGINT_ID,
+        "seasonId": _BIGINT_ID,
+        "points": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": POINTS_CEILING,
+            "description": "At most the board's codec allows (checked against the board).",
+        },
+        "achievedAt": {
+            "type": "string",
+            "format": "date-time",
+            "description": "RFC 3339 with seconds and an offset.",
+        },
+        "board": {"type": "string", "pattern": BOARD_SLUG_PATTERN, "default": "main"},
+    },
+    # Producers may add fields before consumers know them; they are ignored.
+    "additionalProperties": True,
+}
+# The body: one result, or a list of 1 to HTTP_MAX_RESULTS_PER_REQUEST (not {"results": ...}:
+# that key is only the serializer's name for the list).
+_REQUEST_BODY: dict[str, Any] = {
+    "oneOf": [
+        _RESULT_ITEM,
+        {
+            "type": "array",
+            "items": _RESULT_ITEM,
+            "minItems": 1,
+            "maxItems": HTTP_MAX_RESULTS_PER_REQUEST,
+        },
+    ],
+}
 
 
 class RejectedItemSerializer(serializers.Serializer):
@@ -80,7 +123,22 @@ class MatchResultsSubmitApi(APIView):
         detail = serializers.CharField()
 
     @extend_schema(
-        request=InputSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Retry-After",
+                OpenApiTypes.INT,
+                OpenApiParameter.HEADER,
+                response=[503],
+                description="Seconds to wait before re-posting.",
+            )
+        ],
+        request={"application/json": _REQUEST_BODY},
+        description=(
+            "Each item is also checked against its season and board (they exist, the season "
+            "takes results, achievedAt lies in its window and not later than now plus "
+            "INGEST_MAX_FUTURE_SKEW_SECONDS, the points fit the board): a schema-valid body can "
+            "still be a 400 that lists each rejected item's index, code and reason."
+        ),
         responses={
             202: OutputSerializer,
             400: RejectedOutputSerializer,
@@ -94,7 +152,11 @@ class MatchResultsSubmitApi(APIView):
             415: OpenApiResponse(
                 DetailOutputSerializer, description="Content-Type is not application/json"
             ),
-            503: OpenApiResponse(description="Kafka did not acknowledge; retry later"),
+            503: OpenApiResponse(
+                DetailOutputSerializer,
+                description="Kafka did not acknowledge, or PostgreSQL (the token lookup) cannot "
+                "be reached; retry the whole request after Retry-After seconds",
+            ),
         },
     )
     def post(self, request: Request) -> Response:

@@ -9,7 +9,7 @@ between batches: the batch in hand is finished and committed first.
 
 The loop's parts live beside it: ``retrying`` (waiting out a dependency), ``dead_letters``
 (the dead-letter sink), ``offsets`` (commit and lag), ``kafka_watch`` and ``kafka_adapter``
-(is Kafka there?), ``stats`` (the counters /metrics reads).
+(is Kafka there?), ``stats`` (the counters /metrics.json reads), ``metrics`` (Prometheus).
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ from kafka.structs import TopicPartition
 
 from leaderboard.services import boards_recover
 
+from . import metrics
+from .board_redis_watch import BoardRedisWatch
 from .dead_letters import KafkaDeadLetterSink, dead_letter_producer
 from .kafka_adapter import group_coordinator_connected
 from .kafka_watch import KafkaWatch
-from .offsets import consumer_lag, next_offsets, offsets_commit
+from .offsets import next_offsets, offsets_commit, partition_lags
 from .retrying import Backoff, ConsumerStopping
 from .services import ConsumedRecord, DeadLetterSink, match_results_ingest
 from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
@@ -56,6 +58,7 @@ class ConsumerOptions:
     # Static group membership: a restarted consumer with the same id takes its partitions
     # back at once instead of waiting out the dead one's session.
     group_instance_id: str | None = None
+    failover_check_seconds: float = 1.0
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> ConsumerOptions:
@@ -70,6 +73,7 @@ class ConsumerOptions:
             backoff_max_seconds=settings.INGEST_BACKOFF_MAX_SECONDS,
             consumer_id=f"{socket.gethostname()}-{os.getpid()}",
             group_instance_id=settings.INGEST_GROUP_INSTANCE_ID or None,
+            failover_check_seconds=settings.INGEST_FAILOVER_CHECK_SECONDS,
         )
         return replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -84,6 +88,9 @@ class MatchResultConsumer:
         self._last_report_applied = 0
         self._kafka = KafkaWatch(
             group_id=options.group_id, bootstrap_servers=options.bootstrap_servers
+        )
+        self._board_redis = BoardRedisWatch(
+            topic=options.topic, interval_seconds=options.failover_check_seconds
         )
 
     def request_stop(self) -> None:
@@ -160,6 +167,7 @@ class MatchResultConsumer:
                     reachable=bool(polled) or group_coordinator_connected(consumer),
                     now=time.monotonic(),
                 )
+                self._board_redis.observe(consumer)
                 self._maybe_report(consumer)
                 if until is not None and until(self.totals):
                     break
@@ -198,14 +206,34 @@ class MatchResultConsumer:
             for tp, batch in polled.items()
             for r in batch
         ]
-        outcome = match_results_ingest(
-            topic=self.options.topic, records=records, dead_letters=sink, retrying=self._retrying
-        )
+        topic = self.options.topic
+        with metrics.BATCH_SECONDS.labels(topic=topic).time():
+            outcome = match_results_ingest(
+                topic=topic, records=records, dead_letters=sink, retrying=self._retrying
+            )
         offsets = next_offsets(polled)
         if offsets_commit(consumer=consumer, offsets=offsets, retrying=self._retrying):
             for tp, offset in offsets.items():
                 self.totals.positions[tp.partition] = offset
         self.totals.add(outcome)
+        metrics.RECORDS.labels(topic=topic).inc(outcome.records)
+        metrics.APPLIED.labels(topic=topic).inc(outcome.applied)
+        metrics.DUPLICATES.labels(topic=topic).inc(outcome.duplicates)
+        metrics.NOT_COUNTED.labels(topic=topic).inc(outcome.not_counted)
+        self._observe_partitions(consumer)
+
+    def _observe_partitions(self, consumer: KafkaConsumer) -> int | None:
+        """Per-partition lag and committed offsets to the metrics; the summed lag (None: unknown).
+
+        Cut off from Kafka, the high-water marks are the last ones seen: the lag is unknown and
+        the gauges keep their last values."""
+        if self._kafka.lost:
+            return None
+        lags = partition_lags(consumer=consumer, positions=self.totals.positions)
+        metrics.partitions_observe(
+            topic=self.options.topic, lag=lags, committed=self.totals.positions
+        )
+        return sum(lags.values()) if lags else None
 
     # --- observability -----------------------------------------------------------------------
 
@@ -218,12 +246,7 @@ class MatchResultConsumer:
         elapsed = max(now - self._last_report, 1e-6)
         rate = (self.totals.applied - self._last_report_applied) / elapsed
         self._last_report, self._last_report_applied = now, self.totals.applied
-        # Cut off from Kafka, the high-water marks are the last ones seen: the lag is unknown.
-        self.totals.lag = (
-            None
-            if self._kafka.lost
-            else consumer_lag(consumer=consumer, positions=self.totals.positions)
-        )
+        self.totals.lag = self._observe_partitions(consumer)
         if not consumer.assignment():
             logger.warning(
                 "no partitions of %s assigned yet (group %s; Kafka at %s)",

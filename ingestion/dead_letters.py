@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from kafka import KafkaProducer
 
+from . import metrics
 from .services import DeadLetter, dead_letter_headers
 
 logger = logging.getLogger(__name__)
@@ -48,6 +49,10 @@ class KafkaDeadLetterSink:
         self._producer.flush(timeout=30)
         for future in futures:
             future.get(timeout=30)
+        # Counted once acknowledged: a letter that failed to send is sent again with the batch.
+        metrics.dead_letters_count(
+            topic=self._source_topic, reasons=[letter.code for letter in letters]
+        )
         for letter in letters:
             logger.info(
                 "dead letter: %s partition %d offset %d: %s",

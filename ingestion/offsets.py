@@ -75,13 +75,18 @@ def consumer_lag(*, consumer: KafkaConsumer, positions: Mapping[int, int]) -> in
     ``positions`` maps partition -> next offset to read, as this consumer last committed it.
     None when no assigned partition has both figures yet (nothing fetched or committed).
     """
-    lag = 0
-    known = False
+    lags = partition_lags(consumer=consumer, positions=positions)
+    return sum(lags.values()) if lags else None
+
+
+def partition_lags(*, consumer: KafkaConsumer, positions: Mapping[int, int]) -> dict[int, int]:
+    """partition -> (high watermark - committed position), for each assigned partition that has
+    both figures (the high watermark arrives with the first fetch)."""
+    lags: dict[int, int] = {}
     for tp in consumer.assignment():
         highwater = consumer.highwater(tp)
         position = positions.get(tp.partition)
         if highwater is None or position is None:
             continue
-        known = True
-        lag += max(0, highwater - position)
-    return lag if known else None
+        lags[tp.partition] = max(0, highwater - position)
+    return lags

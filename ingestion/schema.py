@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 # No season codec can hold more points than this (53 bits minus at least one time bit); the
 # exact per-board bound is checked in message_check_board.
-_POINTS_CEILING = (1 << 52) - 1
+POINTS_CEILING = (1 << 52) - 1
 # RFC 3339 date-time: seconds are mandatory, and so is the offset ("Z" or +hh:mm).
 _RFC3339 = re.compile(
     r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$"
@@ -219,7 +219,7 @@ def message_validate(data: object) -> MatchResultMessage:
     points = _int_field(data, "points")
     if points < 0:
         raise MessageRejected(INVALID_VALUE, f"points must be >= 0, got {points}", field="points")
-    if points > _POINTS_CEILING:
+    if points > POINTS_CEILING:
         raise MessageRejected(
             POINTS_TOO_LARGE, f"points {points} exceed any season's maximum", field="points"
         )

@@ -1,10 +1,10 @@
 """Consumer stats: the running totals of one consumer process, and the one Redis format of them.
 
 Every stats interval the consumer (the writer) publishes a ``ConsumerStats`` to the hash
-``lb:ingest:stats:<consumer id>`` and its id to the ``lb:ingest:consumers`` registry; /metrics
-(the reader, ``ingestion.selectors.ingest_consumer_stats_list``) reads them back. Both sides go
-through ``ConsumerStats.to_redis`` / ``ConsumerStats.from_redis``, so a field added, renamed or
-re-typed on one side cannot silently read as 0 on the other.
+``lb:ingest:stats:<consumer id>`` and its id to the ``lb:ingest:consumers`` registry;
+/metrics.json (the reader, ``ingestion.selectors.ingest_consumer_stats_list``) reads them back.
+Both sides go through ``ConsumerStats.to_redis`` / ``ConsumerStats.from_redis``, so a field
+added, renamed or re-typed on one side cannot silently read as 0 on the other.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from redis.typing import EncodableT, FieldT
 
 from leaderboard import keys
 from leaderboard.redis import get_board_redis
+
+from .history import history_sample_add
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +55,7 @@ class IngestTotals:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerStats:
-    """One consumer's published counters, as /metrics serves them."""
+    """One consumer's published counters, as /metrics.json serves them."""
 
     consumer_id: str
     topic: str
@@ -138,7 +140,8 @@ def _int(raw: bytes | None) -> int:
 
 
 def consumer_stats_publish(*, stats: ConsumerStats, ttl_seconds: int) -> None:
-    """Write ``stats`` to its hash and mark the consumer alive in the registry (one round trip).
+    """Write ``stats`` to its hash, mark the consumer alive in the registry and append the sample
+    to the last hour's history (one round trip).
 
     The hash expires after ``ttl_seconds``: a consumer that died stops refreshing its stats and
     they vanish on their own. Raises ``redis.RedisError`` when Redis is unreachable.
@@ -149,4 +152,12 @@ def consumer_stats_publish(*, stats: ConsumerStats, ttl_seconds: int) -> None:
     pipe.hset(stats_key, mapping=stats.to_redis())
     pipe.expire(stats_key, ttl_seconds)
     pipe.zadd(keys.ingest_consumers(), {stats.consumer_id: time.time()})
+    history_sample_add(
+        pipe,
+        consumer_id=stats.consumer_id,
+        at=stats.updated_at,
+        applied_per_second=stats.applied_per_second,
+        lag=stats.lag,
+        dead_letters=stats.dead_letters,
+    )
     pipe.execute()

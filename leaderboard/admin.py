@@ -167,6 +167,8 @@ class SeasonAdmin(seasons_admin.SeasonAdmin):
             super().save_formset(request, form, formset, change)
             return
         season = form.instance
+        # What formset.save() would record, for the admin's change message.
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
         for board_form in formset.forms:
             data = getattr(board_form, "cleaned_data", None)
             if not data or not board_form.has_changed():
@@ -175,12 +177,14 @@ class SeasonAdmin(seasons_admin.SeasonAdmin):
             if data.get("DELETE"):
                 if board.pk is not None:
                     board.delete()
+                    formset.deleted_objects.append(board)
                 continue
             values = {field: data[field] for field in ("name", *SCORE_FIELDS)}
             if board.pk is None:
-                board_create(season_id=season.id, **values)
+                formset.new_objects.append(board_create(season_id=season.id, **values))
             else:
-                board_update(board_id=board.pk, **values)
+                updated = board_update(board_id=board.pk, **values)
+                formset.changed_objects.append((updated, board_form.changed_data))
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         super().save_related(request, form, formsets, change)

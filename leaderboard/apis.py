@@ -4,21 +4,25 @@ Every board read lives at ``/api/seasons/{season}/boards/{board}/...``; the same
 ``/api/seasons/{season}/leaderboard/...`` for the season's ``main`` board (contract 0.1 paths).
 
 Every error is JSON: ``{"detail": "..."}``, plus ``"errors": {field: [messages]}`` for a
-malformed parameter (400). An unknown season or board is 404.
+malformed parameter (400). An unknown season or board is 404. A read that needs PostgreSQL
+while it cannot be reached is 503 with ``Retry-After``; the board reads need it only to resolve
+their season and board, which the process memo keeps serving through an outage.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import threading
 from collections.abc import Sequence
 from typing import Any
 
+from cachetools import LRUCache
+from django.conf import settings
 from django.http import HttpResponse
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
@@ -28,8 +32,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView, exception_handler
 
+from seasons.memo import DATABASE_UNREACHABLE
 from seasons.selectors import season_get_cached
 
+from . import openapi
 from .models import BOARD_SLUG_PATTERN, MAIN_BOARD
 from .selectors import (
     BoardRef,
@@ -38,7 +44,7 @@ from .selectors import (
     board_around_get,
     board_friends_get,
     board_get_cached,
-    board_list,
+    board_list_cached,
     board_player_get,
     board_ranks_get,
     board_sizes_get,
@@ -63,7 +69,15 @@ from .serializers import (
 from .services import weekly_board_ensure
 from .throttling import AnonFixedWindowThrottle
 
+logger = logging.getLogger(__name__)
+
 SOURCE_HEADER = "X-Leaderboard-Source"
+
+DATABASE_UNAVAILABLE_DETAIL = "the database is unavailable; retry later"
+
+
+def database_unavailable_headers() -> dict[str, str]:
+    return {"Retry-After": str(settings.DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS)}
 
 
 # Seconds a client is told to wait while a lost board is rebuilt: the recovery task looks every
@@ -72,13 +86,21 @@ RECOVERY_RETRY_AFTER_SECONDS = 5
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, with validation errors reshaped to {"detail", "errors"}, and a board
-    Redis does not hold as truth answered 503 with Retry-After."""
+    """DRF's handler, with validation errors reshaped to {"detail", "errors"}; PostgreSQL
+    down or unreachable, or a board Redis does not hold as truth, a 503 with Retry-After
+    instead of a 500 or a wrong board."""
     if isinstance(exc, BoardUnavailableError):
         return Response(
             {"detail": str(exc)},
             status=503,
             headers={"Retry-After": str(RECOVERY_RETRY_AFTER_SECONDS)},
+        )
+    if isinstance(exc, DATABASE_UNREACHABLE):
+        logger.warning("database unavailable: %s", exc)
+        return Response(
+            {"detail": DATABASE_UNAVAILABLE_DETAIL},
+            status=503,
+            headers=database_unavailable_headers(),
         )
     response = exception_handler(exc, context)
     if response is not None and isinstance(exc, ValidationError):
@@ -180,7 +202,7 @@ def board_or_404(season_id: int, slug: str) -> BoardRef:
 
 # Rendered bodies of snapshot-served top lists: a snapshot changes once a second, so each
 # process renders each (snapshot, limit) once instead of once per request.
-_rendered: dict[tuple[int, str, int], tuple[bytes, str]] = {}
+_rendered: LRUCache[tuple[int, str, int], tuple[bytes, str]] = LRUCache(maxsize=512)
 _rendered_lock = threading.Lock()
 
 
@@ -206,13 +228,15 @@ def cacheable_list_response(
 ) -> HttpResponse:
     """A JSON list with an ETag and ``Cache-Control: max-age=1``; 304 on a matching
     If-None-Match."""
-    rendered = _rendered.get(memo_key) if memo_key is not None else None
+    rendered = None
+    if memo_key is not None:
+        # cachetools' LRU updates its order on every read: not thread-safe without the lock.
+        with _rendered_lock:
+            rendered = _rendered.get(memo_key)
     if rendered is None:
         rendered = _render(entries)
         if memo_key is not None:
             with _rendered_lock:
-                if len(_rendered) >= 512:
-                    _rendered.clear()
                 _rendered[memo_key] = rendered
     body, etag = rendered
     if _etag_matches(request, etag):
@@ -226,17 +250,9 @@ def cacheable_list_response(
     return response
 
 
-_SEASON_PARAM = OpenApiParameter("season", OpenApiTypes.INT, OpenApiParameter.PATH)
-_PLAYER_PARAM = OpenApiParameter("player", OpenApiTypes.INT, OpenApiParameter.PATH)
-_ERRORS = {
-    400: OpenApiResponse(ErrorSerializer, description="A malformed parameter."),
-    404: OpenApiResponse(ErrorSerializer, description="Unknown season or board."),
-    503: OpenApiResponse(
-        ErrorSerializer,
-        description="The board is being recovered from the source of truth (Retry-After).",
-    ),
-}
 _LIST = RankingEntrySerializer(many=True)
+# The lists served with an ETag (top, daily, weekly): If-None-Match, ETag, Retry-After.
+_CACHEABLE_PARAMS = [openapi.IF_NONE_MATCH, openapi.ETAG, openapi.RETRY_AFTER]
 
 
 class BoardTopApi(PublicApi):
@@ -247,8 +263,8 @@ class BoardTopApi(PublicApi):
             "snapshot), or read from the live board when the snapshot is missing or stale "
             "(live). Carries an ETag; If-None-Match answers 304."
         ),
-        parameters=[_SEASON_PARAM, TopQuerySerializer],
-        responses={200: _LIST, **_ERRORS},
+        parameters=[openapi.SEASON, TopQuerySerializer, *_CACHEABLE_PARAMS],
+        responses={200: _LIST, 304: openapi.NOT_MODIFIED, **openapi.BOARD_ERRORS},
     )
     def get(self, request: Request, season: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(SeasonPathSerializer, {"season": season})
@@ -266,10 +282,10 @@ class BoardTopApi(PublicApi):
 class BoardPlayerApi(PublicApi):
     @extend_schema(
         summary="A player's entry, with the board size, percentile and points to the next rank",
-        parameters=[_SEASON_PARAM, _PLAYER_PARAM],
+        parameters=[openapi.SEASON, openapi.PLAYER, openapi.RETRY_AFTER],
         responses={
             200: PlayerStandingSerializer,
-            400: _ERRORS[400],
+            **openapi.BOARD_ERRORS,
             404: OpenApiResponse(
                 ErrorSerializer, description="Unknown season or board, or no score."
             ),
@@ -293,8 +309,8 @@ class BoardPlayerApi(PublicApi):
 class BoardAroundApi(PublicApi):
     @extend_schema(
         summary="The entries from the player's rank - radius to + radius ([] without a score)",
-        parameters=[_SEASON_PARAM, _PLAYER_PARAM, AroundQuerySerializer],
-        responses={200: _LIST, **_ERRORS},
+        parameters=[openapi.SEASON, openapi.PLAYER, AroundQuerySerializer, openapi.RETRY_AFTER],
+        responses={200: _LIST, **openapi.BOARD_ERRORS},
     )
     def get(
         self, request: Request, season: str, player: str, board: str = MAIN_BOARD
@@ -312,8 +328,8 @@ class BoardAroundApi(PublicApi):
 class BoardRanksApi(PublicApi):
     @extend_schema(
         summary="A page of entries from a 1-based position",
-        parameters=[_SEASON_PARAM, RanksQuerySerializer],
-        responses={200: _LIST, **_ERRORS},
+        parameters=[openapi.SEASON, RanksQuerySerializer, openapi.RETRY_AFTER],
+        responses={200: _LIST, **openapi.BOARD_ERRORS},
     )
     def get(self, request: Request, season: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(SeasonPathSerializer, {"season": season})
@@ -330,8 +346,8 @@ class BoardFriendsApi(PublicApi):
     @extend_schema(
         summary="Those players' entries with their global ranks, best first",
         description="Players without a score are left out. At most 200 ids.",
-        parameters=[_SEASON_PARAM, FriendsQuerySerializer],
-        responses={200: _LIST, **_ERRORS},
+        parameters=[openapi.SEASON, openapi.FRIEND_IDS, openapi.RETRY_AFTER],
+        responses={200: _LIST, **openapi.BOARD_ERRORS},
     )
     def get(self, request: Request, season: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(SeasonPathSerializer, {"season": season})
@@ -345,12 +361,8 @@ class BoardFriendsApi(PublicApi):
 class DailyTopApi(PublicApi):
     @extend_schema(
         summary="The top entries of one UTC day's board",
-        parameters=[
-            _SEASON_PARAM,
-            OpenApiParameter("day", OpenApiTypes.DATE, OpenApiParameter.PATH),
-            TopQuerySerializer,
-        ],
-        responses={200: _LIST, **_ERRORS},
+        parameters=[openapi.SEASON, openapi.DAY, TopQuerySerializer, *_CACHEABLE_PARAMS],
+        responses={200: _LIST, 304: openapi.NOT_MODIFIED, **openapi.BOARD_ERRORS},
     )
     def get(self, request: Request, season: str, day: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(DayPathSerializer, {"season": season, "day": day})
@@ -368,14 +380,8 @@ class WeeklyTopApi(PublicApi):
             "Weekly boards are built from the daily boards by a periodic task; a missing board "
             "of a week that has started is built on the first request."
         ),
-        parameters=[
-            _SEASON_PARAM,
-            OpenApiParameter(
-                "week", OpenApiTypes.STR, OpenApiParameter.PATH, description="YYYY-Www"
-            ),
-            TopQuerySerializer,
-        ],
-        responses={200: _LIST, **_ERRORS},
+        parameters=[openapi.SEASON, openapi.WEEK, TopQuerySerializer, *_CACHEABLE_PARAMS],
+        responses={200: _LIST, 304: openapi.NOT_MODIFIED, **openapi.BOARD_ERRORS},
     )
     def get(
         self, request: Request, season: str, week: str, board: str = MAIN_BOARD
@@ -407,7 +413,8 @@ class SeasonListApi(PublicApi):
     @extend_schema(
         operation_id="seasons_list",
         summary="Every season, the most recent start first (rule: its main board's)",
-        responses={200: SeasonOutputSerializer(many=True)},
+        parameters=[openapi.RETRY_AFTER],
+        responses={200: SeasonOutputSerializer(many=True), **openapi.PUBLIC_ERRORS},
     )
     def get(self, request: Request) -> Response:
         seasons = season_list_with_main_rule()
@@ -427,14 +434,14 @@ class BoardListApi(PublicApi):
     @extend_schema(
         operation_id="boards_list",
         summary="The season's boards, main first, with their number of players",
-        parameters=[_SEASON_PARAM],
-        responses={200: BoardOutputSerializer(many=True), **_ERRORS},
+        parameters=[openapi.SEASON, openapi.RETRY_AFTER],
+        responses={200: BoardOutputSerializer(many=True), **openapi.BOARD_ERRORS},
     )
     def get(self, request: Request, season: str) -> Response:
         path = parse(SeasonPathSerializer, {"season": season})
         if season_get_cached(season_id=path["season"]) is None:
             raise NotFound(f"season {path['season']} does not exist")
-        boards = board_list(season_id=path["season"])
+        boards = board_list_cached(season_id=path["season"])
         sizes = board_sizes_get(boards=boards)
         rows = [
             {

@@ -130,8 +130,14 @@ def ingest_consumer_stats(*, consumer_id: str) -> str:
 
 
 def ingest_consumers() -> str:
-    """ZSET consumer id -> unix time of its last stats write (who is alive, for /metrics)."""
+    """ZSET consumer id -> unix time of its last stats write (who is alive, for /metrics.json)."""
     return f"{settings.LEADERBOARD_KEY_PREFIX}:ingest:consumers"
+
+
+def ingest_history() -> str:
+    """ZSET of every consumer's stats samples of the last hour (member = one JSON sample, score =
+    its unix time): the staff dashboard's charts (ingestion.history)."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:ingest:history"
 
 
 def weekly_build_temp(*, board_key: str, token: str) -> str:

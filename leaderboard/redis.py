@@ -10,15 +10,19 @@ from django.conf import settings
 from django_redis import get_redis_connection
 from redis.cluster import ClusterNode, RedisCluster
 
+# The boards' client: a standalone Redis or a cluster. Both offer the commands the product uses
+# (routed by key slot on a cluster, every script's keys in one board's slot) and pipelines; a
+# cluster pipeline refuses EVALSHA by name, so pipelined scripts go through
+# ``leaderboard.scripts.scripts_pipelined``.
+BoardRedis = redis.Redis | RedisCluster
 
-def get_board_redis() -> redis.Redis:
+
+def get_board_redis() -> BoardRedis:
     """The pooled client for the boards' Redis.
 
     ``settings.LB_REDIS_MODE == "single"``: django-redis's connection for
     ``settings.CACHES["boards"]``. ``"cluster"``: one redis-py ``RedisCluster`` per process,
-    seeded with ``settings.REDIS_CLUSTER_NODES``, with the same timeouts and pool size. The
-    annotation stays ``redis.Redis`` for the callers: ``RedisCluster`` offers the same commands
-    (and ``register_script``), routed by key slot.
+    seeded with ``settings.REDIS_CLUSTER_NODES``, with the same timeouts and pool size.
 
     Responses are bytes: member ids and scores are parsed by the callers that know their type.
     """
@@ -32,7 +36,8 @@ def get_board_redis() -> redis.Redis:
             socket_timeout=options.get("SOCKET_TIMEOUT"),
             max_connections=pool.get("max_connections"),
         )
-        return cast(redis.Redis, client)
+        return client
+    # django-redis types its connection as Any.
     return cast(redis.Redis, get_redis_connection("boards"))
 
 
@@ -58,3 +63,23 @@ def _cluster_client(
         socket_timeout=socket_timeout,
         **kwargs,
     )
+
+
+def board_redis_masters() -> frozenset[str]:
+    """Who holds the boards' writes now: one string per master that serves slots.
+
+    Cluster: ``<node id>@<config epoch>`` per master (a promoted replica is another node id,
+    with a new epoch); a master marked failed is left out, so the answer changes as soon as the
+    cluster notices the death and again at the promotion. Standalone: the server's run id,
+    which changes when it restarts (and may have lost its last second of writes).
+    Raises ``redis.RedisError`` when no node answers.
+    """
+    client = get_board_redis()
+    if isinstance(client, RedisCluster):
+        nodes: dict[str, dict[str, Any]] = client.cluster_nodes()
+        return frozenset(
+            f"{node['node_id']}@{node['epoch']}"
+            for node in nodes.values()
+            if "master" in node["flags"] and "fail" not in node["flags"] and node["slots"]
+        )
+    return frozenset([str(client.info("server")["run_id"])])

@@ -8,10 +8,15 @@ Redis), so callers never see a missing script.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import redis
 from redis.commands.core import Script
+from redis.exceptions import NoScriptError
+
+from leaderboard.redis import BoardRedis
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 
@@ -42,7 +47,7 @@ def _source(name: str) -> str:
 _registered: dict[tuple[int, str], Script] = {}
 
 
-def get_script(client: redis.Redis, name: str) -> Script:
+def get_script(client: BoardRedis, name: str) -> Script:
     """The registered script ``lua/<name>.lua`` bound to ``client``.
 
     Registration only hashes the source; the first call loads it into Redis.
@@ -52,3 +57,37 @@ def get_script(client: redis.Redis, name: str) -> Script:
     if script is None or script.registered_client is not client:
         script = _registered[key] = client.register_script(_source(name))
     return script
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptCall:
+    """One script call to pipeline: every key of ``keys`` in one slot (one board)."""
+
+    script: Script
+    keys: Sequence[str]
+    args: Sequence[str | int]
+
+
+def scripts_pipelined(client: BoardRedis, calls: Sequence[ScriptCall]) -> list[Any]:
+    """The replies of ``calls``, sent in one pipeline (on a cluster: one per node).
+
+    EVALSHA goes in as a raw command: redis-py's cluster pipeline refuses ``evalsha`` by name
+    (it cannot know a script's keys are in one slot; ours are, by construction), and its
+    standalone pipeline's script preloading does not exist there. A node that answers NOSCRIPT
+    ran nothing: a restarted node, or a replica just promoted (the script cache is neither
+    persisted nor replicated). Those calls are re-sent one by one through the Script object,
+    which loads the source (on every master of a cluster) and retries. Any other error is
+    raised after the pipeline ran, as ``pipe.execute()`` would.
+    """
+    pipe = client.pipeline(transaction=False)
+    for call in calls:
+        pipe.execute_command("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
+    replies = pipe.execute(raise_on_error=False)
+    out: list[Any] = []
+    for call, reply in zip(calls, replies, strict=True):
+        if isinstance(reply, NoScriptError):
+            reply = call.script(keys=list(call.keys), args=list(call.args))
+        elif isinstance(reply, Exception):
+            raise reply
+        out.append(reply)
+    return out

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any, Literal, cast
@@ -30,7 +30,7 @@ from seasons.selectors import SeasonRef
 
 from . import keys
 from .codec import ScoreCodec
-from .models import MAIN_BOARD, Board, BoardOrder
+from .models import MAIN_BOARD, Board, BoardOrder, RebuildRun, ReconcileRun
 from .redis import get_board_redis
 from .scripts import get_script
 
@@ -79,7 +79,8 @@ class BoardRef:
 
 
 _boards: ProcessMemo[tuple[int, str], BoardRef | None] = process_memo(
-    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS"
+    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS",
+    fallback_setting="LEADERBOARD_SEASON_FALLBACK_SECONDS",
 )
 
 
@@ -94,6 +95,19 @@ def board_get_cached(*, season_id: int, slug: str = MAIN_BOARD) -> BoardRef | No
         return BoardRef.from_model(found) if found is not None else None
 
     return _boards.get((season_id, slug), load)
+
+
+_board_lists: ProcessMemo[int, tuple[BoardRef, ...]] = process_memo(
+    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS",
+    fallback_setting="LEADERBOARD_SEASON_FALLBACK_SECONDS",
+)
+
+
+def board_list_cached(*, season_id: int) -> tuple[BoardRef, ...]:
+    """``board_list`` memoized per process like ``board_get_cached``: the boards list and the
+    board pages read their sizes and entries from Redis, so with the list memoized they keep
+    answering while PostgreSQL is down (seasons/memo.py: stale on error)."""
+    return _board_lists.get(season_id, lambda: tuple(board_list(season_id=season_id)))
 
 
 def board_get(*, board_id: int) -> BoardRef:
@@ -340,8 +354,9 @@ def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[Ranking
 
 # --- the top list --------------------------------------------------------------------------------
 
-_snapshots: dict[str, tuple[float, TopSnapshot | None]] = {}
-_snapshots_lock = threading.Lock()
+_snapshots: ProcessMemo[str, TopSnapshot | None] = process_memo(
+    ttl_setting="LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS", maxsize=1000
+)
 
 
 def top_snapshot_decode(*, raw: bytes | str, board_id: int) -> TopSnapshot | None:
@@ -369,22 +384,16 @@ def top_snapshot_decode(*, raw: bytes | str, board_id: int) -> TopSnapshot | Non
 def top_snapshot_get(*, board_id: int) -> TopSnapshot | None:
     """The board's snapshot as this process last read it; re-read at most once an interval."""
     key = keys.top_snapshot(board_id=board_id)
-    now = time.monotonic()
-    hit = _snapshots.get(key)
-    if hit is not None and hit[0] > now:
-        return hit[1]
-    raw = get_board_redis().get(key)
-    snapshot = None if raw is None else top_snapshot_decode(raw=raw, board_id=board_id)
-    with _snapshots_lock:
-        if len(_snapshots) >= 1000:
-            _snapshots.clear()
-        _snapshots[key] = (now + settings.LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS, snapshot)
-    return snapshot
+
+    def load() -> TopSnapshot | None:
+        raw = get_board_redis().get(key)
+        return None if raw is None else top_snapshot_decode(raw=raw, board_id=board_id)
+
+    return _snapshots.get(key, load)
 
 
 def top_snapshot_memo_clear() -> None:
-    with _snapshots_lock:
-        _snapshots.clear()
+    _snapshots.clear()
 
 
 def board_top_get(*, board: BoardRef, limit: int) -> TopList:
@@ -439,9 +448,34 @@ def board_overview_get(*, board: BoardRef, limit: int = 100) -> BoardOverview:
     return BoardOverview(board=board, size=size, top=top, snapshot_refreshed_at=refreshed)
 
 
-def board_sizes_get(*, boards: list[BoardRef]) -> dict[int, int]:
+def board_sizes_get(*, boards: Sequence[BoardRef]) -> dict[int, int]:
     """Each board's number of players in Redis (one pipelined ZCARD per board)."""
     pipe = get_board_redis().pipeline(transaction=False)
     for board in boards:
         pipe.zcard(keys.board(board_id=board.id))
     return {board.id: int(size) for board, size in zip(boards, pipe.execute(), strict=True)}
+
+
+def top_snapshot_times_get(*, boards: list[BoardRef]) -> dict[int, float | None]:
+    """When each board's top-list snapshot was written (unix time; None: no readable snapshot),
+    read from Redis in one round trip (staff dashboard: a stale snapshot means beat is stuck)."""
+    pipe = get_board_redis().pipeline(transaction=False)
+    for board in boards:
+        pipe.get(keys.top_snapshot(board_id=board.id))
+    times: dict[int, float | None] = {}
+    for board, raw in zip(boards, pipe.execute(), strict=True):
+        snapshot = None if raw is None else top_snapshot_decode(raw=raw, board_id=board.id)
+        times[board.id] = None if snapshot is None else snapshot.generated_at
+    return times
+
+
+def board_runs_latest(
+    *, season_id: int, limit: int = 5
+) -> tuple[list[RebuildRun], list[ReconcileRun]]:
+    """The season's latest rebuild runs and reconcile runs, newest first, with their boards."""
+    rebuilds = RebuildRun.objects.select_related("board").filter(season_id=season_id)
+    reconciles = ReconcileRun.objects.select_related("board").filter(season_id=season_id)
+    return (
+        list(rebuilds.order_by("-started_at")[:limit]),
+        list(reconciles.order_by("-checked_at")[:limit]),
+    )

@@ -10,7 +10,7 @@ from django.urls import URLPattern, path
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework.views import APIView
 
-from . import apis
+from . import apis, openapi
 
 app_name = "leaderboard"
 
@@ -31,10 +31,13 @@ _READS: list[tuple[str, type[APIView], str]] = [
 
 def _routes(prefix: str, operation_prefix: str, name_prefix: str) -> list[URLPattern]:
     routes = []
+    # The board family's {board} path parameter, with the slug pattern the views accept.
+    parameters = [openapi.BOARD] if "<str:board>" in prefix else []
     for sub_path, view, name in _READS:
         operation = f"{operation_prefix}_{name.replace('-', '_')}"
         # A subclass per path family: the schema names each operation once.
-        named: type[APIView] = extend_schema_view(get=extend_schema(operation_id=operation))(
+        schema = extend_schema(operation_id=operation, parameters=parameters)
+        named: type[APIView] = extend_schema_view(get=schema)(
             type(f"{view.__name__}_{operation_prefix}", (view,), {})
         )
         routes.append(path(f"{prefix}/{sub_path}", named.as_view(), name=f"{name_prefix}{name}"))

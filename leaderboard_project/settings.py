@@ -38,7 +38,7 @@ CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default="")
 # `manage.py check --deploy` is clean with DEBUG off, a real secret and these set.
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
 # Load balancers and Prometheus probe these over plain HTTP inside the network.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$", r"^metrics\.json$"]
 # Start small (300) and raise it once HTTPS is known good: browsers remember it that long.
 SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
@@ -76,6 +76,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the latency it records covers every other middleware, static files included.
+    "leaderboard_project.metrics.PrometheusHttpMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -84,6 +86,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A database error from any view is a 503 with Retry-After, not a 500 (PostgreSQL outage).
+    "leaderboard_project.middleware.DatabaseUnavailableMiddleware",
     # Last, per django-axes: it answers the lockout response for a login its backend refused.
     "axes.middleware.AxesMiddleware",
 ]
@@ -136,6 +140,11 @@ DATABASES = {
         "CONN_HEALTH_CHECKS": True,
     }
 }
+# Seconds to wait for a PostgreSQL connection. libpq waits forever by default: an unreachable
+# (not refusing) server would hang every request that needs it instead of answering 503.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+    "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=3)
+)
 # Lets several checkouts run their test suites against one server at once.
 _test_db_name = env.str("DJANGO_TEST_DATABASE_NAME", default="")
 if _test_db_name:
@@ -253,6 +262,9 @@ INGEST_POLL_TIMEOUT_MS = env.int("INGEST_POLL_TIMEOUT_MS", default=200)
 INGEST_STATS_INTERVAL_SECONDS = env.int("INGEST_STATS_INTERVAL_SECONDS", default=10)
 # Retry delay cap while PostgreSQL, Redis or Kafka is unreachable (doubling from 0.1 s).
 INGEST_BACKOFF_MAX_SECONDS = env.int("INGEST_BACKOFF_MAX_SECONDS", default=10)
+# How often each consumer asks the boards' Redis who its masters are: a change (a replica
+# promoted, a restart) makes it look for writes the old master lost and rebuild those boards.
+INGEST_FAILOVER_CHECK_SECONDS = env.float("INGEST_FAILOVER_CHECK_SECONDS", default=1.0)
 # Kafka static membership id of this consumer process (e.g. the pod name); empty = dynamic.
 INGEST_GROUP_INSTANCE_ID = env.str("INGEST_GROUP_INSTANCE_ID", default="")
 
@@ -268,6 +280,25 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The queue tasks go to and workers read by default (a test run uses its own).
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
+
+# --- Celery: surviving a broker restart (issue 11, "processes come back") ----------------------
+# The two kombu crashes on a lost connection are handled in celery.py (the consumer and the
+# request classes); these keep the worker and beat reconnecting on their own.
+# None = retry the broker forever: the default (100 attempts, 2 s more each, capped at 30 s)
+# ends the worker for good after about 45 minutes of broker outage.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A connection the broker or the network dropped without a reset (a failover, an idle
+# timeout) is found within seconds instead of hanging a worker on a dead read forever:
+# kombu's redis transport passes these to redis-py (the workaround in celery/celery#10205).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 5,
+    "socket_timeout": 30,  # kombu's BRPOP blocks 1 s; 30 s never cuts a live reply short
+    "socket_keepalive": True,
+    "health_check_interval": 10,
+}
+# The worker's consumer that reconnects even when kombu fails to close the lost connection.
+CELERY_WORKER_CONSUMER = "leaderboard_project.celery:BrokerLossTolerantConsumer"
+# --- end of issue 11's Celery block --------------------------------------------------------------
 
 # --- DRF -----------------------------------------------------------------------------------------
 
@@ -311,6 +342,16 @@ INGEST_HTTP_MAX_BODY_BYTES = env.int("INGEST_HTTP_MAX_BODY_BYTES", default=1024 
 INGEST_MAX_FUTURE_SKEW_SECONDS = env.int("INGEST_MAX_FUTURE_SKEW_SECONDS", default=300)
 # How long each process trusts its memo of a season (the hot endpoints make no SQL query).
 LEADERBOARD_SEASON_CACHE_SECONDS = env.float("LEADERBOARD_SEASON_CACHE_SECONDS", default=5.0)
+# How long after its last successful load a memoized season or board is still served while
+# PostgreSQL cannot be reached (seasons/memo.py): reads that need only Redis keep answering
+# through an outage this long.
+LEADERBOARD_SEASON_FALLBACK_SECONDS = env.float(
+    "LEADERBOARD_SEASON_FALLBACK_SECONDS", default=3600.0
+)
+# Retry-After (seconds) of the 503 a request that needs PostgreSQL answers while it is down.
+DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS = env.int(
+    "DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS", default=5
+)
 # Each process re-reads a season's top-list snapshot from Redis at most this often.
 LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS = env.float(
     "LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS", default=1.0
@@ -339,6 +380,21 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+
+# --- Prometheus metrics (leaderboard_project/metrics.py, docs/operations.md "Metrics") -----------
+
+# prometheus_client reads this variable itself, when it is first imported: set, every metric of
+# the process lives in a file there and /metrics (and the Celery worker's exporter) sums the files
+# of all the processes that share it. Gunicorn with more than one worker and a prefork Celery
+# worker need it (one folder per process group, emptied when the group starts); a consumer must not
+# have it: it serves its own metrics (INGEST_METRICS_PORT). Read here so our code asks settings.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
+# Where a consumer and the Celery worker serve their metrics (GET /metrics on that port); 0: not
+# served. Each consumer process needs a port of its own: Prometheus scrapes each one as a target,
+# so a dead consumer shows as up == 0.
+METRICS_LISTEN_ADDRESS = env.str("METRICS_LISTEN_ADDRESS", default="127.0.0.1")
+INGEST_METRICS_PORT = env.int("INGEST_METRICS_PORT", default=0)
+CELERY_METRICS_PORT = env.int("CELERY_METRICS_PORT", default=0)
 
 # --- Logging -------------------------------------------------------------------------------------
 

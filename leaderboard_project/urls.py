@@ -8,7 +8,10 @@ from drf_spectacular.views import (
 
 from leaderboard.throttling import AnonFixedWindowThrottle
 
-from . import views
+from . import dashboard, views
+
+# The admin index links the staff dashboard (a plain admin view, no model of its own).
+admin.site.index_template = "admin/leaderboard_index.html"
 
 # The schema and its docs page are public too (and generating the schema is not free).
 _throttled = {"throttle_classes": [AnonFixedWindowThrottle]}
@@ -16,9 +19,16 @@ _throttled = {"throttle_classes": [AnonFixedWindowThrottle]}
 urlpatterns = [
     # The read API first: its hot endpoints resolve without trying the other patterns.
     path("api/", include("leaderboard.urls")),
+    # Before the admin's own routes, which would otherwise answer for it.
+    path(
+        "admin/dashboard",
+        admin.site.admin_view(dashboard.staff_dashboard),
+        name="staff-dashboard",
+    ),
     path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
+    path("metrics.json", views.metrics_json, name="metrics-json"),
     path("api/", include("closeout.urls")),
     path("api/schema", SpectacularAPIView.as_view(**_throttled), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema", **_throttled), name="docs"),

@@ -4,10 +4,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4
 
 from ingestion.selectors import ingest_consumer_stats_list
 
 from .health import boards_check, dependencies_check
+from .metrics import metrics_exposition
 
 
 @never_cache
@@ -45,8 +47,19 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 @never_cache
 @require_GET
-def metrics(request: HttpRequest) -> JsonResponse:
-    """Operational counters as JSON: each ingestion consumer's rate, totals and lag."""
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus text: HTTP requests of every web worker, board sizes, top-snapshot ages.
+
+    Text format 0.0.4: what every Prometheus 2 (Debian's included) and compatible agent reads.
+    The consumers and the Celery worker serve their own metrics (docs/operations.md)."""
+    return HttpResponse(metrics_exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)
+
+
+@never_cache
+@require_GET
+def metrics_json(request: HttpRequest) -> JsonResponse:
+    """Each ingestion consumer's rate, totals and lag as JSON, from the stats the consumers
+    publish to Redis (the admin's view of ingestion; docs/ingestion.md)."""
     consumers = ingest_consumer_stats_list()
     return JsonResponse(
         {

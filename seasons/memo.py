@@ -4,43 +4,106 @@ The hot endpoints resolve a season and a board on every request; a memo per proc
 off PostgreSQL. Misses are memoized too (a client probing unknown ids in a loop must not become
 one SQL query per request), and the size is bounded. The time to live is read from settings at
 each insertion, never at import.
+
+Stale on error: the boards live in Redis, so a read needs PostgreSQL only to resolve its season
+and board. When a value is due for reloading and the load fails because PostgreSQL cannot be
+reached (``DATABASE_UNREACHABLE``), the memo keeps serving
+the last value it loaded, for up to its fallback (``LEADERBOARD_SEASON_FALLBACK_SECONDS`` for
+the seasons and boards) after that load,
+and tries the database again at most once per time to live per key (so an outage costs one
+failed connection attempt per key every few seconds, not one per request). A value never
+loaded still raises: the caller answers 503.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from cachetools import TLRUCache
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
-_MISSING = object()
+logger = logging.getLogger(__name__)
+
+# What PostgreSQL being down or unreachable raises: OperationalError for a refused, dropped or
+# timed-out connection, InterfaceError for a connection that broke earlier in the same request.
+# Not DatabaseError as a whole: a DataError or ProgrammingError is a bug, and must stay a 500
+# rather than pass for an outage.
+DATABASE_UNREACHABLE: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
+
+
+@dataclass(slots=True)
+class _Entry(Generic[V]):
+    value: V
+    # The clock's time after which the value is reloaded (it is still served if that fails).
+    fresh_until: float
 
 
 class ProcessMemo(Generic[K, V]):
-    def __init__(self, *, ttl_setting: str, maxsize: int = 10_000) -> None:
+    def __init__(
+        self,
+        *,
+        ttl_setting: str,
+        fallback_setting: str | None = None,
+        maxsize: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._ttl_setting = ttl_setting
+        self._fallback_setting = fallback_setting
+        self._clock = clock
 
         def expires(_key: object, _value: object, now: float) -> float:
-            return now + float(getattr(settings, self._ttl_setting))
+            # An entry outlives its freshness by the fallback: the value a failed reload keeps
+            # serving. Never shorter than the freshness itself.
+            return now + max(self._ttl(), self._fallback())
 
-        self._cache: TLRUCache[K, V] = TLRUCache(maxsize=maxsize, ttu=expires)
+        self._cache: TLRUCache[K, _Entry[V]] = TLRUCache(maxsize=maxsize, ttu=expires, timer=clock)
         # cachetools' caches are not thread-safe; gunicorn threads and the consumer share them.
         self._lock = threading.Lock()
 
+    def _ttl(self) -> float:
+        return float(getattr(settings, self._ttl_setting))
+
+    def _fallback(self) -> float:
+        if self._fallback_setting is None:
+            return 0.0
+        return float(getattr(settings, self._fallback_setting))
+
     def get(self, key: K, load: Callable[[], V]) -> V:
-        """The memoized value of ``key``, or ``load()``'s (memoized) when absent or expired."""
+        """The memoized value of ``key``, or ``load()``'s (memoized) when absent or expired.
+
+        When ``load()`` raises one of ``DATABASE_UNREACHABLE`` and an earlier value is
+        still held (within the fallback), that value is returned instead and the next reload
+        waits one time to live; without an earlier value the error propagates.
+        """
         with self._lock:
-            value = self._cache.get(key, _MISSING)
-        if value is not _MISSING:
-            return value  # type: ignore[return-value]
-        value = load()
+            entry = self._cache.get(key)
+        now = self._clock()
+        if entry is not None and now < entry.fresh_until:
+            return entry.value
+        try:
+            value = load()
+        except DATABASE_UNREACHABLE as exc:
+            if entry is None:
+                raise
+            logger.warning(
+                "database unavailable (%s): serving the last known value of %r", exc, key
+            )
+            with self._lock:
+                # In place: the entry keeps its original expiry (the fallback counts from the
+                # last successful load, not from each failure).
+                entry.fresh_until = now + self._ttl()
+            return entry.value
         with self._lock:
-            self._cache[key] = value
+            self._cache[key] = _Entry(value=value, fresh_until=self._clock() + self._ttl())
         return value
 
     def clear(self) -> None:
@@ -51,9 +114,18 @@ class ProcessMemo(Generic[K, V]):
 _memos: list[ProcessMemo[object, object]] = []
 
 
-def process_memo(*, ttl_setting: str, maxsize: int = 10_000) -> ProcessMemo[K, V]:
-    """A memo registered for ``process_memos_clear`` (tests; a process that must see a change)."""
-    memo: ProcessMemo[K, V] = ProcessMemo(ttl_setting=ttl_setting, maxsize=maxsize)
+def process_memo(
+    *, ttl_setting: str, fallback_setting: str | None = None, maxsize: int = 10_000
+) -> ProcessMemo[K, V]:
+    """A memo registered for ``process_memos_clear`` (tests; a process that must see a change).
+
+    ``fallback_setting`` names the setting of how long a value loaded from PostgreSQL is still
+    served while it is unreachable; None (memos of Redis reads, e.g. the top-list snapshots)
+    keeps nothing past the time to live.
+    """
+    memo: ProcessMemo[K, V] = ProcessMemo(
+        ttl_setting=ttl_setting, fallback_setting=fallback_setting, maxsize=maxsize
+    )
     _memos.append(memo)  # type: ignore[arg-type]
     return memo
 

@@ -38,7 +38,8 @@ class SeasonRef:
 
 
 _seasons: ProcessMemo[int, SeasonRef | None] = process_memo(
-    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS"
+    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS",
+    fallback_setting="LEADERBOARD_SEASON_FALLBACK_SECONDS",
 )
 
 

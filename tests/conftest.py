@@ -15,7 +15,7 @@ import pytest
 import redis
 from django.conf import settings as django_settings
 
-from leaderboard.redis import get_board_redis
+from leaderboard.redis import BoardRedis, get_board_redis
 
 _SESSION_TAG = uuid.uuid4().hex[:8]
 
@@ -34,22 +34,30 @@ def _fresh_season_memo() -> None:
     process_memos_clear()
 
 
+def _unlink_matching(client: BoardRedis, pattern: str) -> None:
+    # One UNLINK per key: on a cluster a multi-key UNLINK must stay within one slot, and the
+    # session's keys span every slot (redis-py splits it for RedisCluster, but not portably).
+    pipe = client.pipeline(transaction=False)
+    for key in client.scan_iter(match=pattern, count=1000):
+        pipe.unlink(key)
+        if len(pipe) >= 500:
+            pipe.execute()
+    pipe.execute()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _drop_session_keys() -> Iterator[None]:
     yield
-    client = redis.Redis.from_url(django_settings.REDIS_URL)
-    batch = []
-    for key in client.scan_iter(match=f"test-{_SESSION_TAG}-*", count=1000):
-        batch.append(key)
-        if len(batch) >= 500:
-            client.unlink(*batch)
-            batch.clear()
-    if batch:
-        client.unlink(*batch)
+    pattern = f"test-{_SESSION_TAG}-*"
+    # The standalone Redis holds the boards in single mode and the cache/Celery keys always;
+    # in cluster mode the boards live on the cluster, whose scan_iter walks every master.
+    _unlink_matching(redis.Redis.from_url(django_settings.REDIS_URL), pattern)
+    if django_settings.LB_REDIS_MODE == "cluster":
+        _unlink_matching(get_board_redis(), pattern)
 
 
 @pytest.fixture
-def board_redis() -> redis.Redis:
+def board_redis() -> BoardRedis:
     """The boards' Redis client, as the application gets it."""
     return get_board_redis()
 

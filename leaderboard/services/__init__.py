@@ -68,6 +68,7 @@ from .recovery import (
     boards_recover,
     boards_recovering_get,
 )
+from .repair import BoardRepaired, boards_lost_writes_repair
 from .unlink import season_keys_unlink
 
 __all__ = [
@@ -87,6 +88,7 @@ __all__ = [
     "WEEKLY_MERGE_CHUNK",
     "BoardRebuilt",
     "BoardRecovered",
+    "BoardRepaired",
     "BoardsApplied",
     "BoardsCorrected",
     "Correction",
@@ -107,6 +109,7 @@ __all__ = [
     "board_update",
     "boards_correct",
     "boards_lost_get",
+    "boards_lost_writes_repair",
     "boards_reconcile_live_seasons",
     "boards_recover",
     "boards_recovering_get",

@@ -14,7 +14,7 @@ from django.conf import settings
 from leaderboard import keys
 from leaderboard.models import ScoringRule
 from leaderboard.redis import get_board_redis
-from leaderboard.scripts import get_script
+from leaderboard.scripts import ScriptCall, get_script, scripts_pipelined
 from leaderboard.selectors import BoardRef
 
 logger = logging.getLogger(__name__)
@@ -160,9 +160,9 @@ def board_results_apply(
     already = 0
     overflowed: list[str] = []
     while pending:
-        pipe = client.pipeline(transaction=False)
         order = sorted(pending)
         group_names: list[list[str]] = []
+        calls: list[ScriptCall] = []
         for partition, board_id in order:
             board = boards[board_id]
             names, key_args, args = _script_args(
@@ -173,8 +173,9 @@ def board_results_apply(
             )
             group_names.append(names)
             watermark = keys.ingest_applied_offsets(board_id=board_id, topic=topic)
-            script(keys=[watermark, *key_args], args=args, client=pipe)
-        replies = pipe.execute()
+            calls.append(ScriptCall(script=script, keys=[watermark, *key_args], args=args))
+        # Each call touches one board's slot; a cluster pipeline sends them grouped per node.
+        replies = scripts_pipelined(client, calls)
         retry: dict[tuple[int, int], list[CountedResult]] = {}
         for slot, names, reply in zip(order, group_names, replies, strict=True):
             batch = pending[slot]

@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date
 
-import redis
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
@@ -14,7 +13,7 @@ from django.utils import timezone
 from leaderboard import keys
 from leaderboard.board_scores import board_days_with_results
 from leaderboard.models import Board, MatchResult, PlayerBan
-from leaderboard.redis import get_board_redis
+from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.selectors import BoardRef, board_get, board_list
 from seasons.models import Season, SeasonStatus
 
@@ -74,7 +73,7 @@ def boards_correct(
 
 
 def _weekly_boards_rebuild(
-    client: redis.Redis, *, board: BoardRef, days: Iterable[date]
+    client: BoardRedis, *, board: BoardRef, days: Iterable[date]
 ) -> list[str]:
     """Rebuild the weekly boards that exist for the weeks of ``days`` from the daily boards."""
     weeks = {(d.isocalendar().year, d.isocalendar().week) for d in days}

@@ -14,12 +14,11 @@ import uuid
 from datetime import date, datetime, timedelta
 from typing import cast
 
-import redis
 from django.conf import settings
 
 from leaderboard import keys
 from leaderboard.models import ScoringRule
-from leaderboard.redis import get_board_redis
+from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.scripts import get_script
 from leaderboard.selectors import TOP_SNAPSHOT_SIZE, BoardRef, board_list_live, ranked_entries
 
@@ -130,7 +129,7 @@ def weekly_board_build(*, board: BoardRef, iso_year: int, iso_week: int) -> int:
 
 
 def _days_merge(
-    *, client: redis.Redis, board: BoardRef, dailies: list[str], source: str, build: str
+    *, client: BoardRedis, board: BoardRef, dailies: list[str], source: str, build: str
 ) -> None:
     merge = get_script(client, "weekly_merge")
     spec = spec_args(board)

@@ -17,14 +17,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date
 
-import redis
 from django.db import connection, transaction
 from django.utils import timezone
 
 from leaderboard import keys
 from leaderboard.board_scores import board_scores_zadd_chunks
 from leaderboard.models import RebuildRun, RunStatus
-from leaderboard.redis import get_board_redis
+from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.scripts import get_script
 from leaderboard.selectors import BoardRef, board_get
 
@@ -279,7 +278,7 @@ def board_rebuild(
 
 
 def _load_temp(
-    client: redis.Redis,
+    client: BoardRedis,
     k: _BoardKeys,
     chunks: Iterator[list[bytes]],
     *,
@@ -307,7 +306,7 @@ def _load_temp(
 
 
 def _merge_delta(
-    client: redis.Redis, k: _BoardKeys, rule_args: list[str | int]
+    client: BoardRedis, k: _BoardKeys, rule_args: list[str | int]
 ) -> tuple[int, list[int]]:
     """Merge the delta into the temp board in short script calls; the finish takes the rest.
 

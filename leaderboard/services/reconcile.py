@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import cast
 
-import redis
 from django.conf import settings
 
 from leaderboard import keys
@@ -28,7 +27,7 @@ from leaderboard.board_scores import (
 )
 from leaderboard.codec import CodecError
 from leaderboard.models import ReconcileRun
-from leaderboard.redis import get_board_redis
+from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.scripts import get_script
 from leaderboard.selectors import BoardRef, board_get, board_list_live
 from seasons.selectors import SeasonRef
@@ -59,7 +58,7 @@ class ReconcileResult:
 
 
 def _compare(
-    client: redis.Redis, *, board: BoardRef, day: date | None, key: str, players: list[int]
+    client: BoardRedis, *, board: BoardRef, day: date | None, key: str, players: list[int]
 ) -> tuple[int, int, list[dict[str, int | None]]]:
     """(redis members, expected members, mismatching sampled players)."""
     redis_members = int(client.zcard(key))
@@ -80,7 +79,7 @@ def _compare(
 
 
 def _differing_players(
-    client: redis.Redis, *, board: BoardRef, day: date | None, key: str
+    client: BoardRedis, *, board: BoardRef, day: date | None, key: str
 ) -> list[int] | None:
     """Every player whose score differs between PostgreSQL and Redis, in one pass over each
     (None when PostgreSQL holds a cumulative sum the codec cannot hold: the sample decides)."""

@@ -309,11 +309,12 @@ def test_kafka_broker_killed_and_restarted_nothing_lost(
 def _produce_and_consume_through_a_broker_death(
     admin: KafkaAdminClient, brokers: list[str], topic: str
 ) -> None:
-    wait_for(
-        "every partition with three in-sync replicas",
-        lambda: all(len(p["isr_nodes"]) == 3 for p in partitions_of(admin, topic)),
-        30,
-    )
+    def fully_replicated() -> bool:
+        # Right after create_topics the metadata may list no partition yet: all([]) is no answer.
+        partitions = partitions_of(admin, topic)
+        return len(partitions) == 3 and all(len(p["isr_nodes"]) == 3 for p in partitions)
+
+    wait_for("every partition with three in-sync replicas", fully_replicated, 30)
     victim = next(p["leader_id"] for p in partitions_of(admin, topic) if p["partition_index"] == 0)
 
     acked: set[int] = set()

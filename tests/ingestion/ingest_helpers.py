@@ -18,13 +18,13 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-import redis
 from django.conf import settings
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from ingestion.consumer import ConsumerOptions
 from leaderboard import keys
 from leaderboard.models import Board
+from leaderboard.redis import BoardRedis
 from leaderboard.selectors import BoardRef
 from seasons.models import Season
 from tests.helpers import (
@@ -138,7 +138,7 @@ def _score(raw: bytes) -> int:
     return int(float(raw))
 
 
-def board(client: redis.Redis, key: str) -> dict[int, int]:
+def board(client: BoardRedis, key: str) -> dict[int, int]:
     pairs: list[Any] = client.zrange(key, 0, -1, withscores=True, score_cast_func=_score)
     return {int(member): int(score) for member, score in pairs}
 
@@ -148,7 +148,7 @@ def daily_keys(season: object, results: Sequence[Result]) -> set[date]:
 
 
 def assert_boards_match(
-    client: redis.Redis, season: Season | Board | BoardRef, results: Sequence[Result]
+    client: BoardRedis, season: Season | Board | BoardRef, results: Sequence[Result]
 ) -> None:
     """The board (a season: its main board), season-long and every daily board, equals the
     reference computed from ``results``."""

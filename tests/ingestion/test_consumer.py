@@ -233,7 +233,7 @@ def test_daily_boards_expire_and_consumer_stats_are_published(
     stats = board_redis.hgetall(keys.ingest_consumer_stats(consumer_id=options.consumer_id))
     assert stats[b"applied"] == b"1"
     assert stats[b"topic"] == topic.encode()
-    body = client.get("/metrics").json()["ingestion"]
+    body = client.get("/metrics.json").json()["ingestion"]
     [mine] = [c for c in body["consumers"] if c["consumerId"] == options.consumer_id]
     assert (mine["applied"], mine["deadLetters"], mine["lag"]) == (1, 0, 0)
 

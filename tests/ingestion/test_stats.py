@@ -1,4 +1,4 @@
-"""The consumer stats format: what the consumer writes is what /metrics reads."""
+"""The consumer stats format: what the consumer writes is what /metrics.json reads."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ import redis
 from django.db import connection, transaction
 
 from leaderboard.models import Board, MatchResult
+from leaderboard.redis import BoardRedis
 from leaderboard.selectors import BoardRef
 from leaderboard.services import CountedResult, board_results_apply
 from seasons.models import Season
@@ -72,6 +73,6 @@ def ingest(
     return result
 
 
-def board(client: redis.Redis, key: str) -> dict[int, int]:
+def board(client: BoardRedis, key: str) -> dict[int, int]:
     pairs: list[tuple[bytes, float]] = client.zrange(key, 0, -1, withscores=True)  # type: ignore[assignment]
     return {int(m): int(s) for m, s in pairs}

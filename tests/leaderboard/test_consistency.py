@@ -7,10 +7,9 @@ import random
 import threading
 
 import pytest
-import redis
-from django.conf import settings
 
 from leaderboard import keys
+from leaderboard.redis import get_board_redis
 from leaderboard.selectors import board_around_get, board_player_get
 from seasons.selectors import SeasonRef
 from tests.helpers import as_board, main_board_id, make_season
@@ -34,7 +33,8 @@ def test_around_is_consistent_while_the_board_is_written(board_redis):
 
     def writer() -> None:
         nonlocal writes
-        client = redis.Redis.from_url(settings.REDIS_URL)
+        # The application's client (standalone or cluster); it is thread-safe and pooled.
+        client = get_board_redis()
         rng = random.Random(7)
         while not stop.is_set():
             mapping = {

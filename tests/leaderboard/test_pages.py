@@ -26,13 +26,21 @@ def test_board_page_shows_the_top_and_a_player_lookup(client, board_redis):
     assert response.status_code == 200
     html = response.content.decode()
     assert "Top 7" in html
-    assert html.index("<td>2</td>") < html.index("<td>1</td>") < html.index("<td>6</td>")
+    assert (
+        html.index('data-player="2"')
+        < html.index('data-player="1"')
+        < html.index('data-player="6"')
+    )
+    # The season's top list is live: the table names the JSON list live.js polls.
+    assert f'data-live-url="/api/seasons/{season.id}/boards/main/top?limit=100"' in html
+    assert "leaderboard/live.js" in html
 
     response = client.get(f"/seasons/{season.id}?player=6")
     html = response.content.decode()
     assert "Rank <strong>7</strong> of 7" in html
     assert "201 points to the next rank" in html
-    assert '<tr class="me">' in html
+    assert '<tr data-player="6" class="me">' in html
+    assert "percentile" in html.lower()
 
 
 @pytest.mark.parametrize(
@@ -49,3 +57,64 @@ def test_board_page_lookup_errors(client, board_redis, player, message):
 
 def test_unknown_season_page_is_404(client):
     assert client.get("/seasons/987654").status_code == 404
+
+
+def test_unknown_board_page_is_a_404_page_that_says_what_is_missing(client):
+    season = make_season()
+    response = client.get(f"/seasons/{season.id}/boards/nope")
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert "Page not found" in html
+    assert f"Season {season.id} has no board &#x27;nope&#x27;." in html
+
+
+def test_go_to_rank_pages_from_any_depth(client, board_redis):
+    season = make_season()
+    write_season_board(board_redis, season)
+    html = client.get(f"/seasons/{season.id}?start=4").content.decode()
+    assert "Ranks 4 to 103" in html
+    # Ranks 4, 4, 6, 7: players 5 and 4 share rank 4.
+    assert html.index('data-player="5"') < html.index('data-player="4"')
+    assert 'data-player="3"' not in html
+    assert "data-live-url" not in html  # a deep page is not polled
+    assert f'href="/seasons/{season.id}?start=1" rel="prev"' in html
+
+    html = client.get(f"/seasons/{season.id}?start=0").content.decode()
+    assert "Rank: " in html
+    assert "greater than or equal to 1" in html
+
+
+def test_daily_and_weekly_tabs_show_those_boards_live(client, board_redis):
+    from datetime import UTC, datetime, timedelta
+
+    from .board_fixtures import write_daily_board
+
+    now = datetime.now(UTC)
+    season = make_season(starts_at=now - timedelta(days=3), ends_at=now + timedelta(days=3))
+    today = now.date()
+    write_daily_board(board_redis, season, today, {77: (900, 1)})
+    html = client.get(f"/seasons/{season.id}?period=daily").content.decode()
+    assert 'data-player="77"' in html
+    assert f"/daily/{today.isoformat()}/top?limit=100" in html
+    assert 'aria-current="page">Daily' in html
+
+    year, week, _ = today.isocalendar()
+    html = client.get(f"/seasons/{season.id}?period=weekly").content.decode()
+    # The week's board is built from the daily boards on the first request.
+    assert 'data-player="77"' in html
+    assert f"/weekly/{year:04d}-W{week:02d}/top?limit=100" in html
+
+
+def test_board_page_is_a_503_page_when_redis_is_down(client, monkeypatch):
+    import redis
+
+    from leaderboard import selectors
+
+    season = make_season()
+    # A real client on a port nothing listens on: the read fails as it does when Redis is gone.
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
+    monkeypatch.setattr(selectors, "get_board_redis", lambda: dead)
+    response = client.get(f"/seasons/{season.id}")
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert "The leaderboard is unavailable" in response.content.decode()

@@ -4,6 +4,7 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import redis
 from django.conf import settings as django_settings
 from django.utils import timezone
 
@@ -29,14 +30,30 @@ OWN_DB_URL = "redis://127.0.0.1:6379/9"
 
 @pytest.fixture
 def own_redis(settings):
+    if settings.LB_REDIS_MODE == "cluster":
+        # A cluster has one database, shared by every test: this test's keys (its own prefix)
+        # are all it can lose; the session's cleanup drops what is left.
+        yield get_board_redis()
+        return
     settings.CACHES = {
         **django_settings.CACHES,
         "boards": {**django_settings.CACHES["boards"], "LOCATION": OWN_DB_URL},
     }
     client = get_board_redis()
+    assert isinstance(client, redis.Redis)
     assert client.connection_pool.connection_kwargs["db"] == 9
     yield client
     client.flushdb()
+
+
+def _lose_everything(client) -> None:
+    """Redis loses every key of this test: FLUSHDB of db 9, or on a cluster the test's keys."""
+    if django_settings.LB_REDIS_MODE != "cluster":
+        client.flushdb()  # db 9 only: this suite's own database
+        return
+    for key in client.scan_iter(match=keys.prefix_pattern(), count=1000):
+        client.unlink(key)
+    assert not list(client.scan_iter(match=keys.prefix_pattern()))
 
 
 def _populate(client, season, n=80, seed=3):
@@ -73,7 +90,7 @@ def test_a_lost_redis_is_detected_and_repaired_exactly(own_redis, rule):
     day_key = keys.daily_board(board_id=main_board_id(season.id), day=day)
     assert live.board(own_redis, season_key) == expected_board(season, results)
 
-    own_redis.flushdb()  # db 9 only: this suite's own database
+    _lose_everything(own_redis)
 
     now = datetime.combine(day, datetime.min.time(), tzinfo=UTC) + timedelta(hours=20)
     # A board Redis lost as a whole (its intact key with it) is the recovery's, not the

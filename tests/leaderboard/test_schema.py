@@ -28,8 +28,23 @@ def test_schema_is_valid_openapi_3_and_documents_every_read_operation(client):
         f"{board}/weekly/{{week}}/top",
     ]:
         assert "get" in paths[path], path
-    top_params = {param["name"] for param in paths[f"{board}/top"]["get"]["parameters"]}
-    assert top_params == {"season", "limit"}
+    top = paths[f"{board}/top"]["get"]
+    top_params = {p["name"]: p for p in top["parameters"] if p["in"] in {"path", "query"}}
+    assert set(top_params) == {"season", "limit"}
+    # The bounds the views enforce (issue 11: the schema stated none of them).
+    assert top_params["season"]["schema"] == {
+        "type": "integer",
+        "format": "int64",
+        "minimum": 1,
+        "maximum": 2**63 - 1,
+    }
+    assert top_params["limit"]["schema"]["maximum"] == 1000
+    assert set(top["responses"]) == {"200", "304", "400", "404", "429", "503"}
+    assert "Retry-After" in top["responses"]["503"]["headers"]
+    door = paths["/api/match-results"]["post"]
+    body = door["requestBody"]["content"]["application/json"]["schema"]
+    assert [branch["type"] for branch in body["oneOf"]] == ["object", "array"]
+    assert body["oneOf"][1]["maxItems"] == 1000
     entry = schema["components"]["schemas"]["RankingEntry"]["properties"]
     assert set(entry) == {"rank", "playerId", "points"}
 

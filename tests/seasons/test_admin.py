@@ -10,6 +10,7 @@ from django.test import Client
 from closeout.models import RewardGrant, RewardTier
 from closeout.services import reward_tier_create, season_close
 from leaderboard import keys
+from leaderboard.models import Board
 from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
 from tests.helpers import as_board, main_board_id, mark_intact
@@ -51,6 +52,32 @@ def season(board_redis) -> Season:
         )
     reward_tier_create(season_id=season.id, rank_from=1, rank_to=2, reward_name="gems")
     return season
+
+
+def boards_unchanged(season: Season) -> dict[str, str]:
+    """The boards inline of the season page, posted back as it was rendered."""
+    data = {
+        "boards-TOTAL_FORMS": "0",
+        "boards-INITIAL_FORMS": "0",
+        "boards-MIN_NUM_FORMS": "0",
+        "boards-MAX_NUM_FORMS": "1000",
+    }
+    boards = Board.objects.filter(season=season).order_by("id")
+    for index, board in enumerate(boards):
+        data |= {
+            f"boards-{index}-{name}": str(value)
+            for name, value in {
+                "id": board.id,
+                "season": season.id,
+                "slug": board.slug,
+                "name": board.name,
+                "order": board.order,
+                "rule": board.rule,
+                "time_resolution_seconds": board.time_resolution_seconds,
+            }.items()
+        }
+    data["boards-TOTAL_FORMS"] = data["boards-INITIAL_FORMS"] = str(len(boards))
+    return data
 
 
 def run_action(client: Client, action: str, season: Season, *, confirmed: bool):
@@ -150,6 +177,7 @@ def test_overlapping_tiers_are_refused_in_the_form(staff: Client, season: Season
     tier = RewardTier.objects.get(season=season)
     data = {
         "name": season.name,
+        **boards_unchanged(season),
         "ends_at_0": "2026-10-31",
         "ends_at_1": "00:00:00",
         "reward_tiers-TOTAL_FORMS": "2",
@@ -278,6 +306,7 @@ def test_editing_a_season_saves_what_the_form_changed(staff: Client, season: Sea
     Season.objects.filter(id=season.id).update(drain_end_offsets=recorded)
     data = {
         "name": "Renamed",
+        **boards_unchanged(season),
         "ends_at_0": "2026-11-02",
         "ends_at_1": "00:00:00",
         "reward_tiers-TOTAL_FORMS": "1",

@@ -7,9 +7,11 @@ import signal
 from types import FrameType
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ingestion.consumer import ConsumerOptions, MatchResultConsumer
+from ingestion.metrics import metrics_server_start
 
 
 class Command(BaseCommand):
@@ -29,8 +31,25 @@ class Command(BaseCommand):
         parser.add_argument(
             "--stats-interval", type=float, help="default: INGEST_STATS_INTERVAL_SECONDS"
         )
+        parser.add_argument(
+            "--metrics-port",
+            type=int,
+            help="serve Prometheus metrics on this port (METRICS_LISTEN_ADDRESS); 0: don't; "
+            "default: INGEST_METRICS_PORT",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if settings.PROMETHEUS_MULTIPROC_DIR:
+            # Its counters would land in that folder and be served twice: by its own port and
+            # by whichever process sums the folder (docs/operations.md, "Metrics").
+            raise CommandError(
+                "PROMETHEUS_MULTIPROC_DIR is set: a consumer serves its own metrics "
+                "(--metrics-port / INGEST_METRICS_PORT); unset it for this process"
+            )
+        port = options["metrics_port"]
+        port = settings.INGEST_METRICS_PORT if port is None else port
+        if port:
+            metrics_server_start(address=settings.METRICS_LISTEN_ADDRESS, port=port)
         consumer = MatchResultConsumer(
             ConsumerOptions.from_settings(
                 topic=options["topic"],

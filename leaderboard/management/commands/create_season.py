@@ -7,7 +7,11 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from leaderboard.models import BoardOrder, ScoringRule
+from leaderboard.management.board_options import (
+    board_spec_arguments,
+    board_spec_values,
+    codec_description,
+)
 from leaderboard.services import season_setup
 
 
@@ -29,20 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", required=True)
         parser.add_argument("--starts-at", type=_rfc3339, required=True)
         parser.add_argument("--ends-at", type=_rfc3339, required=True)
-        parser.add_argument("--rule", choices=ScoringRule.values, default=ScoringRule.BEST)
-        parser.add_argument(
-            "--order",
-            choices=BoardOrder.values,
-            default=BoardOrder.DESC,
-            help="desc: higher wins (default); asc: lower wins",
-        )
-        parser.add_argument(
-            "--time-resolution",
-            type=int,
-            default=1,
-            dest="time_resolution_seconds",
-            help="tie-break resolution in seconds (default 1)",
-        )
+        board_spec_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -51,20 +42,16 @@ class Command(BaseCommand):
                 name=options["name"],
                 starts_at=options["starts_at"],
                 ends_at=options["ends_at"],
-                rule=options["rule"],
-                order=options["order"],
-                time_resolution_seconds=options["time_resolution_seconds"],
+                **board_spec_values(options),
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
         board = season.boards.get()
-        codec = board.codec
         self.stdout.write(
             self.style.SUCCESS(
                 f"created season {season.id} {season.name!r} with board {board.slug!r} "
                 f"({board.rule}, {board.order}), "
                 f"{season.starts_at.isoformat()} to {season.ends_at.isoformat()}; "
-                f"score codec {codec.points_bits} points bits (max {codec.max_points}) + "
-                f"{codec.time_bits} time bits at {codec.resolution_seconds}s"
+                + codec_description(board.codec)
             )
         )

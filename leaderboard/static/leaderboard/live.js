@@ -1,0 +1,136 @@
+// Live top list: re-reads the JSON list named by the table's data-live-url once a second and
+// redraws the rows, highlighting those that moved.
+//
+// Why polling with If-None-Match rather than server-sent events: the top list is already a
+// snapshot refreshed once a second with an ETag, so an unchanged poll is a 304 with no body,
+// answered from each process's memory; it passes through any HTTP cache or proxy, holds no
+// connection (an SSE stream would pin a gunicorn sync worker per open page), and needs no new
+// server code. The cost, one small request a second per visible page, is what the API is
+// built to serve; polling stops while the tab is hidden.
+(function () {
+  "use strict";
+  var table = document.querySelector("table[data-live-url]");
+  if (!table || !window.fetch) { return; }
+  var url = table.getAttribute("data-live-url");
+  var playerUrl = table.getAttribute("data-player-url") || "";
+  var highlight = table.getAttribute("data-highlight");
+  var statusEl = document.getElementById("live-status");
+  var tbody = table.tBodies[0];
+  var INTERVAL_MS = 1000;
+  var MAX_BACKOFF_MS = 10000;
+  var etag = null;
+  var failures = 0;
+  var stopped = false;
+
+  // What each player showed last: "rank:points", keyed by player id.
+  function shown() {
+    var seen = {};
+    var rows = tbody.rows;
+    for (var i = 0; i < rows.length; i++) {
+      var player = rows[i].getAttribute("data-player");
+      if (player) { seen[player] = rows[i].cells[0].textContent + ":" + rows[i].cells[2].textContent; }
+    }
+    return seen;
+  }
+
+  function cell(text, numeric) {
+    var td = document.createElement("td");
+    if (numeric) { td.className = "num"; }
+    td.textContent = text;
+    return td;
+  }
+
+  function render(entries) {
+    var before = shown();
+    var hadRows = Object.keys(before).length > 0;
+    var fragment = document.createDocumentFragment();
+    entries.forEach(function (entry) {
+      var player = String(entry.playerId);
+      var tr = document.createElement("tr");
+      tr.setAttribute("data-player", player);
+      var classes = [];
+      if (player === highlight) { classes.push("me"); }
+      // New on the list, or a new rank or score: highlighted (not on the first fill).
+      if (hadRows && before[player] !== entry.rank + ":" + entry.points) { classes.push("changed"); }
+      if (classes.length) { tr.className = classes.join(" "); }
+      tr.appendChild(cell(String(entry.rank), true));
+      var td = document.createElement("td");
+      var link = document.createElement("a");
+      link.href = playerUrl + "?player=" + encodeURIComponent(player);
+      link.textContent = player;
+      td.appendChild(link);
+      tr.appendChild(td);
+      tr.appendChild(cell(String(entry.points), true));
+      fragment.appendChild(tr);
+    });
+    if (!entries.length) {
+      var empty = document.createElement("tr");
+      empty.className = "empty";
+      var td0 = cell("No scores yet.", false);
+      td0.colSpan = 3;
+      empty.appendChild(td0);
+      fragment.appendChild(empty);
+    }
+    tbody.replaceChildren(fragment);
+  }
+
+  function say(text, down) {
+    if (!statusEl) { return; }
+    if (statusEl.textContent !== text) { statusEl.textContent = text; }
+    statusEl.classList.toggle("down", !!down);
+    table.classList.toggle("stale", !!down);
+  }
+
+  function schedule() {
+    if (stopped) { return; }
+    var wait = failures ? Math.min(INTERVAL_MS * Math.pow(2, failures), MAX_BACKOFF_MS) : INTERVAL_MS;
+    window.setTimeout(poll, wait);
+  }
+
+  function poll() {
+    if (document.hidden) { schedule(); return; }
+    var headers = { "Accept": "application/json" };
+    if (etag) { headers["If-None-Match"] = etag; }
+    // no-store: the 304 comes back to this code (not a cached 200), so nothing is redrawn.
+    fetch(url, { headers: headers, cache: "no-store", credentials: "omit" })
+      .then(function (response) {
+        if (response.status === 304) { return null; }
+        if (response.ok) {
+          etag = response.headers.get("ETag");
+          return response.json();
+        }
+        var error = new Error("HTTP " + response.status);
+        error.status = response.status;
+        throw error;
+      })
+      .then(function (entries) {
+        if (entries) { render(entries); }
+        failures = 0;
+        table.setAttribute("data-updated", String(Date.now()));
+        say("Live: updates every second.", false);
+      })
+      .catch(function (error) {
+        if (error.status === 404) {
+          stopped = true;
+          say("This board no longer exists; live updates stopped.", true);
+          return;
+        }
+        failures += 1;
+        if (error.status === 429) {
+          say("Live updates slowed down: too many requests. The list below may be behind.", true);
+        } else if (error.status === 503 || !error.status || error.status >= 500) {
+          say("The leaderboard service is unavailable right now" +
+              (error.status ? " (HTTP " + error.status + ")" : "") +
+              ". The list below may be out of date; retrying.", true);
+        } else {
+          say("Live updates failed (" + error.message + "); retrying.", true);
+        }
+      })
+      .then(schedule);
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden) { failures = 0; }
+  });
+  schedule();
+})();

@@ -1,0 +1,137 @@
+"""The public pages, the staff dashboard and the API docs in a real browser (chromium)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from playwright.sync_api import expect
+
+from leaderboard import keys
+from tests.helpers import main_board_id, make_season
+from tests.leaderboard.board_fixtures import write_board, write_season_board
+from tests.leaderboard.live import ingest
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _live_season(**kwargs):
+    now = datetime.now(UTC)
+    return make_season(
+        starts_at=now - timedelta(days=1),
+        ends_at=now + timedelta(days=5),
+        status="active",
+        **kwargs,
+    )
+
+
+def test_top_list_renders_and_moves_after_an_ingested_result(page, board_redis, screenshot):
+    season = _live_season(name="Live Cup")
+    write_season_board(board_redis, season)
+    page.goto(f"/seasons/{season.id}")
+    table = page.locator("table[data-live-url]")
+    expect(table.locator("caption")).to_contain_text("top 100 of the season")
+    expect(table.locator("tbody tr")).to_have_count(7)
+    expect(table.locator("tbody tr").first).to_have_attribute("data-player", "2")
+    # The page has polled at least once (the live script runs).
+    expect(table).to_have_attribute("data-updated", re.compile(r"\d+"))
+
+    # A result through ingestion's own path (PostgreSQL, then the board's apply script).
+    ingest(board_redis, season, player_id=777, points=9000, at=datetime.now(UTC))
+    moved = table.locator('tbody tr[data-player="777"]')
+    expect(moved).to_have_class(re.compile(r"\bchanged\b"), timeout=5000)
+    expect(moved.locator("td").first).to_have_text("1")
+    expect(table.locator("tbody tr")).to_have_count(8)
+    assert page.evaluate("performance.getEntriesByType('navigation').length") == 1  # no reload
+    screenshot("top-moved")
+
+
+def test_the_live_list_says_when_the_service_is_down(page, board_redis):
+    season = _live_season()
+    write_season_board(board_redis, season)
+    page.route(
+        re.compile(r".*/api/seasons/\d+/boards/main/top.*"),
+        lambda route: route.fulfill(status=503, body='{"detail": "down"}'),
+    )
+    page.goto(f"/seasons/{season.id}")
+    expect(page.locator("#live-status")).to_contain_text("unavailable", timeout=5000)
+    # The last list stays readable: no broken table.
+    expect(page.locator("table.entries tbody tr")).to_have_count(7)
+
+
+def test_player_lookup_on_a_phone(page, board_redis, screenshot):
+    season = _live_season()
+    write_season_board(board_redis, season)
+    page.set_viewport_size({"width": 375, "height": 740})
+    page.goto(f"/seasons/{season.id}")
+    page.get_by_label("Find a player").fill("6")
+    page.get_by_role("button", name="Look up").click()
+    section = page.locator("section.player")
+    expect(section.get_by_role("heading")).to_have_text("Player 6")
+    expect(section).to_contain_text("Rank 7 of 7")
+    expect(section).to_contain_text("201 points to the next rank")
+    expect(section).to_contain_text("14.29")  # percentile
+    expect(section.locator("tr.me")).to_have_attribute("data-player", "6")
+    # Usable on a phone: nothing wider than the screen.
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    screenshot("phone-lookup")
+
+
+def test_go_to_a_deep_rank(page, board_redis):
+    season = _live_season()
+    players = {player: (100_000 - player, 0) for player in range(1, 3001)}
+    write_board(board_redis, keys.board(board_id=main_board_id(season.id)), season, players)
+    page.goto(f"/seasons/{season.id}")
+    page.get_by_label("Go to rank").fill("2345")
+    page.get_by_role("button", name="Go", exact=True).click()
+    rows = page.locator("table.entries tbody tr")
+    expect(rows).to_have_count(100)
+    expect(rows.first.locator("td").first).to_have_text("2345")
+    expect(rows.first).to_have_attribute("data-player", "2345")
+    page.get_by_role("link", name="Next 100").click()
+    expect(rows.first.locator("td").first).to_have_text("2445")
+
+
+def test_unknown_season_is_a_clear_404_page(page):
+    response = page.goto("/seasons/987654")
+    assert response is not None
+    assert response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("Page not found")
+    expect(page.get_by_role("alert")).to_have_text("Season 987654 does not exist.")
+
+
+def test_staff_dashboard_after_login(page, board_redis, screenshot, settings):
+    settings.KAFKA_DEAD_LETTER_TOPIC = "no-such-topic-browser"
+    season = _live_season(name="Dash Season")
+    write_season_board(board_redis, season)
+    get_user_model().objects.create_user("ops", password="s3cret-pass", is_staff=True)
+    page.goto("/admin/")
+    page.get_by_label("Username").fill("ops")
+    page.get_by_label("Password").fill("s3cret-pass")
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("link", name="Live dashboard").click()
+    expect(page).to_have_url(re.compile(r"/admin/dashboard$"))
+    expect(page.locator("svg.chart")).to_have_count(3)
+    expect(page.locator("section.season-panel")).to_contain_text("Dash Season")
+    expect(page.locator("section.season-panel")).to_contain_text("no snapshot")
+    screenshot("dashboard")
+
+
+def test_api_docs_render_offline(page, live_server, screenshot):
+    outside: list[str] = []
+
+    def only_this_server(route):
+        if route.request.url.startswith(live_server.url):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_this_server)
+    page.goto("/api/docs")
+    expect(page.locator(".swagger-ui .opblock").first).to_be_visible()
+    expect(page.locator(".swagger-ui")).to_contain_text("/api/seasons")
+    assert outside == []
+    screenshot("api-docs")

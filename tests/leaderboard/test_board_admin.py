@@ -1,0 +1,109 @@
+"""Boards inline on the season's admin page: created through the service, frozen once scored."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from leaderboard.models import Board
+from seasons.models import Season
+from tests.factories import MatchResultFactory, SeasonFactory
+
+START = datetime(2026, 10, 1, tzinfo=UTC)
+SEASONS = "/admin/seasons/season/"
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff(client: Client) -> Client:
+    user = get_user_model().objects.create_superuser("boss", "boss@example.com", "pw")
+    client.force_login(user)
+    return client
+
+
+def _management(prefix: str, total: int, initial: int) -> dict[str, str]:
+    return {
+        f"{prefix}-TOTAL_FORMS": str(total),
+        f"{prefix}-INITIAL_FORMS": str(initial),
+        f"{prefix}-MIN_NUM_FORMS": "0",
+        f"{prefix}-MAX_NUM_FORMS": "1000",
+    }
+
+
+def _board_row(index: int, **fields: Any) -> dict[str, str]:
+    return {f"boards-{index}-{name}": str(value) for name, value in fields.items()}
+
+
+def test_a_season_added_with_a_board_gets_it_and_its_main_board(staff: Client) -> None:
+    data = {
+        "id": "501",
+        "name": "Added",
+        "starts_at_0": "2026-10-01",
+        "starts_at_1": "00:00:00",
+        "ends_at_0": "2026-12-30",
+        "ends_at_1": "00:00:00",
+        **_management("boards", 1, 0),
+        **_board_row(
+            0,
+            slug="lap-times",
+            name="Lap times",
+            order="asc",
+            rule="best",
+            time_resolution_seconds=1,
+        ),
+        **_management("reward_tiers", 0, 0),
+    }
+    page = staff.post(f"{SEASONS}add/", data)
+    assert page.status_code == 302, page.content.decode()[:2000]
+    boards = {b.slug: b for b in Board.objects.filter(season_id=501)}
+    assert set(boards) == {"main", "lap-times"}
+    lap = boards["lap-times"]
+    assert (lap.order, lap.rule) == ("asc", "best")
+    # The codec split was fixed by the service: 90 days at one second need 23 time bits.
+    assert lap.time_bits == 23
+
+
+def test_score_fields_are_read_only_once_the_board_has_results(staff: Client) -> None:
+    season: Season = SeasonFactory.create(starts_at=START, ends_at=START + timedelta(days=30))
+    main = Board.objects.get(season=season, slug="main")
+    rule = re.compile(r'<select name="boards-0-rule"[^>]*>')
+    html = staff.get(f"{SEASONS}{season.id}/change/").content.decode()
+    assert "disabled" not in rule.search(html).group(0)  # type: ignore[union-attr]
+
+    MatchResultFactory.create(season=season, player_id=1, points=5)
+    html = staff.get(f"{SEASONS}{season.id}/change/").content.decode()
+    assert "disabled" in rule.search(html).group(0)  # type: ignore[union-attr]
+    # A post that tries to change the rule anyway changes nothing (disabled fields keep their
+    # initial value).
+    data = {
+        "name": season.name,
+        "ends_at_0": "2026-10-31",
+        "ends_at_1": "00:00:00",
+        **_management("boards", 1, 1),
+        **_board_row(
+            0,
+            id=main.id,
+            season=season.id,
+            slug="main",
+            name="Renamed",
+            order="asc",
+            rule="cumulative",
+            time_resolution_seconds=60,
+        ),
+        **_management("reward_tiers", 0, 0),
+    }
+    page = staff.post(f"{SEASONS}{season.id}/change/", data)
+    assert page.status_code == 302, page.content.decode()[:2000]
+    main.refresh_from_db()
+    assert (main.name, main.order, main.rule, main.time_resolution_seconds) == (
+        "Renamed",
+        "desc",
+        "best",
+        1,
+    )
