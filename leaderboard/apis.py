@@ -289,7 +289,6 @@ class BoardPlayerApi(PublicApi):
             404: OpenApiResponse(
                 ErrorSerializer, description="Unknown season or board, or no score."
             ),
-            503: _ERRORS[503],
         },
     )
     def get(
