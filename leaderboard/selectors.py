@@ -31,8 +31,8 @@ from seasons.selectors import SeasonRef
 from . import keys
 from .codec import ScoreCodec
 from .models import MAIN_BOARD, Board, BoardOrder, RebuildRun, ReconcileRun
-from .redis import get_board_redis
-from .scripts import get_script
+from .redis import get_board_read_redis, get_board_redis
+from .scripts import read_script_call
 
 logger = logging.getLogger(__name__)
 
@@ -217,8 +217,8 @@ def board_page_get(
     """``count`` entries of a board from 0-based position ``start`` (one atomic script)."""
     if count <= 0:
         return []
-    first_rank, flat = get_script(get_board_redis(), "board_page")(
-        keys=[board_key], args=[start, start + count - 1]
+    first_rank, flat = read_script_call(
+        get_board_read_redis(), "board_page", keys=[board_key], args=[start, start + count - 1]
     )
     return ranked_entries(flat=flat, start=start, first_rank=int(first_rank), codec=codec)
 
@@ -243,8 +243,11 @@ def daily_board_top_get(*, board: BoardRef, day: date, limit: int) -> list[Ranki
 
 
 def _player_script(*, board: BoardRef, player_id: int, radius: int) -> list[object] | None:
-    result = get_script(get_board_redis(), "board_player")(
-        keys=[keys.board(board_id=board.id)], args=[str(player_id), radius]
+    result = read_script_call(
+        get_board_read_redis(),
+        "board_player",
+        keys=[keys.board(board_id=board.id)],
+        args=[str(player_id), radius],
     )
     return cast(list[object] | None, result)
 
@@ -290,8 +293,11 @@ def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[Ranking
     """The listed players' global entries, best first; players without a score left out."""
     if not player_ids:
         return []
-    flat = get_script(get_board_redis(), "board_friends")(
-        keys=[keys.board(board_id=board.id)], args=[str(pid) for pid in player_ids]
+    flat = read_script_call(
+        get_board_read_redis(),
+        "board_friends",
+        keys=[keys.board(board_id=board.id)],
+        args=[str(pid) for pid in player_ids],
     )
     codec = board.codec
     entries = [
@@ -343,7 +349,7 @@ def top_snapshot_get(*, board_id: int) -> TopSnapshot | None:
     key = keys.top_snapshot(board_id=board_id)
 
     def load() -> TopSnapshot | None:
-        raw = get_board_redis().get(key)
+        raw = get_board_read_redis().get(key)
         return None if raw is None else top_snapshot_decode(raw=raw, board_id=board_id)
 
     return _snapshots.get(key, load)
