@@ -3,10 +3,13 @@
 On the local Redis Cluster: a board is written on its master and acknowledged by its replica
 (WAIT), then read through every read selector with replicas on and off; the answers must be the
 same, and the replica's own command counters must show it ran the reads (EVALSHA_RO/EVAL_RO).
+With the replica SIGKILLed, every read still answers, and right, from the master.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 import pytest
@@ -22,13 +25,16 @@ from leaderboard.selectors import (
 )
 from tests.helpers import as_board, main_board_id, make_season
 from tests.infra.test_local_clusters import (
+    healthy_layout,
     node_client,
     redis_cluster_up,  # noqa: F401  (the fixture)
+    services,
     topology,
+    wait_for,
 )
 from tests.leaderboard.board_fixtures import KNOWN_BOARD, write_board
 
-pytestmark = [pytest.mark.clusters, pytest.mark.django_db]
+pytestmark = [pytest.mark.clusters, pytest.mark.slow, pytest.mark.django_db]
 
 
 @pytest.fixture
@@ -79,4 +85,35 @@ def test_reads_from_replicas_answer_as_the_master_and_run_on_the_replica(setting
     # Four selectors, one script each (two when the replica had not cached it yet: NOSCRIPT,
     # then EVAL_RO; NOSCRIPT is counted as a call as well).
     assert _script_reads(replica) - before >= 4
+    get_board_redis().delete(key)
+
+
+@pytest.mark.usefixtures("on_cluster", "redis_cluster_up")
+def test_reads_go_on_from_the_master_while_the_replica_is_dead(settings, caplog) -> None:
+    season = make_season()
+    board = as_board(season)
+    key = keys.board(board_id=main_board_id(season.id))
+    master = int(get_board_redis().get_node_from_key(key).port)  # type: ignore[union-attr]
+    master_id = next(n.node_id for n in topology(master) if n.port == master)
+    replica = next(n.port for n in topology(master) if n.master_id == master_id)
+    write_board(node_client(master), key, season, KNOWN_BOARD)
+    settings.REDIS_READ_FROM_REPLICAS = False
+    from_master = _reads(board)
+    settings.REDIS_READ_FROM_REPLICAS = True
+    assert _reads(board) == from_master  # the read client knows the replica now
+
+    services("redis-cluster-kill", str(replica))
+    try:
+        # Every read answers, and right, from the first one after the kill until the cluster
+        # has marked the replica failed and well after (the client's slot map still names it
+        # until it refreshes).
+        deadline = time.monotonic() + 15
+        with caplog.at_level(logging.INFO, logger="leaderboard.scripts"):
+            while time.monotonic() < deadline:
+                assert _reads(board) == from_master
+        # The dead replica was tried and the master answered instead.
+        assert any("reading the master" in r.getMessage() for r in caplog.records)
+    finally:
+        services("redis-cluster-start", str(replica))
+        wait_for("a healthy Redis Cluster layout", lambda: healthy_layout(master), 60)
     get_board_redis().delete(key)
