@@ -31,8 +31,8 @@ from seasons.selectors import SeasonRef
 from . import keys
 from .codec import ScoreCodec
 from .models import MAIN_BOARD, Board, BoardOrder, RebuildRun, ReconcileRun
-from .redis import get_board_redis
-from .scripts import get_script
+from .redis import get_board_read_redis, get_board_redis
+from .scripts import read_script_call
 
 logger = logging.getLogger(__name__)
 
@@ -257,8 +257,11 @@ def board_page_get(
     """``count`` entries of a board from 0-based position ``start`` (one atomic script)."""
     if count <= 0:
         return []
-    reply = get_script(get_board_redis(), "board_page")(
-        keys=[board_key, *_guard_keys(board)], args=[start, start + count - 1]
+    reply = read_script_call(
+        get_board_read_redis(),
+        "board_page",
+        keys=[board_key, *_guard_keys(board)],
+        args=[start, start + count - 1],
     )
     first_rank, flat = cast(list[Any], _checked(board, reply))
     codec = board.codec
@@ -279,8 +282,11 @@ def daily_board_top_get(*, board: BoardRef, day: date, limit: int) -> list[Ranki
 
 
 def _player_script(*, board: BoardRef, player_id: int, radius: int) -> list[object] | None:
-    result = get_script(get_board_redis(), "board_player")(
-        keys=[keys.board(board_id=board.id), *_guard_keys(board)], args=[str(player_id), radius]
+    result = read_script_call(
+        get_board_read_redis(),
+        "board_player",
+        keys=[keys.board(board_id=board.id), *_guard_keys(board)],
+        args=[str(player_id), radius],
     )
     return cast(list[object] | None, _checked(board, result))
 
@@ -330,7 +336,9 @@ def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[Ranking
         list[bytes],
         _checked(
             board,
-            get_script(get_board_redis(), "board_friends")(
+            read_script_call(
+                get_board_read_redis(),
+                "board_friends",
                 keys=[keys.board(board_id=board.id), *_guard_keys(board)],
                 args=[str(pid) for pid in player_ids],
             ),
@@ -386,7 +394,7 @@ def top_snapshot_get(*, board_id: int) -> TopSnapshot | None:
     key = keys.top_snapshot(board_id=board_id)
 
     def load() -> TopSnapshot | None:
-        raw = get_board_redis().get(key)
+        raw = get_board_read_redis().get(key)
         return None if raw is None else top_snapshot_decode(raw=raw, board_id=board_id)
 
     return _snapshots.get(key, load)
