@@ -29,6 +29,8 @@ from kafka import KafkaConsumer
 from kafka.errors import UnknownTopicOrPartitionError
 from kafka.structs import TopicPartition
 
+from leaderboard.services import boards_recover
+
 from . import metrics
 from .board_redis_watch import BoardRedisWatch
 from .dead_letters import KafkaDeadLetterSink, dead_letter_producer
@@ -146,6 +148,7 @@ class MatchResultConsumer:
         sink = KafkaDeadLetterSink(
             producer=producer, topic=self.options.dead_letter_topic, source_topic=self.options.topic
         )
+        self._recover_boards()
         logger.info(
             "consuming %s as group %s (dead letters to %s)",
             self.options.topic,
@@ -178,6 +181,19 @@ class MatchResultConsumer:
             producer.close(timeout=5)
         logger.info("consumer stopped")
         return self.totals
+
+    def _recover_boards(self) -> None:
+        """Before the first batch: rebuild the boards Redis lost while no consumer ran (a
+        restart of everything after a Redis loss), so this consumer's writes land on whole
+        boards. Beat's recovery task repeats the check every few seconds; a failure here is
+        left to it rather than keep the consumer from starting."""
+        try:
+            report = boards_recover(topic=self.options.topic)
+        except Exception:
+            logger.exception("board recovery at start-up failed; the periodic task retries it")
+            return
+        if report.recovered or report.redis_restarted:
+            logger.info("board recovery at start-up: %s", report.describe())
 
     def _handle(
         self,

@@ -39,6 +39,7 @@ from . import openapi
 from .models import BOARD_SLUG_PATTERN, MAIN_BOARD
 from .selectors import (
     BoardRef,
+    BoardUnavailableError,
     RankingEntry,
     board_around_get,
     board_friends_get,
@@ -79,9 +80,21 @@ def database_unavailable_headers() -> dict[str, str]:
     return {"Retry-After": str(settings.DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS)}
 
 
+# Seconds a client is told to wait while a lost board is rebuilt: the recovery task looks every
+# few seconds, and a rebuild of a typical board takes about as long (docs/reliability.md).
+RECOVERY_RETRY_AFTER_SECONDS = 5
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, with validation errors reshaped to {"detail", "errors"}, and PostgreSQL
-    down or unreachable a 503 with Retry-After instead of a 500."""
+    """DRF's handler, with validation errors reshaped to {"detail", "errors"}; PostgreSQL
+    down or unreachable, or a board Redis does not hold as truth, a 503 with Retry-After
+    instead of a 500 or a wrong board."""
+    if isinstance(exc, BoardUnavailableError):
+        return Response(
+            {"detail": str(exc)},
+            status=503,
+            headers={"Retry-After": str(RECOVERY_RETRY_AFTER_SECONDS)},
+        )
     if isinstance(exc, DATABASE_UNREACHABLE):
         logger.warning("database unavailable: %s", exc)
         return Response(

@@ -469,6 +469,24 @@ def latest_results_get(*, candidates: Iterable[tuple[int, int, datetime]]) -> La
     return LatestResults(season_long=season_long, daily=daily)
 
 
+def board_stored_offsets(*, board: BoardRef) -> dict[int, int]:
+    """Kafka partition -> the highest offset of the board's stored results (voided, banned and
+    all): what a board rebuilt from PostgreSQL read after this moment already counts, so its
+    applied-offset watermark may cover it (docs/ingestion.md, "Redis losing data").
+
+    A scan of the board's rows (no index carries the Kafka columns: every stored result would
+    pay for one); it runs only when a board is recovered or repaired, next to a rebuild that
+    reads all of them anyway.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT kafka_partition, MAX(kafka_offset) FROM {_RESULTS}"  # noqa: S608
+            " WHERE board_id = %s AND kafka_partition IS NOT NULL GROUP BY kafka_partition",
+            [board.id],
+        )
+        return {int(partition): int(offset) for partition, offset in cursor.fetchall()}
+
+
 @dataclass(frozen=True, slots=True)
 class OffsetGap:
     """Offsets of one Kafka partition a board should hold but may not: (low, high), exclusive."""

@@ -96,6 +96,34 @@ def ingest_applied_offsets(*, board_id: int, topic: str) -> str:
     return f"{_board_tag(board_id)}:applied:{topic}"
 
 
+def board_intact(*, board_id: int) -> str:
+    """``lb:{b7}:intact``: present while Redis is known to hold every key of the board
+    (season-long, daily and weekly boards, watermark) as PostgreSQL has them.
+
+    Set by the recovery once the board is rebuilt (or found with nothing to hold); in the
+    board's slot, so a Redis that loses the board loses this key with it, and the read
+    scripts check it in the same call: no key, no answer as truth (docs/reliability.md).
+    """
+    return f"{_board_tag(board_id)}:intact"
+
+
+def board_recovering(*, board_id: int) -> str:
+    """``lb:{b7}:recovering``: held (with an expiry) while one process rebuilds the lost board,
+    so the every-few-seconds recovery task never runs two rebuilds of it at once."""
+    return f"{_board_tag(board_id)}:recovering"
+
+
+def redis_run_id_seen() -> str:
+    """The Redis server run id (INFO server) the recovery last saw: a new one means Redis
+    restarted and may have come back without its last writes."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:recovery:run-id"
+
+
+def redis_restart_check_lock() -> str:
+    """Held while one process reconciles every board after a new Redis run id."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:recovery:run-id:lock"
+
+
 def ingest_consumer_stats(*, consumer_id: str) -> str:
     """Hash of one consumer process's counters, rewritten every stats interval."""
     return f"{settings.LEADERBOARD_KEY_PREFIX}:ingest:stats:{consumer_id}"

@@ -97,8 +97,9 @@ THROTTLED = OpenApiResponse(
 UNAVAILABLE = OpenApiResponse(
     ErrorSerializer,
     description="PostgreSQL cannot be reached and the answer needs it (a season or board this "
-    "process has not resolved yet, or the read needs PostgreSQL itself); Retry-After says when "
-    "to try again.",
+    "process has not resolved yet, or the read needs PostgreSQL itself), or Redis lost the "
+    "board and it is being rebuilt from PostgreSQL (never an empty or partial board); "
+    "Retry-After says when to try again.",
 )
 NOT_MODIFIED = OpenApiResponse(description="If-None-Match matched: the body has not changed.")
 

@@ -8,13 +8,37 @@ from typing import Any, cast
 import redis
 from django.conf import settings
 from django_redis import get_redis_connection
-from redis.cluster import ClusterNode, RedisCluster
+from redis.cluster import ClusterNode, LoadBalancingStrategy, RedisCluster
 
 # The boards' client: a standalone Redis or a cluster. Both offer the commands the product uses
 # (routed by key slot on a cluster, every script's keys in one board's slot) and pipelines; a
 # cluster pipeline refuses EVALSHA by name, so pipelined scripts go through
 # ``leaderboard.scripts.scripts_pipelined``.
 BoardRedis = redis.Redis | RedisCluster
+
+
+def get_board_read_redis() -> BoardRedis:
+    """The client for the read selectors: ``get_board_redis()``, unless
+    ``settings.REDIS_READ_FROM_REPLICAS`` (cluster mode): then a second ``RedisCluster`` with
+    a load-balancing strategy, whose connections to replicas are in READONLY mode and which sends
+    read-only commands to a slot's master and replicas in turn (read-only scripts: see
+    ``leaderboard.scripts.read_script_call``). Never for writes: a replica refuses them.
+    """
+    if settings.LB_REDIS_MODE == "cluster" and settings.REDIS_READ_FROM_REPLICAS:
+        return _cluster_client(*_cluster_options(), read_from_replicas=True)
+    return get_board_redis()
+
+
+def _cluster_options() -> tuple[tuple[str, ...], float | None, float | None, int | None]:
+    boards: dict[str, Any] = settings.CACHES["boards"]
+    options: dict[str, Any] = boards.get("OPTIONS", {})
+    pool: dict[str, Any] = options.get("CONNECTION_POOL_KWARGS", {})
+    return (
+        tuple(settings.REDIS_CLUSTER_NODES),
+        options.get("SOCKET_CONNECT_TIMEOUT"),
+        options.get("SOCKET_TIMEOUT"),
+        pool.get("max_connections"),
+    )
 
 
 def get_board_redis() -> BoardRedis:
@@ -27,16 +51,7 @@ def get_board_redis() -> BoardRedis:
     Responses are bytes: member ids and scores are parsed by the callers that know their type.
     """
     if settings.LB_REDIS_MODE == "cluster":
-        boards: dict[str, Any] = settings.CACHES["boards"]
-        options: dict[str, Any] = boards.get("OPTIONS", {})
-        pool: dict[str, Any] = options.get("CONNECTION_POOL_KWARGS", {})
-        client = _cluster_client(
-            tuple(settings.REDIS_CLUSTER_NODES),
-            connect_timeout=options.get("SOCKET_CONNECT_TIMEOUT"),
-            socket_timeout=options.get("SOCKET_TIMEOUT"),
-            max_connections=pool.get("max_connections"),
-        )
-        return client
+        return _cluster_client(*_cluster_options())
     # django-redis types its connection as Any.
     return cast(redis.Redis, get_redis_connection("boards"))
 
@@ -44,10 +59,11 @@ def get_board_redis() -> BoardRedis:
 @functools.cache
 def _cluster_client(
     nodes: tuple[str, ...],
-    *,
     connect_timeout: float | None,
     socket_timeout: float | None,
     max_connections: int | None,
+    *,
+    read_from_replicas: bool = False,
 ) -> RedisCluster:
     startup_nodes = []
     for node in nodes:
@@ -61,6 +77,9 @@ def _cluster_client(
         decode_responses=False,
         socket_connect_timeout=connect_timeout,
         socket_timeout=socket_timeout,
+        # ROUND_ROBIN is what the deprecated read_from_replicas=True means: master and replicas
+        # in turn; it also puts the connections to replicas in READONLY mode.
+        load_balancing_strategy=LoadBalancingStrategy.ROUND_ROBIN if read_from_replicas else None,
         **kwargs,
     )
 

@@ -8,15 +8,19 @@ Redis), so callers never see a missing script.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from redis.cluster import RedisCluster
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError
+from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
 
 from leaderboard.redis import BoardRedis
+
+logger = logging.getLogger(__name__)
 
 LUA_DIR = Path(__file__).resolve().parent / "lua"
 
@@ -57,6 +61,41 @@ def get_script(client: BoardRedis, name: str) -> Script:
     if script is None or script.registered_client is not client:
         script = _registered[key] = client.register_script(_source(name))
     return script
+
+
+def read_script_call(
+    client: BoardRedis, name: str, *, keys: Sequence[str], args: Sequence[str | int]
+) -> Any:
+    """Run the read-only script ``name``; on a cluster client that reads from replicas, on the
+    replica of the keys' slot.
+
+    redis-py routes EVALSHA to the master whatever the client's strategy (it cannot know a
+    script only reads), and would ask a node for the keys of EVALSHA_RO with COMMAND GETKEYS
+    first (a second round trip per read). So the node is picked here, from the client's slot
+    map, and EVALSHA_RO (which a READONLY replica accepts) is sent to it. A replica that has not
+    cached the script (scripts are not replicated) answers NOSCRIPT: EVAL_RO sends the source,
+    which caches it there. A slot without a replica, or a replica that fails to answer, falls
+    back to the master through the ordinary script call.
+    """
+    if not (isinstance(client, RedisCluster) and client.load_balancing_strategy is not None):
+        return get_script(client, name)(keys=keys, args=args)
+    replica = client.get_node_from_key(keys[0], replica=True)
+    if replica is not None:
+        script = get_script(client, name)
+        try:
+            try:
+                return client.execute_command(
+                    "EVALSHA_RO", script.sha, len(keys), *keys, *args, target_nodes=replica
+                )
+            except NoScriptError:
+                return client.execute_command(
+                    "EVAL_RO", script.script, len(keys), *keys, *args, target_nodes=replica
+                )
+        except (ConnectionError, TimeoutError, ResponseError) as exc:
+            # A dead replica, or one that no longer serves the slot (MOVED after a failover):
+            # the master answers; the client refreshes its slot map on its own.
+            logger.info("read on replica %s failed (%s); reading the master", replica.name, exc)
+    return get_script(client, name)(keys=keys, args=args)
 
 
 @dataclass(frozen=True, slots=True)

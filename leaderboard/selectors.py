@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from django.conf import settings
 from django.db.models import Count, OuterRef, QuerySet, Subquery
@@ -31,8 +31,8 @@ from seasons.selectors import SeasonRef
 from . import keys
 from .codec import ScoreCodec
 from .models import MAIN_BOARD, Board, BoardOrder, RebuildRun, ReconcileRun
-from .redis import get_board_redis
-from .scripts import get_script
+from .redis import get_board_read_redis, get_board_redis
+from .scripts import read_script_call
 
 logger = logging.getLogger(__name__)
 
@@ -146,6 +146,17 @@ def board_list_live() -> list[BoardRef]:
     return [BoardRef.from_model(board) for board in boards]
 
 
+def board_list_open() -> list[BoardRef]:
+    """The boards Redis must hold: those of every season not closed yet (a scheduled season's
+    boards are read, empty, before its start; a closed season's keys are dropped)."""
+    boards = (
+        Board.objects.select_related("season")
+        .exclude(season__status=SeasonStatus.CLOSED)
+        .order_by("season_id", "id")
+    )
+    return [BoardRef.from_model(board) for board in boards]
+
+
 def season_list_with_main_rule() -> QuerySet[Season]:
     """Every season (most recent start first), annotated with its main board's rule and its
     number of boards (the seasons list of the API)."""
@@ -211,42 +222,73 @@ def ranked_entries(
     return entries
 
 
+class BoardUnavailableError(RuntimeError):
+    """Redis does not hold the board as PostgreSQL has it (lost, or being recovered): answer
+    "try again shortly", never an empty or partial board."""
+
+    def __init__(self, board: BoardRef) -> None:
+        super().__init__(
+            f"board {board.slug!r} of season {board.season_id} is being recovered from the "
+            "source of truth; try again in a few seconds"
+        )
+        self.board = board
+
+
+def _guard_keys(board: BoardRef) -> list[str]:
+    """The intact key the read scripts check, or none for a closed season's board (its keys
+    are dropped at close-out, and an empty answer is then the truth: the final standings are
+    elsewhere)."""
+    if board.season.status == SeasonStatus.CLOSED:
+        return []
+    return [keys.board_intact(board_id=board.id)]
+
+
+def _checked(board: BoardRef, reply: object) -> object:
+    # The scripts answer -1 (an integer; their other replies are lists or nil) when the
+    # board's intact key is missing.
+    if reply == -1:
+        raise BoardUnavailableError(board)
+    return reply
+
+
 def board_page_get(
-    *, board_key: str, codec: ScoreCodec, start: int, count: int
+    *, board: BoardRef, board_key: str, start: int, count: int
 ) -> list[RankingEntry]:
     """``count`` entries of a board from 0-based position ``start`` (one atomic script)."""
     if count <= 0:
         return []
-    first_rank, flat = get_script(get_board_redis(), "board_page")(
-        keys=[board_key], args=[start, start + count - 1]
+    reply = read_script_call(
+        get_board_read_redis(),
+        "board_page",
+        keys=[board_key, *_guard_keys(board)],
+        args=[start, start + count - 1],
     )
+    first_rank, flat = cast(list[Any], _checked(board, reply))
+    codec = board.codec
     return ranked_entries(flat=flat, start=start, first_rank=int(first_rank), codec=codec)
 
 
 def board_ranks_get(*, board: BoardRef, start_rank: int, count: int) -> list[RankingEntry]:
     """A page of the board from the 1-based position ``start_rank``."""
     return board_page_get(
-        board_key=keys.board(board_id=board.id),
-        codec=board.codec,
-        start=start_rank - 1,
-        count=count,
+        board=board, board_key=keys.board(board_id=board.id), start=start_rank - 1, count=count
     )
 
 
 def daily_board_top_get(*, board: BoardRef, day: date, limit: int) -> list[RankingEntry]:
     return board_page_get(
-        board_key=keys.daily_board(board_id=board.id, day=day),
-        codec=board.codec,
-        start=0,
-        count=limit,
+        board=board, board_key=keys.daily_board(board_id=board.id, day=day), start=0, count=limit
     )
 
 
 def _player_script(*, board: BoardRef, player_id: int, radius: int) -> list[object] | None:
-    result = get_script(get_board_redis(), "board_player")(
-        keys=[keys.board(board_id=board.id)], args=[str(player_id), radius]
+    result = read_script_call(
+        get_board_read_redis(),
+        "board_player",
+        keys=[keys.board(board_id=board.id), *_guard_keys(board)],
+        args=[str(player_id), radius],
     )
-    return cast(list[object] | None, result)
+    return cast(list[object] | None, _checked(board, result))
 
 
 def board_player_get(*, board: BoardRef, player_id: int) -> PlayerStanding | None:
@@ -290,8 +332,17 @@ def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[Ranking
     """The listed players' global entries, best first; players without a score left out."""
     if not player_ids:
         return []
-    flat = get_script(get_board_redis(), "board_friends")(
-        keys=[keys.board(board_id=board.id)], args=[str(pid) for pid in player_ids]
+    flat = cast(
+        list[bytes],
+        _checked(
+            board,
+            read_script_call(
+                get_board_read_redis(),
+                "board_friends",
+                keys=[keys.board(board_id=board.id), *_guard_keys(board)],
+                args=[str(pid) for pid in player_ids],
+            ),
+        ),
     )
     codec = board.codec
     entries = [
@@ -343,7 +394,7 @@ def top_snapshot_get(*, board_id: int) -> TopSnapshot | None:
     key = keys.top_snapshot(board_id=board_id)
 
     def load() -> TopSnapshot | None:
-        raw = get_board_redis().get(key)
+        raw = get_board_read_redis().get(key)
         return None if raw is None else top_snapshot_decode(raw=raw, board_id=board_id)
 
     return _snapshots.get(key, load)
@@ -365,7 +416,7 @@ def board_top_get(*, board: BoardRef, limit: int) -> TopList:
             entries=snapshot.entries[:limit], source="snapshot", version=snapshot.version
         )
     entries = board_page_get(
-        board_key=keys.board(board_id=board.id), codec=board.codec, start=0, count=limit
+        board=board, board_key=keys.board(board_id=board.id), start=0, count=limit
     )
     return TopList(entries=tuple(entries), source="live", version=None)
 
@@ -374,8 +425,8 @@ def weekly_board_top_get(
     *, board: BoardRef, iso_year: int, iso_week: int, limit: int
 ) -> list[RankingEntry]:
     return board_page_get(
+        board=board,
         board_key=keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week),
-        codec=board.codec,
         start=0,
         count=limit,
     )
@@ -394,7 +445,11 @@ def board_overview_get(*, board: BoardRef, limit: int = 100) -> BoardOverview:
     the top-list snapshot was last refreshed (read from Redis, not from this process's memo)."""
     client = get_board_redis()
     size = int(client.zcard(keys.board(board_id=board.id)))
-    top = board_ranks_get(board=board, start_rank=1, count=limit)
+    try:
+        top = board_ranks_get(board=board, start_rank=1, count=limit)
+    except BoardUnavailableError:
+        # Staff see the board's size (0 or partial) and an empty top while it is recovered.
+        top = []
     raw = client.get(keys.top_snapshot(board_id=board.id))
     snapshot = None if raw is None else top_snapshot_decode(raw=raw, board_id=board.id)
     refreshed = None if snapshot is None else datetime.fromtimestamp(snapshot.generated_at, UTC)

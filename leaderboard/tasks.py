@@ -5,7 +5,10 @@ Periodic ones (scheduled in leaderboard_project/schedules.py):
 - ``leaderboard.tasks.refresh_top_snapshots``: every second.
 - ``leaderboard.tasks.build_weekly_boards``: every few minutes (the current week's board lags
   by at most that interval).
-- ``leaderboard.tasks.boards_reconcile_task``: hourly.
+- ``leaderboard.tasks.boards_reconcile_task``: hourly, and once whenever beat starts
+  (leaderboard_project/celery.py).
+- ``leaderboard.tasks.boards_recover_task``: every few seconds, finds boards Redis lost (or a
+  restarted Redis) and repairs them (leaderboard/services/recovery.py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from leaderboard.services import (
     board_rebuild,
     boards_correct,
     boards_reconcile_live_seasons,
+    boards_recover,
     top_snapshots_refresh,
     weekly_boards_build,
 )
@@ -66,9 +70,24 @@ def build_weekly_boards() -> dict[str, int]:
     ignore_result=True,
 )
 def boards_reconcile_task() -> int:
-    """Hourly: compare every live board with PostgreSQL and repair drift."""
+    """Compare every live board with PostgreSQL (in full up to RECONCILE_FULL_MAX_MEMBERS
+    players) and repair drift; returns the number of drifted boards."""
     results = boards_reconcile_live_seasons(now=timezone.now())
     return sum(1 for r in results if r.drift_found)
+
+
+# Every few seconds: a late run is worthless once the next is due, so it expires instead of
+# piling up behind a long recovery (which holds each board's lock, so runs never collide).
+@shared_task(
+    name="leaderboard.tasks.boards_recover_task",
+    ignore_result=True,
+    expires=5,
+    soft_time_limit=1800,
+    time_limit=1900,
+)
+def boards_recover_task() -> str:
+    """Rebuild boards Redis lost; reconcile every board after a Redis restart."""
+    return boards_recover().describe()
 
 
 # A board being rebuilt may be reading a snapshot from before the correction: retry after it.

@@ -28,6 +28,7 @@ from seasons.selectors import SeasonRef, season_get_cached, season_list
 from .models import MAIN_BOARD
 from .selectors import (
     BoardRef,
+    BoardUnavailableError,
     board_around_get,
     board_get_cached,
     board_list_cached,
@@ -59,8 +60,10 @@ def boards_unavailable_page(view: Callable[..., HttpResponse]) -> Callable[..., 
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
             return view(request, *args, **kwargs)
-        except RedisError as exc:
-            logger.warning("page %s: the boards' Redis did not answer: %s", request.path, exc)
+        except (RedisError, BoardUnavailableError) as exc:
+            # BoardUnavailableError: Redis lost the board and it is being recovered (its data
+            # would be empty or partial): the same "try again shortly", never a wrong board.
+            logger.warning("page %s: the boards' Redis cannot serve it: %s", request.path, exc)
             response = render(
                 request,
                 "leaderboard/unavailable.html",

@@ -7,6 +7,7 @@ from typing import Any
 
 from celery import Celery, Task
 from celery.signals import (
+    beat_init,
     setup_logging,
     task_postrun,
     task_prerun,
@@ -110,6 +111,20 @@ def _logging_from_django_settings(**kwargs: Any) -> None:
     from django.conf import settings
 
     logging.config.dictConfig(settings.LOGGING)
+
+
+@beat_init.connect
+def _reconcile_at_start(sender: Any = None, **kwargs: Any) -> None:
+    """Queue the reconcile once when beat starts (unless staff switched it off): its schedule
+    would first run it an interval (an hour) later, and a restart of everything is when Redis
+    most likely lost its last writes."""
+    from django_celery_beat.models import PeriodicTask
+
+    from .schedules import RECONCILE_TASK_NAME
+
+    row = PeriodicTask.objects.filter(name=RECONCILE_TASK_NAME, enabled=True).first()
+    if row is not None:
+        app.send_task(row.task, queue=row.queue or None)
 
 
 @task_prerun.connect

@@ -13,6 +13,8 @@ from django.conf import settings
 from django.db import connection
 
 from leaderboard.redis import get_board_redis
+from leaderboard.selectors import board_list_open
+from leaderboard.services import boards_lost_get, boards_recovering_get
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,3 +90,21 @@ def dependencies_check() -> list[DependencyState]:
         else:
             states.append(DependencyState(name, True, (time.perf_counter() - started) * 1000))
     return states
+
+
+@dataclass(frozen=True, slots=True)
+class BoardsState:
+    missing: tuple[int, ...]  # board ids Redis does not hold as truth (reads answer 503)
+    recovering: tuple[int, ...]  # of those, the ones a recovery is rebuilding now
+    error: str = ""  # the check itself failed (a dependency down: see dependencies)
+
+
+def boards_check() -> BoardsState:
+    """Which boards Redis lost (their reads answer 503 until the recovery task rebuilt them)."""
+    try:
+        boards = board_list_open()
+        missing = boards_lost_get(boards=boards)
+        recovering = boards_recovering_get(boards=[b for b in boards if b.id in missing])
+    except Exception as exc:
+        return BoardsState((), (), f"{type(exc).__name__}: {exc}")
+    return BoardsState(tuple(sorted(missing)), tuple(sorted(recovering)))

@@ -22,6 +22,12 @@ class PeriodicTaskSpec:
     expires_seconds: int | None = None
 
 
+# Queued once at every beat start too (leaderboard_project/celery.py): django-celery-beat 2.9
+# runs an interval task first one interval after its row was created or last ran, which for
+# the hourly reconcile could be an hour after a restart.
+RECONCILE_TASK_NAME = "leaderboard: reconcile boards with PostgreSQL"
+
+
 PERIODIC_TASKS: tuple[PeriodicTaskSpec, ...] = (
     PeriodicTaskSpec(
         name="seasons: sync statuses from dates",
@@ -52,10 +58,24 @@ PERIODIC_TASKS: tuple[PeriodicTaskSpec, ...] = (
         expires_seconds=300,
     ),
     PeriodicTaskSpec(
-        name="leaderboard: reconcile boards with PostgreSQL",
+        name=RECONCILE_TASK_NAME,
         task="leaderboard.tasks.boards_reconcile_task",
         every_seconds=3600,
-        description="compares member counts and sampled scores; rebuilds a drifted or lost board",
+        description=(
+            "compares member counts and every score (sampled above RECONCILE_FULL_MAX_MEMBERS) "
+            "of every live board, daily boards within their expiry too; rebuilds a drifted one. "
+            "Also queued once whenever beat starts."
+        ),
         expires_seconds=3600,
+    ),
+    PeriodicTaskSpec(
+        name="leaderboard: recover boards Redis lost",
+        task="leaderboard.tasks.boards_recover_task",
+        every_seconds=5,
+        description=(
+            "rebuilds a board whose intact key or watermark is gone (season-long, daily, weekly) "
+            "and reconciles every board after a Redis restart (new run id)"
+        ),
+        expires_seconds=5,
     ),
 )

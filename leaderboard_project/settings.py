@@ -185,6 +185,9 @@ LEADERBOARD_KEY_PREFIX = env.str("LEADERBOARD_KEY_PREFIX", default="lb")
 # and rebuilds alike. 15 days cover the current and the previous ISO week, which the weekly
 # boards are built from and the reconcile compares.
 LEADERBOARD_DAILY_TTL_DAYS = env.int("LEADERBOARD_DAILY_TTL_DAYS", default=15)
+# Boards up to this many players are reconciled in full (every score); larger ones by count
+# and sample (leaderboard/services/reconcile.py).
+RECONCILE_FULL_MAX_MEMBERS = env.int("RECONCILE_FULL_MAX_MEMBERS", default=200_000)
 
 # --- Kafka ---------------------------------------------------------------------------------------
 
@@ -225,6 +228,13 @@ for _node in REDIS_CLUSTER_NODES:
         raise ImproperlyConfigured(f"REDIS_CLUSTER_NODES: {_node!r} is not host:port")
 if LB_REDIS_MODE == "cluster" and not REDIS_CLUSTER_NODES:
     raise ImproperlyConfigured("LB_REDIS_MODE=cluster needs REDIS_CLUSTER_NODES (host:port,...)")
+# Board reads (the read selectors: pages, a player's standing, friends, sizes, snapshots) go to
+# each slot's replica instead of its master, to take read load off the masters. A replica lags
+# its master by the replication link (docs/operations.md "Reads from replicas" says how far);
+# writes, ingestion and rebuilds always go to the masters. Cluster mode only.
+REDIS_READ_FROM_REPLICAS = env.bool("REDIS_READ_FROM_REPLICAS", default=False)
+if REDIS_READ_FROM_REPLICAS and LB_REDIS_MODE != "cluster":
+    raise ImproperlyConfigured("REDIS_READ_FROM_REPLICAS=true needs LB_REDIS_MODE=cluster")
 
 # 1: the single local broker; 3: the local three-node cluster (the bootstrap default below).
 LB_KAFKA_BROKERS = env.int("LB_KAFKA_BROKERS", default=1)

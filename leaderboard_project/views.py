@@ -8,19 +8,31 @@ from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4
 
 from ingestion.selectors import ingest_consumer_stats_list
 
-from .health import dependencies_check
+from .health import boards_check, dependencies_check
 from .metrics import metrics_exposition
 
 
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 when every dependency answers, 503 naming the ones that don't."""
+    """200 when every dependency answers, 503 naming the ones that don't.
+
+    ``boards`` lists the boards Redis lost (their reads answer 503 meanwhile) and those being
+    recovered; that alone is ``degraded`` with a 200: every web process shares the one Redis,
+    so taking this one out of a load balancer would serve nobody better.
+    """
     states = dependencies_check()
     down = [state.name for state in states if not state.ok]
+    boards = boards_check()
+    status = "unavailable" if down else ("degraded" if boards.missing else "ok")
     body = {
-        "status": "ok" if not down else "unavailable",
+        "status": status,
         "down": down,
+        "boards": {
+            "missing": list(boards.missing),
+            "recovering": list(boards.recovering),
+            **({"error": boards.error} if boards.error else {}),
+        },
         "dependencies": {
             state.name: {
                 "ok": state.ok,

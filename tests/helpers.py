@@ -137,3 +137,22 @@ def subprocess_database_url() -> str:
         f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
         f"{db['PORT'] or 5432}/{db['NAME']}"
     )
+
+
+def mark_intact(season: Season | int, *, topic: str | None = None) -> None:
+    """Mark every board of the season intact, as the recovery does once Redis holds what
+    PostgreSQL has (its intact key, and its watermark hash of ``topic``, default the configured
+    one): for tests that write or ingest boards without a recovery running."""
+    from django.conf import settings
+
+    from leaderboard import keys
+    from leaderboard.redis import get_board_redis
+
+    season_id = season if isinstance(season, int) else season.id
+    client = get_board_redis()
+    for board_id in Board.objects.filter(season_id=season_id).values_list("id", flat=True):
+        client.set(keys.board_intact(board_id=board_id), "1")
+        watermark = keys.ingest_applied_offsets(
+            board_id=board_id, topic=topic or settings.KAFKA_MATCH_RESULTS_TOPIC
+        )
+        client.hset(watermark, "recovered", "1")

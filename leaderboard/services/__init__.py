@@ -1,7 +1,7 @@
 """Writes to the boards, one module per concept: ``apply`` (ingestion), ``rebuild``,
 ``reconcile``, ``corrections`` (voids, bans), ``derived`` (top-list snapshots, weekly boards),
-``unlink`` (dropping a closed season's keys), ``boards`` (creating boards and seasons with
-their main board). Callers import from here.
+``unlink`` (dropping a closed season's keys), ``recovery`` (boards Redis lost), ``boards``
+(creating boards and seasons with their main board). Callers import from here.
 """
 
 from __future__ import annotations
@@ -54,9 +54,19 @@ from .reconcile import (
     DEFAULT_RECONCILE_SAMPLE,
     MISMATCH_EXAMPLES,
     ReconcileResult,
+    board_days_in_window,
     board_reconcile,
     boards_reconcile_live_seasons,
     reconcile_days,
+    watermark_raise,
+)
+from .recovery import (
+    BoardRecovered,
+    RecoveryReport,
+    board_recover,
+    boards_lost_get,
+    boards_recover,
+    boards_recovering_get,
 )
 from .repair import BoardRepaired, boards_lost_writes_repair
 from .unlink import season_keys_unlink
@@ -77,6 +87,7 @@ __all__ = [
     "SCORE_FIELDS",
     "WEEKLY_MERGE_CHUNK",
     "BoardRebuilt",
+    "BoardRecovered",
     "BoardRepaired",
     "BoardsApplied",
     "BoardsCorrected",
@@ -85,17 +96,23 @@ __all__ = [
     "RebuildInProgressError",
     "RebuildResult",
     "ReconcileResult",
+    "RecoveryReport",
     "WeeklyBuildError",
     "applied_offsets_get",
     "board_all_rebuild",
     "board_create",
+    "board_days_in_window",
     "board_rebuild",
     "board_reconcile",
+    "board_recover",
     "board_results_apply",
     "board_update",
     "boards_correct",
+    "boards_lost_get",
     "boards_lost_writes_repair",
     "boards_reconcile_live_seasons",
+    "boards_recover",
+    "boards_recovering_get",
     "daily_board_expire_at",
     "daily_boards_existing",
     "match_result_void",
@@ -107,6 +124,7 @@ __all__ = [
     "spec_args",
     "top_snapshot_refresh",
     "top_snapshots_refresh",
+    "watermark_raise",
     "weekly_board_build",
     "weekly_board_ensure",
     "weekly_boards_build",

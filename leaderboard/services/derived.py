@@ -42,15 +42,24 @@ def top_snapshot_refresh(*, board: BoardRef) -> int:
     number of entries stored.
     """
     client = get_board_redis()
+    # The intact key and the top in one MULTI (one slot): a board Redis lost, or one being
+    # recovered, must not become a snapshot that readers serve as truth; its old snapshot is
+    # dropped instead, and the read path answers 503 from the live board's check.
+    pipe = client.pipeline(transaction=True)
+    pipe.exists(keys.board_intact(board_id=board.id))
     # Scores stay as Redis sends them: a float cast would be exact too, but the codec and
     # the rank derivation compare the exact strings.
-    pairs = client.zrevrange(
+    pipe.zrevrange(
         keys.board(board_id=board.id),
         0,
         TOP_SNAPSHOT_SIZE - 1,
         withscores=True,
         score_cast_func=bytes,
     )
+    intact, pairs = pipe.execute()
+    if not intact:
+        client.delete(keys.top_snapshot(board_id=board.id))
+        return 0
     flat = [cast(bytes, item) for pair in pairs for item in pair]
     entries = ranked_entries(flat=flat, start=0, first_rank=1, codec=board.codec)
     rows = [[entry.rank, entry.player_id, entry.points] for entry in entries]
@@ -162,6 +171,9 @@ def weekly_board_ensure(*, board: BoardRef, iso_year: int, iso_week: int, today:
     weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
     if client.exists(weekly):
         return False
+    # Built from lost or half-recovered daily boards it would outlive their recovery.
+    if not client.exists(keys.board_intact(board_id=board.id)):
+        return False
     lock = keys.weekly_build_lock(board_key=weekly)
     if not client.set(lock, "1", nx=True, ex=60):
         return False
@@ -180,7 +192,11 @@ def weekly_boards_build(*, now: datetime) -> dict[str, int]:
     if today.isoweekday() == 1:
         weeks.append((today - timedelta(days=7)).isocalendar()[:2])
     built: dict[str, int] = {}
+    client = get_board_redis()
     for board in board_list_live():
+        # A lost board's weekly boards are rebuilt by its recovery, after its daily boards.
+        if not client.exists(keys.board_intact(board_id=board.id)):
+            continue
         for iso_year, iso_week in weeks:
             try:
                 built[f"{board.id}:{iso_year}-W{iso_week:02d}"] = weekly_board_build(

@@ -1,26 +1,49 @@
-"""Reconcile: compare a board with PostgreSQL and report what differs."""
+"""Reconcile: compare a board with PostgreSQL and report what differs.
+
+Boards up to ``RECONCILE_FULL_MAX_MEMBERS`` players are compared in full (every player's
+score, PostgreSQL's aggregation streamed against a ZSCAN of Redis): a sample of 200 cannot
+find the ~100 players of thousands that a lost last second of Redis's AOF leaves wrong.
+Larger boards are compared by member count and a sample (docs/reliability.md).
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import cast
 
+from django.conf import settings
+
+from leaderboard import keys
 from leaderboard.board_scores import (
+    board_days_with_results,
     board_member_count,
     board_players_sample,
+    board_scores_chunks,
     board_scores_for_players,
+    board_stored_offsets,
 )
+from leaderboard.codec import CodecError
 from leaderboard.models import ReconcileRun
 from leaderboard.redis import BoardRedis, get_board_redis
+from leaderboard.scripts import get_script
 from leaderboard.selectors import BoardRef, board_get, board_list_live
 from seasons.selectors import SeasonRef
 
+from .apply import daily_board_expire_at
+from .derived import weekly_board_build
 from .rebuild import RebuildInProgressError, _board_keys, board_rebuild
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_RECONCILE_SAMPLE = 200
 # Kept on the run record for staff; the count of mismatches is always exact.
 MISMATCH_EXAMPLES = 20
+# A full comparison that finds more players differing than this does not look at each of
+# them a second time: the board is rebuilt anyway.
+RECHECK_MAX = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +54,7 @@ class ReconcileResult:
     run_id: int | None
     drift_found: bool
     rebuilt: bool
+    full: bool = False  # every player compared, not a sample
 
 
 def _compare(
@@ -54,30 +78,73 @@ def _compare(
     return redis_members, expected_members, mismatches
 
 
+def _differing_players(
+    client: BoardRedis, *, board: BoardRef, day: date | None, key: str
+) -> list[int] | None:
+    """Every player whose score differs between PostgreSQL and Redis, in one pass over each
+    (None when PostgreSQL holds a cumulative sum the codec cannot hold: the sample decides)."""
+    expected: dict[int, int] = {}
+    try:
+        for chunk in board_scores_chunks(board=board, day=day):
+            for row in chunk:
+                expected[row.player_id] = row.score
+    except CodecError:
+        return None
+    differing: list[int] = []
+    # ZSCAN may return a member twice (while the set is rehashed): the dict of seen members
+    # keeps the comparison exact.
+    seen: set[int] = set()
+    for raw_member, score in client.zscan_iter(key, count=5000, score_cast_func=int):
+        player = int(raw_member)
+        if player in seen:
+            continue
+        seen.add(player)
+        if expected.pop(player, None) != score:
+            differing.append(player)
+    differing += list(expected)  # in PostgreSQL, missing from Redis
+    return differing
+
+
 def board_reconcile(
     *,
     board_id: int,
     day: date | None = None,
     sample_size: int = DEFAULT_RECONCILE_SAMPLE,
     repair: bool = True,
+    full_max_members: int | None = None,
+    topic: str | None = None,
 ) -> ReconcileResult:
     """Compare a board in Redis with PostgreSQL; record the drift; rebuild the board if any.
 
-    The sample mixes players drawn from PostgreSQL (missing or wrong on the board) and from
-    Redis (present but not counted, e.g. a voided result or a banned player). A result
-    committed but not yet applied looks like drift for a moment, so a drift is confirmed by
-    a second look at the same players before it counts.
+    Up to ``full_max_members`` players (default RECONCILE_FULL_MAX_MEMBERS) every score is
+    compared; above, a sample mixing players drawn from PostgreSQL (missing or wrong on the
+    board) and from Redis (present but not counted, e.g. a voided result or a banned player).
+    A result committed but not yet applied looks like drift for a moment, so a drift is
+    confirmed by a second look at the same players before it counts.
+
+    A repair also raises the board's watermark of ``topic`` to the offsets of its stored
+    results (a drifted board lost its last writes, and with them its watermark's last moves).
     """
     board = board_get(board_id=board_id)
     client = get_board_redis()
     k = _board_keys(board_id=board_id, day=day)
     if client.exists(k.marker):
         return ReconcileResult(board_id, day, None, drift_found=False, rebuilt=False)
-    half = max(1, sample_size // 2)
-    from_pg = board_players_sample(board=board, size=half, day=day)
-    raw_members = cast(list[bytes], client.zrandmember(k.live, half) or [])
-    from_redis = [int(m) for m in raw_members]
-    players = sorted(set(from_pg) | set(from_redis))
+    limit = settings.RECONCILE_FULL_MAX_MEMBERS if full_max_members is None else full_max_members
+    players: list[int] | None = None
+    full = False
+    if int(client.zcard(k.live)) <= limit and board_member_count(board=board, day=day) <= limit:
+        players = _differing_players(client, board=board, day=day, key=k.live)
+        full = players is not None
+        if players is not None:
+            players = players[:RECHECK_MAX]
+    if players is None:
+        half = max(1, sample_size // 2)
+        from_pg = board_players_sample(board=board, size=half, day=day)
+        raw_members = cast(list[bytes], client.zrandmember(k.live, half) or [])
+        from_redis = [int(m) for m in raw_members]
+        players = sorted(set(from_pg) | set(from_redis))
+    sampled = len(players)
 
     redis_members, expected_members, mismatches = _compare(
         client, board=board, day=day, key=k.live, players=players
@@ -94,38 +161,106 @@ def board_reconcile(
         day=day,
         redis_members=redis_members,
         expected_members=expected_members,
-        sample_size=len(players),
+        sample_size=redis_members if full else sampled,
         mismatched_scores=len(mismatches),
         mismatch_examples=mismatches[:MISMATCH_EXAMPLES],
         drift_found=drift,
     )
     rebuilt = False
     if drift and repair:
+        # Before the rebuild's snapshot, which then holds every result these offsets cover.
+        watermark_raise(board_id=board_id, offsets=board_stored_offsets(board=board), topic=topic)
         try:
             board_rebuild(board_id=board_id, day=day, reason=f"reconcile #{run.pk}")
             rebuilt = True
         except RebuildInProgressError:
             rebuilt = False
         ReconcileRun.objects.filter(pk=run.pk).update(rebuilt=rebuilt)
-    return ReconcileResult(board_id, day, run.pk, drift_found=drift, rebuilt=rebuilt)
+        logger.warning(
+            "reconcile: board %s%s drifted (%d vs %d players, %d scores differ); %s",
+            board_id,
+            "" if day is None else f" day {day}",
+            redis_members,
+            expected_members,
+            len(mismatches),
+            "rebuilt" if rebuilt else "not rebuilt",
+        )
+    return ReconcileResult(board_id, day, run.pk, drift_found=drift, rebuilt=rebuilt, full=full)
+
+
+def watermark_raise(*, board_id: int, offsets: Mapping[int, int], topic: str | None = None) -> None:
+    """Raise the board's applied-offset watermark of ``topic`` (default the configured one) to
+    ``offsets`` (partition -> highest offset to cover), never lowering a field. The hash always
+    gets a ``recovered`` field too, so that a hash that vanished later is a sign of loss
+    (services/recovery.py)."""
+    args: list[str | int] = ["recovered", 1]
+    for partition, offset in sorted(offsets.items()):
+        args += [str(partition), offset]
+    get_script(get_board_redis(), "watermark_raise")(
+        keys=[
+            keys.ingest_applied_offsets(
+                board_id=board_id, topic=topic or settings.KAFKA_MATCH_RESULTS_TOPIC
+            )
+        ],
+        args=args,
+    )
 
 
 def reconcile_days(*, season: SeasonRef, today: date) -> list[date]:
-    """The daily boards a reconcile covers: the current ISO week's days within the season
-    (what weekly boards are built from; older daily boards expire anyway)."""
+    """The current ISO week's days within the season (what weekly boards are built from)."""
     first = max(season.starts_at.astimezone(UTC).date(), today - timedelta(days=today.weekday()))
     last = min(season.ends_at.astimezone(UTC).date(), today)
     return [first + timedelta(days=n) for n in range((last - first).days + 1)]
 
 
+def board_days_in_window(*, board: BoardRef, now: datetime) -> list[date]:
+    """The days whose daily board Redis must hold: each day with a counted result whose board
+    has not expired (LEADERBOARD_DAILY_TTL_DAYS after the day ends)."""
+    stamp = int(now.timestamp())
+    return [
+        day
+        for day in board_days_with_results(board=board)
+        if daily_board_expire_at(day=day, now=datetime(1970, 1, 1, tzinfo=UTC)) > stamp
+    ]
+
+
 def boards_reconcile_live_seasons(
-    *, now: datetime, sample_size: int = DEFAULT_RECONCILE_SAMPLE
+    *,
+    now: datetime,
+    sample_size: int = DEFAULT_RECONCILE_SAMPLE,
+    topic: str | None = None,
 ) -> list[ReconcileResult]:
-    """Reconcile every live board, season-long and this week's daily boards."""
+    """Reconcile every live board: season-long, and every daily board within its expiry.
+
+    A board Redis lost entirely (no intact key) is the recovery's (services/recovery.py).
+    """
     results: list[ReconcileResult] = []
+    client = get_board_redis()
     # Closing seasons still move while the consumer drains their last results.
     for board in board_list_live():
-        results.append(board_reconcile(board_id=board.id, sample_size=sample_size))
-        for day in reconcile_days(season=board.season, today=now.astimezone(UTC).date()):
-            results.append(board_reconcile(board_id=board.id, day=day, sample_size=sample_size))
+        if not client.exists(keys.board_intact(board_id=board.id)):
+            continue
+        results.append(
+            board_reconcile(
+                board_id=board.id,
+                sample_size=sample_size,
+                topic=topic,
+            )
+        )
+        repaired: list[date] = []
+        for day in board_days_in_window(board=board, now=now):
+            result = board_reconcile(
+                board_id=board.id,
+                day=day,
+                sample_size=sample_size,
+                topic=topic,
+            )
+            results.append(result)
+            if result.rebuilt:
+                repaired.append(day)
+        # A weekly board is built from the daily boards: rebuild those built from a repaired one.
+        for iso_year, iso_week in sorted({d.isocalendar()[:2] for d in repaired}):
+            weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
+            if client.exists(weekly):
+                weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
     return results

@@ -303,7 +303,9 @@ def _logger_of(log_line: str) -> str:
 class ConsumerProcess:
     """The consumer command against this test's database, key prefix, topics and group."""
 
-    def __init__(self, *, topic: str, dlq: str, group: str, log: Path) -> None:
+    def __init__(self, *, topic: str, dlq: str, group: str, log: Path, instance: int = 0) -> None:
+        # ``instance`` tells apart the members of one group: each needs its own static
+        # membership id, or the coordinator fences all but the last to join.
         self.args = [
             sys.executable,
             str(MANAGE),
@@ -315,7 +317,7 @@ class ConsumerProcess:
             "--group",
             group,
             "--instance-id",
-            f"{group}-0",
+            f"{group}-{instance}",
             "--stats-interval",
             "1",
         ]

@@ -14,7 +14,7 @@ from django.db import connection
 
 from ingestion.consumer import MatchResultConsumer
 from leaderboard.models import MatchResult, ScoringRule
-from tests.helpers import make_season, wait_until
+from tests.helpers import make_season, mark_intact, wait_until
 
 from .ingest_helpers import (
     ConsumerProcess,
@@ -162,6 +162,9 @@ def test_a_stop_while_redis_is_down_leaves_the_batch_uncommitted_for_redelivery(
     results = _results(season, 200, first_player=1)
     publish_results(topic, results)
     options = consumer_options(topic=topic, dead_letter_topic=dlq)
+    # Redis goes away and comes back with its data: the board stays intact (a board Redis lost
+    # is tests/faults/test_redis_loss.py's).
+    mark_intact(season, topic=topic)
     consumer = MatchResultConsumer(options)
     proxy.cut()
 

@@ -24,7 +24,11 @@ KNOWN_BOARD = {
 
 
 def write_board(client, key: str, season: Season, entries: dict[int, tuple[int, int]]) -> None:
-    codec = as_board(season).codec
+    """Write the board by hand and mark it intact, as a recovery does once Redis holds what
+    PostgreSQL has: these boards stand for the truth (no stored results behind them)."""
+    board = as_board(season)
+    codec = board.codec
+    client.set(keys.board_intact(board_id=board.id), "1")
     client.zadd(
         key,
         {

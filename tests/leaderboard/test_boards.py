@@ -22,7 +22,7 @@ from leaderboard.models import Board, BoardOrder, ScoringRule
 from leaderboard.services import board_rebuild
 from seasons.models import SeasonStatus
 from tests.factories import board_factory
-from tests.helpers import as_board, expected_board, make_season
+from tests.helpers import as_board, expected_board, make_season, mark_intact
 
 from ..ingestion.ingest_helpers import Result
 
@@ -52,6 +52,7 @@ def season(board_redis):
     season.save(update_fields=["status"])
     for order, rule in KINDS:
         board_factory(season, slug(order, rule), order=order, rule=rule)
+    mark_intact(season)
     return season
 
 

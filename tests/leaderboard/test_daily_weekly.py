@@ -13,7 +13,7 @@ from leaderboard.services import WeeklyBuildError, weekly_board_build
 from leaderboard.tasks import build_weekly_boards
 from seasons.models import SeasonStatus
 from seasons.selectors import SeasonRef
-from tests.helpers import as_board, main_board_id, make_season
+from tests.helpers import as_board, main_board_id, make_season, mark_intact
 
 from .board_fixtures import entry, write_daily_board
 
@@ -141,6 +141,7 @@ def test_the_task_builds_the_current_week_of_active_seasons(board_redis):
 def test_a_future_week_is_empty_and_not_built(client, board_redis):
     monday = past_monday(-2)
     season = season_over(monday)
+    mark_intact(season)
     url = f"/api/seasons/{season.id}/leaderboard/weekly/{week_label(monday)}/top"
     assert client.get(url).json() == []
     year, week, _ = monday.isocalendar()

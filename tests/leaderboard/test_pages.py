@@ -114,6 +114,7 @@ def test_board_page_is_a_503_page_when_redis_is_down(client, monkeypatch):
     # A real client on a port nothing listens on: the read fails as it does when Redis is gone.
     dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
     monkeypatch.setattr(selectors, "get_board_redis", lambda: dead)
+    monkeypatch.setattr(selectors, "get_board_read_redis", lambda: dead)  # the read selectors'
     response = client.get(f"/seasons/{season.id}")
     assert response.status_code == 503
     assert response["Retry-After"] == "5"

@@ -6,7 +6,7 @@ import pytest
 
 from leaderboard.serializers import MAX_FRIENDS
 from seasons.models import SeasonStatus
-from tests.helpers import make_season
+from tests.helpers import make_season, mark_intact
 
 from .board_fixtures import entry, write_season_board
 
@@ -59,6 +59,7 @@ def test_top_limit(client, season):
 
 def test_top_of_an_empty_board_is_an_empty_list(client):
     season = make_season()
+    mark_intact(season)
     assert get_json(client, board_url(season.id, "top")) == []
 
 

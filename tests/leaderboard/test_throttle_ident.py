@@ -9,7 +9,7 @@ from django_redis import get_redis_connection
 
 from leaderboard import keys
 from seasons.models import SeasonStatus
-from tests.helpers import make_season
+from tests.helpers import make_season, mark_intact
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +24,9 @@ def two_a_day(settings):
 
 @pytest.fixture
 def season():
-    return make_season(status=SeasonStatus.ACTIVE)
+    season = make_season(status=SeasonStatus.ACTIVE)
+    mark_intact(season)
+    return season
 
 
 def statuses(client, url: str, forwarded_for: list[str], **extra) -> list[int]:

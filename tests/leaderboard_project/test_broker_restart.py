@@ -30,7 +30,13 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from leaderboard import keys
 from seasons.models import Season, SeasonStatus
 from tests.factories import SeasonFactory
-from tests.helpers import as_board, main_board_id, subprocess_database_url, wait_until
+from tests.helpers import (
+    as_board,
+    main_board_id,
+    mark_intact,
+    subprocess_database_url,
+    wait_until,
+)
 from tests.leaderboard_project import celery_probe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,6 +161,8 @@ def test_periodic_work_goes_on_after_the_broker_restarts_under_a_busy_worker(
     codec = as_board(live).codec
     live_board = keys.board(board_id=main_board_id(live.id))
     board_redis.zadd(live_board, {"7": codec.encode(points=70, elapsed_ticks=5)})
+    # Written by hand as the truth (no recovery task runs here): intact, or no snapshot is made.
+    mark_intact(live)
     every_second, _ = IntervalSchedule.objects.get_or_create(
         every=1, period=IntervalSchedule.SECONDS
     )

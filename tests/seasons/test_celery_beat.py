@@ -111,11 +111,16 @@ def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
         every=1, period=IntervalSchedule.SECONDS
     )
     PeriodicTask.objects.update(interval=every_second, expire_seconds=None)
-    # The boards above are written straight to Redis, not from stored results: the hourly
-    # reconcile would rightly rebuild them from PostgreSQL, so it sits this test out.
-    PeriodicTask.objects.filter(task="leaderboard.tasks.boards_reconcile_task").update(
-        enabled=False
-    )
+    # The boards above are written straight to Redis, not from stored results: the reconcile
+    # and the recovery would rightly rebuild them from PostgreSQL, so they sit this test out
+    # (and the board is marked intact by hand, as a recovery would).
+    PeriodicTask.objects.filter(
+        task__in=[
+            "leaderboard.tasks.boards_reconcile_task",
+            "leaderboard.tasks.boards_recover_task",
+        ]
+    ).update(enabled=False)
+    board_redis.set(keys.board_intact(board_id=main_board_id(live.id)), "1")
 
     celery_processes()
 

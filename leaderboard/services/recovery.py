@@ -1,0 +1,219 @@
+"""Redis losing boards: noticed within seconds, rebuilt from PostgreSQL, exactly-once kept.
+
+Every board Redis must hold (``board_list_open``) has an *intact* key in its slot
+(``keys.board_intact``), set once the board is known to be whole. Loss shows first as:
+
+- the intact key gone (a FLUSHALL, a restart without persistence, a failover to an empty or
+  lagging replica, keys deleted by hand): Redis loses it with the board's other keys;
+- the board's applied-offset watermark gone while the intact key is there (a partial loss);
+- a new Redis run id (``INFO server``) since last seen: Redis restarted, perhaps from an AOF
+  that lacks its last second. Nothing is missing then, only stale: every board is reconciled
+  in full (services/reconcile.py), which finds the players whose last writes were lost.
+
+``boards_recover`` runs these checks (two EXISTS per board in one round trip, one INFO) at
+consumer start-up, every few seconds from Celery beat, and repairs what they find at once.
+Reads of a board without its intact key answer 503 (leaderboard/lua/board_*.lua).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from leaderboard import keys
+from leaderboard.board_scores import board_stored_offsets
+from leaderboard.redis import get_board_redis
+from leaderboard.selectors import BoardRef, board_list_open
+
+from .corrections import daily_boards_existing
+from .derived import weekly_board_build
+from .rebuild import RebuildInProgressError, board_rebuild
+from .reconcile import (
+    ReconcileResult,
+    board_days_in_window,
+    boards_reconcile_live_seasons,
+    watermark_raise,
+)
+
+logger = logging.getLogger(__name__)
+
+# A recovery that crashed holds its board's lock at most this long; a running one keeps it.
+RECOVERY_LOCK_SECONDS = 900
+
+
+@dataclass(frozen=True, slots=True)
+class BoardRecovered:
+    board_id: int
+    reason: str
+    days: tuple[date, ...]  # daily boards rebuilt
+    weeks: tuple[tuple[int, int], ...]  # weekly boards rebuilt (ISO year, week)
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    checked: int  # boards looked at
+    recovered: tuple[BoardRecovered, ...]
+    busy: tuple[int, ...]  # lost boards another process is recovering (or rebuilding) now
+    redis_restarted: bool  # a new run id: every board was reconciled in full
+    reconciled: tuple[ReconcileResult, ...]
+
+    def describe(self) -> str:
+        text = f"{self.checked} board(s) checked, {len(self.recovered)} recovered"
+        if self.busy:
+            text += f", {len(self.busy)} being recovered elsewhere"
+        if self.redis_restarted:
+            drifted = sum(1 for r in self.reconciled if r.drift_found)
+            text += f"; Redis restarted: {len(self.reconciled)} reconciled, {drifted} drifted"
+        return text
+
+
+def _redis_run_ids(info: Any) -> str:
+    # A cluster client answers per node ({node: {...}}); a single Redis, one dict.
+    if isinstance(info, dict) and "run_id" in info:
+        return str(info["run_id"])
+    if isinstance(info, dict):
+        return ",".join(sorted(str(v.get("run_id", "")) for v in info.values()))
+    return ""
+
+
+def boards_lost_get(*, boards: list[BoardRef], topic: str | None = None) -> dict[int, str]:
+    """The boards Redis does not hold as truth: board id -> why (intact key or watermark gone).
+
+    ``topic``: whose watermark (default the configured match-results topic)."""
+    topic = topic or settings.KAFKA_MATCH_RESULTS_TOPIC
+    if not boards:
+        return {}
+    pipe = get_board_redis().pipeline(transaction=False)
+    for board in boards:
+        pipe.exists(keys.board_intact(board_id=board.id))
+        pipe.exists(keys.ingest_applied_offsets(board_id=board.id, topic=topic))
+    replies = pipe.execute()
+    lost: dict[int, str] = {}
+    for n, board in enumerate(boards):
+        intact, watermark = replies[2 * n], replies[2 * n + 1]
+        if not intact:
+            lost[board.id] = "intact key missing"
+        elif not watermark:
+            lost[board.id] = "watermark missing"
+    return lost
+
+
+def boards_recovering_get(*, boards: list[BoardRef]) -> set[int]:
+    """The boards a recovery is rebuilding now (their lock is held)."""
+    if not boards:
+        return set()
+    pipe = get_board_redis().pipeline(transaction=False)
+    for board in boards:
+        pipe.exists(keys.board_recovering(board_id=board.id))
+    return {board.id for board, held in zip(boards, pipe.execute(), strict=True) if held}
+
+
+def board_recover(
+    *, board: BoardRef, reason: str, now: datetime, topic: str | None = None
+) -> BoardRecovered | None:
+    """Raise the board's watermark, rebuild everything Redis must hold of ``board`` from
+    PostgreSQL, then mark it intact. None when another process holds the board's recovery or
+    a rebuild.
+
+    The watermark first: to the highest offset per partition of the board's stored results,
+    read *before* any rebuild takes its snapshot, so every result it covers is in every
+    snapshot, and a batch stored before the loss but applied after it is not counted twice
+    (docs/ingestion.md, "Redis losing data"). Then the season-long board; every daily board
+    within its expiry with counted results (and any daily board in Redis now: live ingestion
+    may have re-created one); the weekly boards of those days' weeks, from the rebuilt daily
+    boards.
+    """
+    client = get_board_redis()
+    lock = keys.board_recovering(board_id=board.id)
+    if not client.set(lock, reason[:100], nx=True, ex=RECOVERY_LOCK_SECONDS):
+        return None
+    started = time.monotonic()
+    try:
+        watermark_raise(board_id=board.id, offsets=board_stored_offsets(board=board), topic=topic)
+        label = f"recovery: {reason}"
+        board_rebuild(board_id=board.id, reason=label)
+        days = sorted(
+            set(board_days_in_window(board=board, now=now))
+            | set(daily_boards_existing(board_id=board.id))
+        )
+        for day in days:
+            board_rebuild(board_id=board.id, day=day, reason=label)
+        today = now.date()
+        weeks = sorted(
+            {d.isocalendar()[:2] for d in days if d <= today},
+        )
+        for iso_year, iso_week in weeks:
+            weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
+        client.set(keys.board_intact(board_id=board.id), "1")
+    except RebuildInProgressError:
+        logger.info("recovery of board %s waits for a rebuild in progress", board.id)
+        return None
+    finally:
+        client.delete(lock)
+    recovered = BoardRecovered(
+        board_id=board.id,
+        reason=reason,
+        days=tuple(days),
+        weeks=tuple((int(y), int(w)) for y, w in weeks),
+        seconds=time.monotonic() - started,
+    )
+    logger.warning(
+        "recovered board %s (%s): season-long, %d daily and %d weekly board(s) in %.1f s",
+        board.id,
+        reason,
+        len(recovered.days),
+        len(recovered.weeks),
+        recovered.seconds,
+    )
+    return recovered
+
+
+def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> RecoveryReport:
+    """Find the boards Redis lost or may hold stale, and repair them now (module docstring).
+
+    ``topic``: whose watermarks (default the configured match-results topic; a consumer passes
+    its own).
+    """
+    now = now or timezone.now()
+    client = get_board_redis()
+    boards = board_list_open()
+    lost = boards_lost_get(boards=boards, topic=topic)
+    recovered: list[BoardRecovered] = []
+    busy: list[int] = []
+    for board in boards:
+        if board.id not in lost:
+            continue
+        result = board_recover(board=board, reason=lost[board.id], now=now, topic=topic)
+        if result is None:
+            busy.append(board.id)
+        else:
+            recovered.append(result)
+
+    run_id = _redis_run_ids(client.info("server"))
+    raw_seen = client.get(keys.redis_run_id_seen())
+    seen = raw_seen.decode() if isinstance(raw_seen, bytes) else raw_seen
+    restarted = seen != run_id
+    reconciled: list[ReconcileResult] = []
+    lock = keys.redis_restart_check_lock()
+    if restarted and client.set(lock, run_id, nx=True, ex=RECOVERY_LOCK_SECONDS):
+        try:
+            logger.warning("Redis run id %s (last seen %s): reconciling every board", run_id, seen)
+            reconciled = boards_reconcile_live_seasons(now=now, topic=topic)
+            # Only once every board was compared: a crash before makes the next run redo it.
+            client.set(keys.redis_run_id_seen(), run_id)
+        finally:
+            client.delete(lock)
+    return RecoveryReport(
+        checked=len(boards),
+        recovered=tuple(recovered),
+        busy=tuple(busy),
+        redis_restarted=restarted,
+        reconciled=tuple(reconciled),
+    )

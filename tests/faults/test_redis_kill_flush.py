@@ -1,0 +1,223 @@
+"""The boards' Redis losing data under a running consumer: killed with the last second of its
+AOF cut off (what ``appendfsync everysec`` allows on a machine crash), and a FLUSHALL
+mid-ingest. Both run on a private redis-server of the test's own, never the shared one."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from leaderboard.models import MatchResult
+from tests.helpers import wait_until
+from tests.ingestion.ingest_helpers import committed_offsets, end_offsets, publish_results
+
+from .fault_helpers import (
+    FaultConsumer,
+    Outcome,
+    PrivateRedis,
+    Publisher,
+    board_differences,
+    consumer,
+    make_stream,
+    wait_exact,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+# The issue's bar (issue 11): every board exact within 60 s of the loss, no command typed.
+REPAIR_SECONDS = 60
+# ... and noticed "in seconds": boards that stay wrong and unchanged this long, with the
+# stream over, are not being repaired (this keeps a missing repair from costing 60 s a case).
+STALLED_SECONDS = 20
+
+# Both fail on main (issue 11, item 1: nothing notices a lost second or a flush); another
+# branch adds the repair. Not strict: they pass as XPASS the day it lands.
+NEEDS_REPAIR = "needs automatic Redis-loss repair (redisloss branch)"
+AOF_FAULT = "private Redis SIGKILLed mid-stream, the last second of its AOF cut off, restarted"
+FLUSH_FAULT = "FLUSHALL of the private Redis mid-ingest"
+
+
+@pytest.fixture
+def private_redis(tmp_path) -> Iterator[PrivateRedis]:
+    server = PrivateRedis(tmp_path / "redis")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _consumer_on(server: PrivateRedis, topic: str, dlq: str, log: Path) -> FaultConsumer:
+    group = f"test-redisloss-{uuid.uuid4().hex[:8]}"
+    return consumer(topic=topic, dlq=dlq, group=group, log=log, REDIS_URL=server.url)
+
+
+def _rows() -> int:
+    return MatchResult.objects.count()
+
+
+class AofSizes:
+    """The AOF's size every 20 ms while the stream runs, to know where it stood a second
+    before the kill."""
+
+    def __init__(self, server: PrivateRedis) -> None:
+        self.server = server
+        self.samples: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(AssertionError, FileNotFoundError):
+                self.samples.append((time.monotonic(), self.server.incr_aof().stat().st_size))
+            self._stop.wait(0.02)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def size_at(self, moment: float) -> int:
+        before = [size for at, size in self.samples if at <= moment]
+        assert before, "no AOF size sampled that early"
+        return before[-1]
+
+
+@pytest.mark.xfail(strict=False, reason=NEEDS_REPAIR)
+def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
+    kafka_topic_factory, private_redis, tmp_path, record
+) -> None:
+    stream = make_stream(count=8_000, players=1_000, seed=606)
+    topic, dlq = kafka_topic_factory("aof", partitions=2), kafka_topic_factory("aof-dlq")
+    process = _consumer_on(private_redis, topic, dlq, tmp_path / "consumer.log")
+    client = private_redis.client()
+    # About 6 s of stream: the consumer keeps up, so the AOF grows with the stream and its
+    # last second holds a second's worth of results, not the whole run.
+    publisher = Publisher(topic, stream.messages, size=150, every=0.08)
+    sizes = AofSizes(private_redis)
+    try:
+        process.start()
+        publisher.start()
+        process.wait_for(lambda: _rows() > 0, timeout=60)
+        ingesting = time.monotonic()
+        # Kill more than a second into the ingest, so that the cut takes the last second only.
+        wait_until(lambda: time.monotonic() - ingesting > 3, timeout=10)
+        assert not publisher.done.is_set(), "the kill must land mid-stream"
+        private_redis.kill()
+        killed = time.monotonic()
+        sizes.stop()
+        aof = private_redis.incr_aof()
+        full = aof.stat().st_size
+        kept = sizes.size_at(killed - 1.0)
+        # A machine crash with everysec: the last second never reached the disk. Redis loads
+        # a truncated tail (aof-load-truncated, on by default) and reverts a half MULTI.
+        with aof.open("r+b") as f:
+            f.truncate(kept)
+        private_redis.start()
+        restarted = time.monotonic()
+        publisher.join()
+        try:
+            seconds, lost, doubled = wait_exact(
+                client,
+                stream,
+                since=restarted,
+                timeout=REPAIR_SECONDS,
+                stalled=STALLED_SECONDS,
+                context=process.log_tail,
+            )
+        except AssertionError as exc:
+            _record_failure(record, stream, "Redis AOF cut", AOF_FAULT, exc)
+            raise
+        process.wait_for(
+            lambda: committed_offsets(topic, process.group) == end_offsets(topic), timeout=30
+        )
+        process.stop()
+    finally:
+        sizes.stop()
+        process.kill_if_running()
+    assert 0 < kept < full, "the cut must take the last second off the AOF, not all of it"
+    record(
+        Outcome(
+            "Redis AOF cut",
+            AOF_FAULT,
+            len(stream.distinct),
+            len(stream.messages),
+            round(seconds, 1),
+            0.0,
+            lost,
+            doubled,
+            0,
+            note=f"{full - kept} of {full} AOF bytes cut",
+        )
+    )
+
+
+def _record_failure(record, stream, case: str, fault: str, exc: AssertionError) -> None:
+    # Kept in the summary too: the table must show a case that is not exact, not skip it.
+    wrong = str(exc).split("boards wrong: ", 1)[-1].split("\n", 1)[0]
+    record(
+        Outcome(
+            case,
+            fault,
+            len(stream.distinct),
+            len(stream.messages),
+            -1.0,
+            0.0,
+            -1,
+            -1,
+            -1,
+            note=f"NOT EXACT: {str(exc).split(':', 1)[0]}; {wrong[:300]}",
+        )
+    )
+
+
+@pytest.mark.xfail(strict=False, reason=NEEDS_REPAIR)
+def test_flushall_mid_ingest(kafka_topic_factory, private_redis, tmp_path, record) -> None:
+    stream = make_stream(count=8_000, players=1_000, seed=707)
+    first, second, rest = stream.chunks(3)
+    topic, dlq = kafka_topic_factory("flush", partitions=2), kafka_topic_factory("flush-dlq")
+    process = _consumer_on(private_redis, topic, dlq, tmp_path / "consumer.log")
+    client = private_redis.client()
+    publish_results(topic, first)
+    publish_results(topic, second)
+    try:
+        process.start()
+        process.wait_for(lambda: _rows() >= len(first), timeout=60)
+        client.flushall()
+        flushed = time.monotonic()
+        assert board_differences(client, stream), "the flush must leave the boards wrong"
+        publish_results(topic, rest)
+        try:
+            seconds, lost, doubled = wait_exact(
+                client,
+                stream,
+                since=flushed,
+                timeout=REPAIR_SECONDS,
+                stalled=STALLED_SECONDS,
+                context=process.log_tail,
+            )
+        except AssertionError as exc:
+            _record_failure(record, stream, "Redis FLUSHALL", FLUSH_FAULT, exc)
+            raise
+        process.stop()
+    finally:
+        process.kill_if_running()
+    record(
+        Outcome(
+            "Redis FLUSHALL",
+            FLUSH_FAULT,
+            len(stream.distinct),
+            len(stream.messages),
+            round(seconds, 1),
+            0.0,
+            lost,
+            doubled,
+            0,
+        )
+    )
