@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
+from functools import partial
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from redis.exceptions import RedisError
 
 from seasons.models import Season, SeasonStatus
 from seasons.services import season_create
 
+from .. import keys
 from ..codec import CodecError, ScoreCodec
 from ..models import MAIN_BOARD, Board, BoardOrder, ScoringRule
+from ..redis import get_board_redis
+from .reconcile import watermark_raise
+
+logger = logging.getLogger(__name__)
 
 
 @transaction.atomic
@@ -55,7 +63,19 @@ def board_create(
     )
     board.full_clean()
     board.save(force_insert=True)
+    transaction.on_commit(partial(_new_board_mark_intact, board_id=board.id))
     return board
+
+
+def _new_board_mark_intact(*, board_id: int) -> None:
+    """A new board is whole as it is (empty): mark it intact, with its watermark hash, so its
+    reads answer at once instead of 503 until the recovery task's next run, and the recovery
+    does not rebuild it (services/recovery.py)."""
+    try:
+        watermark_raise(board_id=board_id, offsets={})
+        get_board_redis().set(keys.board_intact(board_id=board_id), "1")
+    except RedisError:
+        logger.warning("board %s: Redis unavailable; the recovery task marks it intact", board_id)
 
 
 # What a board's encoded scores depend on: fixed once the board has results.

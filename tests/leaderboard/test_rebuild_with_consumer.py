@@ -14,7 +14,7 @@ from ingestion.consumer import IngestTotals, MatchResultConsumer
 from leaderboard.models import RebuildRun, ScoringRule
 from leaderboard.services import board_rebuild
 from seasons.models import SeasonStatus
-from tests.helpers import main_board_id, make_season
+from tests.helpers import main_board_id, make_season, mark_intact
 from tests.ingestion.ingest_helpers import (
     Result,
     assert_boards_match,
@@ -31,6 +31,9 @@ def test_results_consumed_during_rebuilds_all_survive(board_redis, kafka_topic_f
     season = make_season(rule=ScoringRule.CUMULATIVE, status=SeasonStatus.ACTIVE)
     topic = kafka_topic_factory("rebuild-ingest", partitions=2)
     dlq = kafka_topic_factory("rebuild-ingest-dlq")
+    # As a recovery leaves it: the consumer's start-up recovery must not rebuild the board
+    # under the test's own rebuilds (it would hold the board's rebuild marker).
+    mark_intact(season, topic=topic)
     rng = random.Random(21)
     day = season.starts_at.date()
     results = [
