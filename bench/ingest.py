@@ -21,6 +21,13 @@ Everything runs against the local services in one run, so the ratios compare lik
 4. burst: the same at ``--burst-rate`` (20,000/s) for ``--burst-seconds``, then the time the
    lag takes to drain after the burst ends.
 
+Cluster mode: ``--cluster`` (or ``LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3`` exported, as for
+every process of the project) runs it all on the local clusters (README, "Running on clusters"):
+the boards on the Redis Cluster, the topics on the three brokers with the settings' replication
+factor (3) and ``min.insync.replicas`` (2), the consumers inheriting the same environment. The
+report's heading names the mode; the CPU figures sum every node (the six redis-servers, the
+three brokers), found by the ports they listen on.
+
 ``--boards 3`` spreads the background results of the backlog, steady and burst phases over three
 boards of the end-to-end season, in turn: ``main`` (desc, ``--rule``), ``asc-best`` (asc, best:
 lap times) and ``latest`` (desc, latest). Probes stay on ``main``; the drains count a record
@@ -42,16 +49,22 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from random import Random
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 RUN_TAG = uuid.uuid4().hex[:8]
+# --cluster: the local clusters (README, "Running on clusters"), exactly as exporting the two
+# variables; set before Django loads settings, and inherited by the consumer processes.
+if "--cluster" in sys.argv[1:]:
+    os.environ["LB_REDIS_MODE"] = "cluster"
+    os.environ["LB_KAFKA_BROKERS"] = "3"
 # Set before Django loads settings, and inherited by the consumer processes.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
 os.environ["LEADERBOARD_KEY_PREFIX"] = f"bench-{RUN_TAG}"
@@ -76,6 +89,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from kafka import KafkaAdminClient, KafkaConsumer  # noqa: E402
 from kafka.admin import NewTopic  # noqa: E402
+from redis.cluster import RedisCluster  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from ingestion.producer import (  # noqa: E402
@@ -87,7 +101,7 @@ from ingestion.schema import MatchResultMessage  # noqa: E402
 from ingestion.services import ValidResult, match_results_store  # noqa: E402
 from leaderboard import keys  # noqa: E402
 from leaderboard.models import MAIN_BOARD, BoardOrder, MatchResult, ScoringRule  # noqa: E402
-from leaderboard.redis import get_board_redis  # noqa: E402
+from leaderboard.redis import BoardRedis, get_board_redis  # noqa: E402
 from leaderboard.selectors import main_board_get  # noqa: E402
 from leaderboard.services import (  # noqa: E402
     CountedResult,
@@ -111,6 +125,10 @@ class Latency:
 class Report:
     started_at: str
     args: dict[str, object]
+    # Where it ran: "single" or "cluster" per service, and what each is (nodes, replication).
+    redis_mode: str = ""
+    kafka_brokers: int = 0
+    services: dict[str, str] = field(default_factory=dict)
     produce_backlog_per_s: float = 0.0
     kafka_consume_only_per_s: float = 0.0
     pg_insert_only_per_s: float = 0.0
@@ -126,6 +144,8 @@ class Report:
     # the machine's share of busy CPU over it (where the time goes when the drain is CPU-bound).
     e2e_cpu_ms_per_1000: dict[str, float] = field(default_factory=dict)
     e2e_cpu_busy_share: float | None = None
+    # Which processes each kind of the CPU figures sums (e.g. "6 redis-server on 7000-7005").
+    e2e_cpu_processes: dict[str, str] = field(default_factory=dict)
     # Players on each board of the end-to-end season after its drain (dead letters would count
     # as handled in the watermarks: this shows the results reached every board).
     e2e_board_players: dict[str, int] = field(default_factory=dict)
@@ -442,15 +462,81 @@ def _wait_loaders(loaders: list[subprocess.Popen[bytes]]) -> tuple[int, float]:
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_by_kind(consumer_pids: set[int]) -> dict[str, float]:
-    """CPU seconds used so far by the consumers and by each service, from /proc."""
+def _listening_pids(ports: Iterable[int]) -> dict[int, int]:
+    """port -> pid of the process listening on it (TCP, any address), from /proc.
+
+    The services are found by their ports, not by process name: the machine may run other
+    redis-servers and brokers (another checkout's, a test's private one) that are not this run's.
+    """
+    wanted = set(ports)
+    inodes: dict[str, int] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            port = int(fields[1].rsplit(":", 1)[1], 16)
+            if fields[3] == "0A" and port in wanted:  # 0A: LISTEN
+                inodes[f"socket:[{fields[9]}]"] = port
+    found: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            links = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        for link in links:
+            if link in inodes:
+                found.setdefault(inodes[link], int(entry.name))
+    return found
+
+
+def _service_pids(report: Report) -> dict[int, str]:
+    """pid -> kind ("redis", "kafka") of this run's servers, found by their ports; labels what
+    each kind sums in ``report.e2e_cpu_processes`` and notes a server it could not find."""
+    client = get_board_redis()
+    redis_ports: dict[int, str] = {}
+    if isinstance(client, RedisCluster):
+        for node in client.get_nodes():
+            redis_ports[int(node.port)] = str(node.server_type)
+    else:
+        redis_ports[urlsplit(settings.REDIS_URL).port or 6379] = "primary"
+    kafka_ports = {int(b.rsplit(":", 1)[1]) for b in settings.KAFKA_BOOTSTRAP_SERVERS}
+    listening = _listening_pids([*redis_ports, *kafka_ports])
+    pids: dict[int, str] = {}
+    for kind, ports in (("redis", sorted(redis_ports)), ("kafka", sorted(kafka_ports))):
+        seen = [p for p in ports if p in listening]
+        missing = [p for p in ports if p not in listening]
+        for port in seen:
+            pids[listening[port]] = kind
+        if kind == "redis":
+            roles = [redis_ports[p] for p in seen]
+            label = f"{len(seen)} redis-server ({', '.join(map(str, seen))}"
+            if len(ports) > 1:
+                label += f": {roles.count('primary')} masters, {roles.count('replica')} replicas"
+            report.e2e_cpu_processes[kind] = label + ")"
+        else:
+            report.e2e_cpu_processes[kind] = (
+                f"{len(seen)} broker{'s' * (len(seen) != 1)} ({', '.join(map(str, seen))})"
+            )
+        if missing:
+            report.notes.append(
+                f"{kind}: no process seen listening on {missing}: its CPU is not counted"
+            )
+    return pids
+
+
+def _cpu_by_kind(consumer_pids: set[int], service_pids: dict[int, str]) -> dict[str, float]:
+    """CPU seconds used so far by the consumers and by each kind of service, from /proc."""
     totals: dict[str, float] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue  # gone meanwhile
         comm = stat[stat.index("(") + 1 : stat.rindex(")")]
@@ -459,12 +545,10 @@ def _cpu_by_kind(consumer_pids: set[int]) -> dict[str, float]:
         pid = int(entry.name)
         if pid in consumer_pids:
             kind = "consumers"
+        elif pid in service_pids:
+            kind = service_pids[pid]
         elif comm.startswith("postgres"):
             kind = "postgresql"
-        elif comm.startswith("redis-server"):
-            kind = "redis"
-        elif comm == "java" and b"kafka.Kafka" in cmdline:
-            kind = "kafka"
         elif pid == os.getpid():
             kind = "bench process"
         else:
@@ -498,6 +582,9 @@ def run(args: argparse.Namespace) -> Report:
     report = Report(started_at=datetime.now(UTC).isoformat(), args=vars(args))
     call_command("migrate", verbosity=0)
     bootstrap = list(settings.KAFKA_BOOTSTRAP_SERVERS)
+    report.redis_mode = settings.LB_REDIS_MODE
+    report.kafka_brokers = settings.LB_KAFKA_BROKERS
+    report.services = _describe_services(get_board_redis(), bootstrap)
     topic = f"bench-ingest-{RUN_TAG}"
     group = f"bench-{RUN_TAG}"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="bench-admin")
@@ -646,13 +733,14 @@ def run(args: argparse.Namespace) -> Report:
                 )
             )
         pids = {c.pid for c in consumers}
+        services = _service_pids(report)
         # From here to the end of the drain (start-up included, which the consumers' share
         # carries: about a second of imports each).
-        cpu_before, busy_before = _cpu_by_kind(pids), _machine_busy()
+        cpu_before, busy_before = _cpu_by_kind(pids, services), _machine_busy()
         first, done = _wait_applied(
             topic, e2e_boards, len(backlog), timeout=args.timeout, desc="e2e drain"
         )
-        cpu_after, busy_after = _cpu_by_kind(pids), _machine_busy()
+        cpu_after, busy_after = _cpu_by_kind(pids, services), _machine_busy()
         if done is None or first is None:
             report.notes.append("the consumers did not apply the backlog within the timeout")
             return report
@@ -760,6 +848,26 @@ def run(args: argparse.Namespace) -> Report:
         _cleanup(admin, [topic, f"{topic}.dlq"], list(seasons))
 
 
+def _describe_services(client: BoardRedis, bootstrap: list[str]) -> dict[str, str]:
+    """What the run's boards and topics live on, for the report's heading."""
+    if isinstance(client, RedisCluster):
+        nodes = client.get_nodes()
+        masters = sum(1 for n in nodes if n.server_type == "primary")
+        redis_text = (
+            f"Redis Cluster, {masters} masters + {len(nodes) - masters} replicas "
+            f"({', '.join(sorted(n.name for n in nodes))})"
+        )
+    else:
+        url = urlsplit(settings.REDIS_URL)
+        redis_text = f"one Redis ({url.hostname}:{url.port or 6379}{url.path})"
+    kafka_text = (
+        f"{len(bootstrap)} Kafka broker{'s' * (len(bootstrap) != 1)} ({', '.join(bootstrap)}), "
+        f"topics with replication factor {settings.KAFKA_TOPIC_REPLICATION_FACTOR}, "
+        f"min.insync.replicas {settings.KAFKA_TOPIC_MIN_INSYNC_REPLICAS}"
+    )
+    return {"redis": redis_text, "kafka": kafka_text}
+
+
 def _cleanup(admin: KafkaAdminClient, topics: list[str], season_ids: list[int]) -> None:
     try:
         admin.delete_topics(topics)
@@ -767,10 +875,15 @@ def _cleanup(admin: KafkaAdminClient, topics: list[str], season_ids: list[int]) 
         admin.close()
     MatchResult.objects.filter(season_id__in=season_ids).delete()
     Season.objects.filter(id__in=season_ids).delete()
+    # This run's prefix only. On a cluster, scan_iter walks every master (redis-py sends SCAN to
+    # all primaries), and one UNLINK per key keeps each command within one slot.
     client = get_board_redis()
-    batch = list(client.scan_iter(match=f"{settings.LEADERBOARD_KEY_PREFIX}:*", count=1000))
-    for start in range(0, len(batch), 500):
-        client.unlink(*batch[start : start + 500])
+    pipe = client.pipeline(transaction=False)
+    for key in client.scan_iter(match=f"{settings.LEADERBOARD_KEY_PREFIX}:*", count=1000):
+        pipe.unlink(key)
+        if len(pipe) >= 500:
+            pipe.execute()
+    pipe.execute()
 
 
 def _fmt(value: float | None, unit: str = "") -> str:
@@ -783,8 +896,17 @@ def render(report: Report) -> str:
     def ratio(ceiling: float) -> str:
         return f"{e2e / ceiling:.2f}" if ceiling and e2e else "n/a"
 
+    both = report.redis_mode == "cluster" and report.kafka_brokers == 3
+    mode = (
+        "cluster mode"
+        if both
+        else "single-node mode"
+        if report.redis_mode == "single" and report.kafka_brokers == 1
+        else f"mixed mode (Redis {report.redis_mode}, {report.kafka_brokers} Kafka brokers)"
+    )
     lines = [
-        f"Ingestion benchmark, {report.started_at}",
+        f"Ingestion benchmark, {mode}, {report.started_at}",
+        *(f"{name}: {text}" for name, text in report.services.items()),
         f"args: {json.dumps(report.args, default=str)}",
         "",
         "| measurement | results/s | end-to-end / this |",
@@ -821,7 +943,15 @@ def render(report: Report) -> str:
             "",
             "CPU during the end-to-end drain (ms of CPU per 1,000 results applied; "
             f"machine busy {report.e2e_cpu_busy_share:.0%} of its CPU time):",
-            *(f"- {kind}: {ms:,.1f}" for kind, ms in report.e2e_cpu_ms_per_1000.items()),
+            *(
+                f"- {kind}: {ms:,.1f}"
+                + (
+                    f" ({report.e2e_cpu_processes[kind]})"
+                    if kind in report.e2e_cpu_processes
+                    else ""
+                )
+                for kind, ms in report.e2e_cpu_ms_per_1000.items()
+            ),
         ]
     if report.e2e_board_players:
         players = ", ".join(f"{slug} {n:,}" for slug, n in report.e2e_board_players.items())
@@ -863,11 +993,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--burst-producers", type=int, default=2, help="simulate_matches processes (python)"
     )
     parser.add_argument("--timeout", type=float, default=300, help="max wait per drain")
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="run on the local Redis Cluster and 3 Kafka brokers: the same as exporting "
+        "LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3 (read before Django loads its settings)",
+    )
     args = parser.parse_args(argv)
     report = run(args)
     text = render(report)
     print(text)
-    out = RESULTS_DIR / f"ingest-{RUN_TAG}.json"
+    out = RESULTS_DIR / f"ingest-{report.redis_mode}-{RUN_TAG}.json"
     out.write_text(json.dumps(asdict(report), indent=2, default=str))
     print(f"\n(raw figures in {out.relative_to(ROOT)})")
     return 0 if report.e2e_drain_per_s else 1

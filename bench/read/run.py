@@ -16,6 +16,14 @@
 Results are printed as Markdown and saved under bench/results/. Nothing here runs in the test
 suite. It uses Redis db ``--redis-db`` (default 12: the benchmark's own) and the PostgreSQL
 database ``--database`` (created if missing); ``--cleanup`` drops both data sets at the end.
+
+Cluster mode: ``--cluster`` (or ``LB_REDIS_MODE=cluster`` exported, as for every process of
+the project; the flag also sets ``LB_KAFKA_BROKERS=3``, which the read path does not use) puts
+the board on the local Redis Cluster (README, "Running on clusters"), where the product's
+``get_board_redis()`` and the gunicorn workers find it; a cluster has db 0 only, so the key
+prefix ``bench`` isolates it there, and ``--cleanup`` deletes ``bench:*`` on every master. The
+raw-Redis ceiling then goes through the same ``RedisCluster`` client. Django's cache and the
+Celery broker stay on the single Redis as in the product. The report names the mode.
 """
 
 from __future__ import annotations
@@ -62,11 +70,20 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--cleanup", action="store_true", help="drop the data sets at the end")
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--skip-pg", action="store_true")
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="the board on the local Redis Cluster: the same as exporting "
+        "LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3",
+    )
     return parser.parse_args()
 
 
 def configure(args: argparse.Namespace) -> None:
     """Environment for this process and the gunicorn it starts (settings.py reads it)."""
+    if args.cluster:
+        os.environ.update({"LB_REDIS_MODE": "cluster", "LB_KAFKA_BROKERS": "3"})
+    # In cluster mode the boards are on the cluster and REDIS_URL serves nothing of this bench.
     os.environ.update(
         {
             "DJANGO_SETTINGS_MODULE": "bench.read.settings",
@@ -417,17 +434,21 @@ def http_benchmarks(args: argparse.Namespace) -> dict[str, dict[str, float]]:
 
 
 def cleanup(args: argparse.Namespace) -> None:
+    """Every key under the ``bench`` prefix (on a cluster: on every master, since redis-py sends
+    SCAN to all primaries; one UNLINK per key, so each stays within one slot), and the table."""
     import psycopg
     from django.conf import settings
 
     from leaderboard import keys
     from leaderboard.redis import get_board_redis
-    from leaderboard.selectors import main_board_get
 
-    get_board_redis().unlink(
-        keys.board(board_id=main_board_get(season_id=SEASON_ID).id),
-        keys.top_snapshot(board_id=main_board_get(season_id=SEASON_ID).id),
-    )
+    client = get_board_redis()
+    pipe = client.pipeline(transaction=False)
+    for key in client.scan_iter(match=keys.prefix_pattern(), count=1000):
+        pipe.unlink(key)
+        if len(pipe) >= 500:
+            pipe.execute()
+    pipe.execute()
     with psycopg.connect(settings.DATABASE_URL, autocommit=True) as pg:
         pg.execute(f"DROP TABLE IF EXISTS {PG_TABLE}")
 
@@ -472,12 +493,33 @@ def summarize(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def describe_redis() -> str:
+    """Where the board lives, for the report's heading."""
+    from django.conf import settings
+    from redis.cluster import RedisCluster
+
+    from leaderboard.redis import get_board_redis
+
+    client = get_board_redis()
+    if isinstance(client, RedisCluster):
+        nodes = client.get_nodes()
+        masters = sum(1 for n in nodes if n.server_type == "primary")
+        return (
+            f"cluster mode: the board on the Redis Cluster ({masters} masters + "
+            f"{len(nodes) - masters} replicas, {', '.join(sorted(n.name for n in nodes))}), "
+            f"key prefix {settings.LEADERBOARD_KEY_PREFIX!r}"
+        )
+    return f"single-node mode: the board on one Redis ({settings.REDIS_URL})"
+
+
 def main() -> None:
     args = parse_args()
     configure(args)
     season = ensure_season()
+    mode = describe_redis()
+    print(f"Read benchmark, {mode}")
     load(args, season)
-    report: dict[str, Any] = {"players": args.players, "args": vars(args)}
+    report: dict[str, Any] = {"players": args.players, "args": vars(args), "mode": mode}
     report["python"] = python_benchmarks(args, season)
     print()
     print(
@@ -498,13 +540,15 @@ def main() -> None:
                 ["rps", "p50_ms", "p99_ms", "non_2xx"],
             )
         )
-    summary = summarize(report)
+    summary = [mode, *summarize(report)]
     print()
     print("\n".join(f"- {line}" for line in summary))
     report["summary"] = summary
     results_dir = ROOT / "bench" / "results"
     results_dir.mkdir(exist_ok=True)
-    out = results_dir / f"read-{args.players}-{int(time.time())}.json"
+    from django.conf import settings
+
+    out = results_dir / f"read-{settings.LB_REDIS_MODE}-{args.players}-{int(time.time())}.json"
     out.write_text(json.dumps(report, indent=2))
     print(f"\nsaved {out}")
     if args.cleanup:
