@@ -89,6 +89,8 @@ bench:
 	@echo "  $(PY) bench/store.py          PostgreSQL CPU per stored result, with/without a per-row FK"
 	@echo "  bench/rebuild                 rebuild from PostgreSQL while ingestion keeps running"
 	@echo "      full scale: bench/rebuild --players 10000000 --results 20000000 [--reuse]"
+	@echo "  bench/ingest and bench/read/run.py take --cluster: the local Redis Cluster and 3 Kafka"
+	@echo "      brokers (as LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3; docs/benchmarks.md)"
 	@echo "They need the local services (make services) and the venv (make venv)."
 
 clean:
