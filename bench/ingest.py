@@ -146,8 +146,13 @@ class Report:
     # the machine's share of busy CPU over it (where the time goes when the drain is CPU-bound).
     e2e_cpu_ms_per_1000: dict[str, float] = field(default_factory=dict)
     e2e_cpu_busy_share: float | None = None
-    # Which processes each kind of the CPU figures sums (e.g. "6 redis-server on 7000-7005").
+    # Which processes each kind of the CPU figures sums (e.g. "6 redis-server on 7000-7005"),
+    # and, on a Redis Cluster, the Redis figure split into masters and replicas.
     e2e_cpu_processes: dict[str, str] = field(default_factory=dict)
+    e2e_cpu_parts_ms_per_1000: dict[str, float] = field(default_factory=dict)
+    # CPU per 1,000 results of the Redis apply-only ceiling: the bench process (the client's
+    # Python: redis-py, the pipelines) and the Redis servers (masters / replicas on a cluster).
+    redis_apply_only_cpu_ms_per_1000: dict[str, float] = field(default_factory=dict)
     # Players on each board of the end-to-end season after its drain (dead letters would count
     # as handled in the watermarks: this shows the results reached every board).
     e2e_board_players: dict[str, int] = field(default_factory=dict)
@@ -496,8 +501,9 @@ def _listening_pids(ports: Iterable[int]) -> dict[int, int]:
     return found
 
 
-def _service_pids(report: Report) -> dict[int, str]:
-    """pid -> kind ("redis", "kafka") of this run's servers, found by their ports; labels what
+def _service_pids(report: Report) -> dict[int, tuple[str, str]]:
+    """pid -> (kind, part) of this run's servers, found by their ports: kind "redis" or
+    "kafka"; part "redis masters" / "redis replicas" on a Redis Cluster, else "". Labels what
     each kind sums in ``report.e2e_cpu_processes`` and notes a server it could not find."""
     client = get_board_redis()
     redis_ports: dict[int, str] = {}
@@ -508,12 +514,16 @@ def _service_pids(report: Report) -> dict[int, str]:
         redis_ports[urlsplit(settings.REDIS_URL).port or 6379] = "primary"
     kafka_ports = {int(b.rsplit(":", 1)[1]) for b in settings.KAFKA_BOOTSTRAP_SERVERS}
     listening = _listening_pids([*redis_ports, *kafka_ports])
-    pids: dict[int, str] = {}
+    cluster = isinstance(client, RedisCluster)
+    pids: dict[int, tuple[str, str]] = {}
     for kind, ports in (("redis", sorted(redis_ports)), ("kafka", sorted(kafka_ports))):
         seen = [p for p in ports if p in listening]
         missing = [p for p in ports if p not in listening]
         for port in seen:
-            pids[listening[port]] = kind
+            part = ""
+            if kind == "redis" and cluster:
+                part = "redis masters" if redis_ports[port] == "primary" else "redis replicas"
+            pids[listening[port]] = (kind, part)
         if kind == "redis":
             roles = [redis_ports[p] for p in seen]
             label = f"{len(seen)} redis-server ({', '.join(map(str, seen))}"
@@ -531,9 +541,13 @@ def _service_pids(report: Report) -> dict[int, str]:
     return pids
 
 
-def _cpu_by_kind(consumer_pids: set[int], service_pids: dict[int, str]) -> dict[str, float]:
-    """CPU seconds used so far by the consumers and by each kind of service, from /proc."""
+def _cpu_by_kind(
+    consumer_pids: set[int], service_pids: dict[int, tuple[str, str]]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """CPU seconds used so far by the consumers and by each kind of service, from /proc; and
+    by each part of a kind (a cluster's Redis masters and replicas)."""
     totals: dict[str, float] = {}
+    parts: dict[str, float] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -548,7 +562,9 @@ def _cpu_by_kind(consumer_pids: set[int], service_pids: dict[int, str]) -> dict[
         if pid in consumer_pids:
             kind = "consumers"
         elif pid in service_pids:
-            kind = service_pids[pid]
+            kind, part = service_pids[pid]
+            if part:
+                parts[part] = parts.get(part, 0.0) + seconds
         elif comm.startswith("postgres"):
             kind = "postgresql"
         elif pid == os.getpid():
@@ -556,7 +572,14 @@ def _cpu_by_kind(consumer_pids: set[int], service_pids: dict[int, str]) -> dict[
         else:
             continue
         totals[kind] = totals.get(kind, 0.0) + seconds
-    return totals
+    return totals, parts
+
+
+def _per_1000(before: dict[str, float], after: dict[str, float], results: int) -> dict[str, float]:
+    """ms of CPU per 1,000 results between two samples, per key."""
+    return {
+        key: round((after[key] - before.get(key, 0.0)) * 1e6 / results, 1) for key in sorted(after)
+    }
 
 
 def _machine_busy() -> tuple[float, float]:
@@ -704,7 +727,16 @@ def run(args: argparse.Namespace) -> Report:
                 )
                 bar.update(len(chunk))
 
+        services = _service_pids(report)
+        (cpu_before, parts_before) = _cpu_by_kind(set(), services)
         report.redis_apply_only_per_s = _timed("redis apply-only", len(counted), redis_only)
+        (cpu_after, parts_after) = _cpu_by_kind(set(), services)
+        apply_cpu = _per_1000(cpu_before, cpu_after, len(counted))
+        report.redis_apply_only_cpu_ms_per_1000 = {
+            "bench process (client)": apply_cpu.get("bench process", 0.0),
+            "redis": apply_cpu.get("redis", 0.0),
+            **_per_1000(parts_before, parts_after, len(counted)),
+        }
 
         # --- end to end: drain the backlog with real consumer processes ----------------------
         env = {**os.environ, "LOG_LEVEL": "INFO"}
@@ -735,23 +767,20 @@ def run(args: argparse.Namespace) -> Report:
                 )
             )
         pids = {c.pid for c in consumers}
-        services = _service_pids(report)
         # From here to the end of the drain (start-up included, which the consumers' share
         # carries: about a second of imports each).
-        cpu_before, busy_before = _cpu_by_kind(pids, services), _machine_busy()
+        (cpu_before, parts_before), busy_before = _cpu_by_kind(pids, services), _machine_busy()
         first, done = _wait_applied(
             topic, e2e_boards, len(backlog), timeout=args.timeout, desc="e2e drain"
         )
-        cpu_after, busy_after = _cpu_by_kind(pids, services), _machine_busy()
+        (cpu_after, parts_after), busy_after = _cpu_by_kind(pids, services), _machine_busy()
         if done is None or first is None:
             report.notes.append("the consumers did not apply the backlog within the timeout")
             return report
         report.e2e_drain_per_s = len(backlog) / (done - first)
         report.e2e_drain_incl_startup_per_s = len(backlog) / (done - started)
-        report.e2e_cpu_ms_per_1000 = {
-            kind: round((cpu_after[kind] - cpu_before.get(kind, 0.0)) * 1e6 / len(backlog), 1)
-            for kind in sorted(cpu_after)
-        }
+        report.e2e_cpu_ms_per_1000 = _per_1000(cpu_before, cpu_after, len(backlog))
+        report.e2e_cpu_parts_ms_per_1000 = _per_1000(parts_before, parts_after, len(backlog))
         busy = busy_after[0] - busy_before[0]
         client = get_board_redis()
         report.e2e_board_players = {
@@ -954,6 +983,16 @@ def render(report: Report) -> str:
                 )
                 for kind, ms in report.e2e_cpu_ms_per_1000.items()
             ),
+            *(
+                f"  - of which {part}: {ms:,.1f}"
+                for part, ms in report.e2e_cpu_parts_ms_per_1000.items()
+            ),
+        ]
+    if report.redis_apply_only_cpu_ms_per_1000:
+        lines += [
+            "",
+            "CPU during the Redis apply-only ceiling (ms per 1,000 results):",
+            *(f"- {k}: {ms:,.1f}" for k, ms in report.redis_apply_only_cpu_ms_per_1000.items()),
         ]
     if report.e2e_board_players:
         players = ", ".join(f"{slug} {n:,}" for slug, n in report.e2e_board_players.items())
