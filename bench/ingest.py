@@ -545,7 +545,12 @@ def _cpu_by_kind(
     consumer_pids: set[int], service_pids: dict[int, tuple[str, str]]
 ) -> tuple[dict[str, float], dict[str, float]]:
     """CPU seconds used so far by the consumers and by each kind of service, from /proc; and
-    by each part of a kind (a cluster's Redis masters and replicas)."""
+    by each part of a kind (a cluster's Redis masters and replicas).
+
+    PostgreSQL: the server's own processes (WAL writer, checkpointer...) and the backends of
+    the bench's database, not other databases' backends (another test suite on the machine).
+    """
+    database = str(settings.DATABASES["default"]["NAME"])
     totals: dict[str, float] = {}
     parts: dict[str, float] = {}
     for entry in Path("/proc").iterdir():
@@ -566,6 +571,8 @@ def _cpu_by_kind(
             if part:
                 parts[part] = parts.get(part, 0.0) + seconds
         elif comm.startswith("postgres"):
+            if not _postgres_counts(entry, database):
+                continue
             kind = "postgresql"
         elif pid == os.getpid():
             kind = "bench process"
@@ -573,6 +580,22 @@ def _cpu_by_kind(
             continue
         totals[kind] = totals.get(kind, 0.0) + seconds
     return totals, parts
+
+
+def _postgres_counts(entry: Path, database: str) -> bool:
+    """Whether a PostgreSQL process is the server's own or a backend of ``database``: a
+    backend's title is ``postgres: <user> <database> <host>(<port>) <state>``."""
+    try:
+        title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    words = title.split()
+    backend = (
+        len(words) >= 4
+        and words[0] == "postgres:"
+        and (words[3].endswith(")") or words[3] == "[local]")
+    )
+    return not backend or words[2] == database
 
 
 def _per_1000(before: dict[str, float], after: dict[str, float], results: int) -> dict[str, float]:
