@@ -357,6 +357,37 @@ def board_days_with_results(*, board: BoardRef) -> list[date]:
         return [row[0] for row in cursor.fetchall()]
 
 
+def board_players_ingested_since(
+    *, board: BoardRef, since: datetime, day: date | None = None, limit: int
+) -> list[int]:
+    """Up to ``limit`` players with a counted result ingested at or after ``since``: the players
+    whose last writes a Redis restart may have taken with it. Reads the board's rows (no index
+    carries ingested_at); run after a restart only, not every few seconds."""
+    sql = f"""
+        SELECT DISTINCT r.player_id {_counted_results_sql(day=day)}
+          AND r.ingested_at >= %(since)s
+        LIMIT %(limit)s
+    """
+    params = _params(board=board, day=day) | {"since": since, "limit": limit}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [int(row[0]) for row in cursor.fetchall()]
+
+
+def board_days_last_ingested(*, board: BoardRef) -> dict[date, datetime]:
+    """The UTC days on which the board has counted results -> when the last of them was
+    ingested (a late result written to an old day's board extends that board's expiry)."""
+    sql = f"""
+        SELECT (r.achieved_at AT TIME ZONE 'UTC')::date, max(r.ingested_at)
+        {_counted_results_sql(day=None)}
+        GROUP BY 1
+        ORDER BY 1
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, _params(board=board, day=None))
+        return {row[0]: row[1] for row in cursor.fetchall()}
+
+
 # Random starting points drawn per sampled player: duplicates (two starts landing before the
 # same player) collapse, so draw more than needed and keep the first ``size`` distinct ones.
 _SAMPLE_DRAWS_PER_PLAYER = 4

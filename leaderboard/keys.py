@@ -71,6 +71,12 @@ def rebuild_delta(*, board_key: str) -> str:
     return f"{board_key}:rebuild:delta"
 
 
+def rebuild_done(*, board_key: str) -> str:
+    """The PostgreSQL snapshot of the rebuild that last replaced ``board_key``: a result that
+    snapshot could see is on the board already, and a late apply of it must not count it again."""
+    return f"{board_key}:rebuild:done"
+
+
 def top_snapshot(*, board_id: int) -> str:
     """``lb:{b7}:top``: the pre-encoded top list refreshed every second by a task."""
     return f"{_board_tag(board_id)}:top"

@@ -4,7 +4,8 @@
 -- board and the daily boards the batch touches, each with its rebuild keys.
 --
 -- KEYS[1]            hash: partition -> highest offset of this topic already on this board
--- KEYS[2 + 4(i-1)..] key group i: the sorted set, its rebuild marker, pending list and delta ZSET
+-- KEYS[2 + 5(i-1)..] key group i: the sorted set, its rebuild marker, pending list, delta ZSET
+--                    and done key (the snapshot of the rebuild that last replaced the set)
 -- ARGV[1]            the partition (hash field)
 -- ARGV[2]            the lowest offset among the results below
 -- ARGV[3]            the highest offset the caller has handled in this partition
@@ -19,6 +20,9 @@
 -- consumer of the partition got there first: the caller drops them and calls again), or
 -- {1, changed, overflow...} where overflow lists "group_index member" of cumulative sums the
 -- codec cannot hold (those results are left out; nothing is clamped).
+--
+-- A result the last finished rebuild of a key could see (its xid visible in the done key's
+-- snapshot) is on that key already: it is left out of that key, not counted twice.
 --
 -- Everything, watermark included, happens in this one atomic call: either the whole batch of
 -- the partition is on the board and the watermark covers it, or none of it is.
@@ -38,8 +42,8 @@ local ngroups = tonumber(ARGV[8])
 -- old Python against this file) must fail loudly: parsed leniently, its results would match
 -- nothing and the watermark would move past them, losing them without a word.
 local spec_error = check_spec(rule, order, time_bits, max_points)
-if spec_error or not ngroups or #ARGV ~= 9 + ngroups or #KEYS ~= 1 + 4 * ngroups then
-  return redis.error_reply('apply_results: expected 9 + n arguments and 1 + 4n keys for n = '
+if spec_error or not ngroups or #ARGV ~= 9 + ngroups or #KEYS ~= 1 + 5 * ngroups then
+  return redis.error_reply('apply_results: expected 9 + n arguments and 1 + 5n keys for n = '
     .. tostring(ARGV[8]) .. ', got ' .. #ARGV .. ' and ' .. #KEYS
     .. (spec_error and (' (' .. spec_error .. ')') or '')
     .. ' (caller and script of different versions?)')
@@ -49,9 +53,10 @@ local _, separators = string.gsub(packed, ';', '')
 local expected_entries = (packed == '') and 0 or separators + 1
 local groups = {}
 for i = 1, ngroups do
-  local k = 1 + (i - 1) * 4
+  local k = 1 + (i - 1) * 5
   groups[i] = {
     key = KEYS[k + 1], marker = KEYS[k + 2], pending = KEYS[k + 3], delta = KEYS[k + 4],
+    done = redis.call('GET', KEYS[k + 5]) or false,
     expire_at = tonumber(ARGV[8 + i]), writes = {},
   }
 end
@@ -71,7 +76,9 @@ for si, member, spoints, sticks, sxid in string.gmatch(packed, '(%d+) (%d+) (%d+
   local points = tonumber(spoints)
   local ticks = tonumber(sticks)
   local ok = true
-  if rule ~= 'cumulative' then
+  if group.done and xid_visible(tonumber(sxid), group.done) then
+    ok = false  -- already on this key: the rebuild that replaced it counted it
+  elseif rule ~= 'cumulative' then
     local writes = group.writes
     writes[#writes + 1] = score_str(encode_score(points, ticks, order, time_bits, max_points))
     writes[#writes + 1] = member

@@ -116,6 +116,7 @@ def _script_args(
             keys.rebuild_marker(board_key=key),
             keys.rebuild_pending(board_key=key),
             keys.rebuild_delta(board_key=key),
+            keys.rebuild_done(board_key=key),
         ]
         expiries.append(0 if day is None else daily_board_expire_at(day=day, now=now))
     entries = ";".join(

@@ -33,6 +33,10 @@ logger = logging.getLogger(__name__)
 
 # The marker outlives a crashed rebuild by at most this long; a running rebuild refreshes it.
 MARKER_TTL_SECONDS = 600
+# How long a finished rebuild's snapshot keeps late applies of results it counted off the
+# board (keys.rebuild_done). A consumer applies what it stored within seconds, or once Redis is
+# back after an outage it retried through; a day outlasts any outage it would wait for.
+REBUILD_DONE_TTL_SECONDS = 86_400
 # Members per ZADD, and per delta-merge script call (short calls keep Redis responsive).
 DEFAULT_ZADD_BATCH = 1000
 DELTA_MERGE_BATCH = 1000
@@ -78,6 +82,7 @@ class _BoardKeys:
     marker: str
     pending: str
     delta: str
+    done: str
 
 
 def _board_keys(*, board_id: int, day: date | None) -> _BoardKeys:
@@ -92,6 +97,7 @@ def _board_keys(*, board_id: int, day: date | None) -> _BoardKeys:
         marker=keys.rebuild_marker(board_key=live),
         pending=keys.rebuild_pending(board_key=live),
         delta=keys.rebuild_delta(board_key=live),
+        done=keys.rebuild_done(board_key=live),
     )
 
 
@@ -233,8 +239,8 @@ def board_rebuild(
             now = timezone.now()
             ttl_ms = max(1, daily_board_expire_at(day=day, now=now) - int(now.timestamp())) * 1000
         finished = get_script(client, "rebuild_finish")(
-            keys=[k.temp, k.live, k.marker, k.pending, k.delta],
-            args=[snapshot[0], *rule_args, ttl_ms],
+            keys=[k.temp, k.live, k.marker, k.pending, k.delta, k.done],
+            args=[snapshot[0], *rule_args, ttl_ms, REBUILD_DONE_TTL_SECONDS],
         )
         size = int(finished[0])
         overflowed += [int(member) for member in finished[1:]]

@@ -18,8 +18,9 @@ from django.conf import settings
 
 from leaderboard import keys
 from leaderboard.board_scores import (
-    board_days_with_results,
+    board_days_last_ingested,
     board_member_count,
+    board_players_ingested_since,
     board_players_sample,
     board_scores_chunks,
     board_scores_for_players,
@@ -44,6 +45,11 @@ MISMATCH_EXAMPLES = 20
 # A full comparison that finds more players differing than this does not look at each of
 # them a second time: the board is rebuilt anyway.
 RECHECK_MAX = 5000
+# After a Redis restart, a board too large to compare in full has its recently ingested
+# players compared as well as its sample: at most this many (a lost second at 100,000 results
+# a second), in ZMSCORE calls of COMPARE_CHUNK players (short calls keep Redis responsive).
+RECENT_PLAYERS_MAX = 200_000
+COMPARE_CHUNK = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +72,10 @@ def _compare(
     if not players:
         return redis_members, expected_members, []
     expected = board_scores_for_players(board=board, player_ids=players, day=day)
-    actual = client.zmscore(key, [str(p) for p in players])
+    actual: list[float | None] = []
+    for first in range(0, len(players), COMPARE_CHUNK):
+        chunk = players[first : first + COMPARE_CHUNK]
+        actual += client.zmscore(key, [str(p) for p in chunk])
     mismatches: list[dict[str, int | None]] = []
     for player, got in zip(players, actual, strict=True):
         want = expected.get(player)
@@ -113,6 +122,7 @@ def board_reconcile(
     repair: bool = True,
     full_max_members: int | None = None,
     topic: str | None = None,
+    recent_since: datetime | None = None,
 ) -> ReconcileResult:
     """Compare a board in Redis with PostgreSQL; record the drift; rebuild the board if any.
 
@@ -121,6 +131,10 @@ def board_reconcile(
     board) and from Redis (present but not counted, e.g. a voided result or a banned player).
     A result committed but not yet applied looks like drift for a moment, so a drift is
     confirmed by a second look at the same players before it counts.
+
+    ``recent_since`` (after a Redis restart): a board compared by sample also compares every
+    player with a result ingested since then, whose last write the restart may have lost; a
+    sample alone would find a lost second of writes on a large board only by luck.
 
     A repair also raises the board's watermark of ``topic`` to the offsets of its stored
     results (a drifted board lost its last writes, and with them its watermark's last moves).
@@ -143,7 +157,21 @@ def board_reconcile(
         from_pg = board_players_sample(board=board, size=half, day=day)
         raw_members = cast(list[bytes], client.zrandmember(k.live, half) or [])
         from_redis = [int(m) for m in raw_members]
-        players = sorted(set(from_pg) | set(from_redis))
+        recent: list[int] = []
+        if recent_since is not None:
+            recent = board_players_ingested_since(
+                board=board, since=recent_since, day=day, limit=RECENT_PLAYERS_MAX
+            )
+            if len(recent) == RECENT_PLAYERS_MAX:
+                logger.warning(
+                    "reconcile: board %s%s has more than %d players ingested since %s; "
+                    "comparing that many",
+                    board_id,
+                    "" if day is None else f" day {day}",
+                    RECENT_PLAYERS_MAX,
+                    recent_since.isoformat(),
+                )
+        players = sorted(set(from_pg) | set(from_redis) | set(recent))
     sampled = len(players)
 
     redis_members, expected_members, mismatches = _compare(
@@ -215,12 +243,15 @@ def reconcile_days(*, season: SeasonRef, today: date) -> list[date]:
 
 def board_days_in_window(*, board: BoardRef, now: datetime) -> list[date]:
     """The days whose daily board Redis must hold: each day with a counted result whose board
-    has not expired (LEADERBOARD_DAILY_TTL_DAYS after the day ends)."""
+    has not expired. Ingestion sets a daily board to expire LEADERBOARD_DAILY_TTL_DAYS after its
+    day ends or after its last write, whichever is later (``daily_board_expire_at``), so a day
+    of last month that received a late result yesterday is still in Redis, and must be checked
+    and rebuilt like today's (a Redis restart may have lost that late write)."""
     stamp = int(now.timestamp())
     return [
         day
-        for day in board_days_with_results(board=board)
-        if daily_board_expire_at(day=day, now=datetime(1970, 1, 1, tzinfo=UTC)) > stamp
+        for day, last_ingested in board_days_last_ingested(board=board).items()
+        if daily_board_expire_at(day=day, now=last_ingested) > stamp
     ]
 
 
@@ -229,8 +260,10 @@ def boards_reconcile_live_seasons(
     now: datetime,
     sample_size: int = DEFAULT_RECONCILE_SAMPLE,
     topic: str | None = None,
+    recent_since: datetime | None = None,
 ) -> list[ReconcileResult]:
-    """Reconcile every live board: season-long, and every daily board within its expiry.
+    """Reconcile every live board: season-long, and every daily board within its expiry
+    (``recent_since``: see ``board_reconcile``).
 
     A board Redis lost entirely (no intact key) is the recovery's (services/recovery.py).
     """
@@ -245,6 +278,7 @@ def boards_reconcile_live_seasons(
                 board_id=board.id,
                 sample_size=sample_size,
                 topic=topic,
+                recent_since=recent_since,
             )
         )
         repaired: list[date] = []
@@ -254,6 +288,7 @@ def boards_reconcile_live_seasons(
                 day=day,
                 sample_size=sample_size,
                 topic=topic,
+                recent_since=recent_since,
             )
             results.append(result)
             if result.rebuilt:

@@ -8,7 +8,10 @@ Every board Redis must hold (``board_list_open``) has an *intact* key in its slo
 - the board's applied-offset watermark gone while the intact key is there (a partial loss);
 - a new Redis run id (``INFO server``) since last seen: Redis restarted, perhaps from an AOF
   that lacks its last second. Nothing is missing then, only stale: every board is reconciled
-  in full (services/reconcile.py), which finds the players whose last writes were lost.
+  (services/reconcile.py), in full up to RECONCILE_FULL_MAX_MEMBERS players; a larger board
+  compares its sample and every player ingested since shortly before the last check that saw
+  the old run id (a heartbeat kept with it), which finds the players whose last writes were
+  lost.
 
 ``boards_recover`` runs these checks (two EXISTS per board in one round trip, one INFO) at
 consumer start-up, every few seconds from Celery beat, and repairs what they find at once.
@@ -20,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -45,6 +48,11 @@ logger = logging.getLogger(__name__)
 
 # A recovery that crashed holds its board's lock at most this long; a running one keeps it.
 RECOVERY_LOCK_SECONDS = 900
+# After a restart, players ingested since this long before the last check that saw the old
+# Redis are compared: the writes an AOF ``everysec`` loses are the last second or two before
+# the crash, applied at most a few seconds after their PostgreSQL commit (ingested_at), and
+# consumer clocks may differ from this one's by a little.
+RESTART_LOOKBACK_SECONDS = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +89,19 @@ def _redis_run_ids(info: Any) -> str:
     if isinstance(info, dict):
         return ",".join(sorted(str(v.get("run_id", "")) for v in info.values()))
     return ""
+
+
+def _seen_parse(raw: Any) -> tuple[str | None, datetime | None]:
+    """The run id last seen, and when (``"<run ids> <unix time>"``; a bare run id from before
+    the heartbeat was kept has no time)."""
+    if raw is None:
+        return None, None
+    text = raw.decode() if isinstance(raw, bytes) else str(raw)
+    run_id, _, stamp = text.partition(" ")
+    try:
+        return run_id, datetime.fromtimestamp(float(stamp), tz=UTC)
+    except ValueError:
+        return run_id, None
 
 
 def boards_lost_get(*, boards: list[BoardRef], topic: str | None = None) -> dict[int, str]:
@@ -197,17 +218,27 @@ def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> 
             recovered.append(result)
 
     run_id = _redis_run_ids(client.info("server"))
-    raw_seen = client.get(keys.redis_run_id_seen())
-    seen = raw_seen.decode() if isinstance(raw_seen, bytes) else raw_seen
+    seen, seen_at = _seen_parse(client.get(keys.redis_run_id_seen()))
     restarted = seen != run_id
+    heartbeat = f"{run_id} {time.time():.3f}"  # wall time: compared with ingested_at
     reconciled: list[ReconcileResult] = []
     lock = keys.redis_restart_check_lock()
-    if restarted and client.set(lock, run_id, nx=True, ex=RECOVERY_LOCK_SECONDS):
+    if not restarted:
+        client.set(keys.redis_run_id_seen(), heartbeat)
+    elif client.set(lock, run_id, nx=True, ex=RECOVERY_LOCK_SECONDS):
         try:
-            logger.warning("Redis run id %s (last seen %s): reconciling every board", run_id, seen)
-            reconciled = boards_reconcile_live_seasons(now=now, topic=topic)
+            since = None
+            if seen_at is not None:
+                since = seen_at - timedelta(seconds=RESTART_LOOKBACK_SECONDS)
+            logger.warning(
+                "Redis run id %s (last seen %s at %s): reconciling every board",
+                run_id,
+                seen,
+                seen_at.isoformat() if seen_at else "-",
+            )
+            reconciled = boards_reconcile_live_seasons(now=now, topic=topic, recent_since=since)
             # Only once every board was compared: a crash before makes the next run redo it.
-            client.set(keys.redis_run_id_seen(), run_id)
+            client.set(keys.redis_run_id_seen(), heartbeat)
         finally:
             client.delete(lock)
     return RecoveryReport(

@@ -38,13 +38,6 @@ REPAIR_SECONDS = 60
 # stream over, are not being repaired (this keeps a missing repair from costing 60 s a case).
 STALLED_SECONDS = 20
 
-# On main (with the redisloss merge) a FLUSHALL is recovered in seconds by beat's recovery
-# task; after a restart with the AOF's last second cut, the season-long boards come back exact
-# but their daily boards stay wrong. Not strict: it passes as XPASS the day that is fixed.
-NEEDS_REPAIR = (
-    "needs automatic Redis-loss repair (redisloss branch): after a restart that lost the AOF's "
-    "last second, the daily boards stay wrong"
-)
 AOF_FAULT = "private Redis SIGKILLed mid-stream, the last second of its AOF cut off, restarted"
 FLUSH_FAULT = "FLUSHALL of the private Redis mid-ingest"
 
@@ -132,7 +125,6 @@ class AofSizes:
         return before[-1]
 
 
-@pytest.mark.xfail(strict=False, reason=NEEDS_REPAIR)
 def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
     kafka_topic_factory, private_redis, settings, tmp_path, record
 ) -> None:

@@ -164,6 +164,7 @@ def test_a_caller_of_another_argument_layout_fails_and_moves_nothing(board_redis
         keys.rebuild_marker(board_key=board),
         keys.rebuild_pending(board_key=board),
         keys.rebuild_delta(board_key=board),
+        keys.rebuild_done(board_key=board),
     ]
     # partition, lowest offset, handled offset, the spec, one key group and its expiry.
     codec = season.codec

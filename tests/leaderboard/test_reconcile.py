@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,6 +13,7 @@ from leaderboard import keys
 from leaderboard.models import MatchResult, ReconcileRun, ScoringRule
 from leaderboard.redis import get_board_redis
 from leaderboard.services import (
+    board_days_in_window,
     board_reconcile,
     boards_reconcile_live_seasons,
     boards_recover,
@@ -152,3 +154,125 @@ def test_reconcile_days_cover_this_week_within_the_season():
         monday,
         monday + timedelta(days=1),
     ]
+
+
+def test_an_old_day_with_a_late_result_is_in_the_window_its_board_expires_after():
+    """Ingestion keeps a daily board DAILY_TTL days after its last write: a day of two months
+    ago that got a result yesterday is in Redis, so the checks after a Redis loss cover it."""
+    from leaderboard.selectors import board_get
+
+    now = timezone.now()
+    season = make_season(
+        status=SeasonStatus.ACTIVE, starts_at=now - timedelta(days=90), ends_at=now
+    )
+    board_id = main_board_id(season.id)
+    old_day, late_day = (now - timedelta(days=61)).date(), (now - timedelta(days=60)).date()
+    for day, ingested_at in (
+        (old_day, now - timedelta(days=61)),
+        (late_day, now - timedelta(days=1)),
+    ):
+        MatchResult.objects.create(
+            season_id=season.id,
+            board_id=board_id,
+            match_id=uuid.uuid4(),
+            player_id=1,
+            points=5,
+            achieved_at=datetime(day.year, day.month, day.day, 12, tzinfo=UTC),
+            ingested_at=ingested_at,
+        )
+    board = board_get(board_id=board_id)
+    assert board_days_in_window(board=board, now=now) == [late_day]
+    later = now + timedelta(days=django_settings.LEADERBOARD_DAILY_TTL_DAYS + 1)
+    assert board_days_in_window(board=board, now=later) == []
+
+
+def _lose_last_writes(client, season, *, players: list[int], now) -> list[MatchResult]:
+    """Ingest one result for each of ``players``, then put their scores back as they were
+    (season-long and daily): what a Redis restart that lost its last second leaves."""
+    board_id = main_board_id(season.id)
+    at = now - timedelta(hours=1)
+    touched = [keys.board(board_id=board_id), keys.daily_board(board_id=board_id, day=at.date())]
+    before = {key: live.board(client, key) for key in touched}
+    results = [live.ingest(client, season, player_id=p, points=3, at=at) for p in players]
+    for key in touched:
+        for player in players:
+            if player in before[key]:
+                client.zadd(key, {str(player): before[key][player]})
+            else:
+                client.zrem(key, str(player))
+    return results
+
+
+def _large_board_with_lost_last_writes(client, now, *, players: int = 60):
+    """``players`` ingested two hours ago, then 5 whose last writes Redis lost just now."""
+    season = make_season(
+        rule=ScoringRule.CUMULATIVE,
+        status=SeasonStatus.ACTIVE,
+        starts_at=now - timedelta(days=5),
+        ends_at=now + timedelta(days=5),
+    )
+    rng = random.Random(11)
+    old = [
+        live.ingest(
+            client, season, player_id=p, points=rng.randint(1, 9), at=now - timedelta(days=1)
+        )
+        for p in range(1, players + 1)
+    ]
+    MatchResult.objects.filter(season=season).update(ingested_at=now - timedelta(hours=2))
+    lost = _lose_last_writes(client, season, players=[3, 17, 29, 44, 58], now=now)
+    return season, old + lost
+
+
+def test_a_large_board_after_a_restart_compares_every_recently_ingested_player(
+    board_redis, settings
+):
+    """A board too large to compare in full is compared by sample; after a Redis restart, the
+    players ingested shortly before it are compared too: a sample of two would find the five
+    lost writes only by luck."""
+    now = timezone.now()
+    season, results = _large_board_with_lost_last_writes(board_redis, now)
+    board_id = main_board_id(season.id)
+
+    result = board_reconcile(
+        board_id=board_id,
+        sample_size=2,
+        full_max_members=10,
+        recent_since=now - timedelta(minutes=1),
+    )
+
+    assert (result.full, result.drift_found, result.rebuilt) == (False, True, True)
+    run = ReconcileRun.objects.get(pk=int(result.run_id or 0))
+    assert run.mismatched_scores == 5
+    assert live.board(board_redis, keys.board(board_id=board_id)) == expected_board(season, results)
+
+
+def test_the_recovery_compares_the_players_ingested_before_a_redis_restart(own_redis, settings):
+    """The recovery task keeps a heartbeat with the run id it saw; after a new run id it
+    reconciles every board, comparing on large boards every player ingested since shortly
+    before that heartbeat."""
+    settings.RECONCILE_FULL_MAX_MEMBERS = 10
+    now = timezone.now()
+    # Five times the default sample (200): it alone would find all five lost writes only by
+    # a luck of about 1 in 300,000.
+    season, results = _large_board_with_lost_last_writes(own_redis, now, players=1000)
+    board_id = main_board_id(season.id)
+    # The run id of the Redis before the restart, seen by the recovery 5 s ago.
+    own_redis.set(keys.redis_run_id_seen(), f"0123abcd {now.timestamp() - 5:.3f}")
+
+    report = boards_recover()
+
+    assert report.redis_restarted
+    assert report.recovered == ()  # nothing was lost as a whole
+    season_long = [r for r in report.reconciled if r.day is None]
+    assert [(r.board_id, r.full, r.drift_found, r.rebuilt) for r in season_long] == [
+        (board_id, False, True, True)
+    ]
+    assert ReconcileRun.objects.get(pk=int(season_long[0].run_id or 0)).mismatched_scores == 5
+    assert live.board(own_redis, keys.board(board_id=board_id)) == expected_board(season, results)
+    day = (now - timedelta(hours=1)).astimezone(UTC).date()
+    assert live.board(own_redis, keys.daily_board(board_id=board_id, day=day)) == (
+        expected_board(season, results, day=day)
+    )
+    # The heartbeat now holds this Redis's run id: the next look reconciles nothing.
+    assert not own_redis.get(keys.redis_run_id_seen()).startswith(b"0123abcd ")
+    assert boards_recover().reconciled == ()
