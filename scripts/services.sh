@@ -1008,6 +1008,13 @@ start_kafka_cluster() {
     if [ "$running" -eq 3 ] && wait_until 30 kc_all_registered; then
         log "Kafka cluster already running (3 brokers on $(kc_bootstrap))"; return 0
     fi
+    # Started from another checkout (its pid files live there): reuse it when all three answer
+    # and see each other, as the single services are reused; this checkout's stop leaves it.
+    if [ "$running" -eq 0 ] && port_open "$(kc_port 1)" && kc_all_registered; then
+        log "Kafka cluster: 3 brokers already answering on $(kc_bootstrap), reusing (not started from $LOCAL_DIR)"
+        for n in $(kc_nodes); do REUSED+=("kafka-cluster:$(kc_port "$n")"); done
+        return 0
+    fi
     mkdir -p "$KAFKA_CLUSTER_DIR"
     kafka_fetch_libs
     for n in $(kc_nodes); do kc_launch_node "$n"; done

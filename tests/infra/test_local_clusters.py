@@ -10,6 +10,7 @@ been started from this checkout's state folder (``LB_LOCAL_DIR``).
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -453,3 +454,34 @@ def _read_whole_topic(brokers: list[str], topic: str) -> list[int]:
         return values
     finally:
         consumer.close()
+
+
+def test_a_second_checkout_reuses_the_running_clusters_and_its_stop_leaves_them(
+    kafka_cluster_up: KafkaAdminClient, tmp_path: Path
+) -> None:
+    """Another clone's ``make run`` on the same machine (its own state folder) must use the
+    clusters this checkout started, not fail on their ports, and its stop must leave them."""
+    env = {
+        **os.environ,
+        "LB_LOCAL_DIR": str(tmp_path / "other-checkout"),
+        "LB_REDIS_MODE": "cluster",
+        "LB_KAFKA_BROKERS": "3",
+    }
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(SERVICES_SH), *args],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+            env=env,
+        )
+
+    started = run("start")
+    assert started.returncode == 0, started.stderr
+    said = started.stdout + started.stderr
+    assert "Kafka cluster: 3 brokers already answering" in said
+    stopped = run("stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert len(unfenced_broker_ids(kafka_cluster_up)) == 3
