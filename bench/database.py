@@ -11,6 +11,12 @@ import os
 DEFAULT_DATABASE_URL = "postgres://leaderboard:leaderboard@127.0.0.1:5432/leaderboard"
 
 
+def bench_secret_key_default(*, bench: str) -> None:
+    """Benchmarks run with DEBUG off, as production does; settings refuse that with the
+    published development key, so each bench has a key of its own unless one is set."""
+    os.environ.setdefault("DJANGO_SECRET_KEY", f"bench-{bench}-only-not-a-secret-" + "x" * 32)
+
+
 def bench_database_url(*, name: str) -> str:
     """The URL of database ``name`` beside the configured one, created if it does not exist."""
     import environ

@@ -70,14 +70,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
 os.environ["LEADERBOARD_KEY_PREFIX"] = f"bench-{RUN_TAG}"
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 os.environ.setdefault("KAFKA_LOG_LEVEL", "ERROR")
-# DEBUG stays off, as in production; settings refuse that with the published development key.
-os.environ.setdefault("DJANGO_SECRET_KEY", "bench-ingest-only-not-a-secret-" + "x" * 32)
 
 PROBE_BASE = 5_000_000_000  # probe player ids: never used by background results
 RESULTS_DIR = ROOT / "bench" / "results"
 
 
-from bench.database import bench_database_url  # noqa: E402
+from bench.database import bench_database_url, bench_secret_key_default  # noqa: E402
+
+bench_secret_key_default(bench="ingest")
 
 os.environ["DATABASE_URL"] = bench_database_url(
     name=os.environ.get("BENCH_DATABASE_NAME", "leaderboard_bench")

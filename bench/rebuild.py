@@ -46,8 +46,9 @@ os.environ.setdefault("LOG_LEVEL", "WARNING")
 os.environ["DATABASE_CONN_MAX_AGE"] = "0"
 
 
-from bench.database import bench_database_url  # noqa: E402
+from bench.database import bench_database_url, bench_secret_key_default  # noqa: E402
 
+bench_secret_key_default(bench="rebuild")
 os.environ["DATABASE_URL"] = bench_database_url(
     name=os.environ.get("BENCH_REBUILD_DATABASE_NAME", "leaderboard_bench_rebuild")
 )

@@ -32,8 +32,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
-from bench.database import bench_database_url  # noqa: E402
+from bench.database import bench_database_url, bench_secret_key_default  # noqa: E402
 
+bench_secret_key_default(bench="store")
 os.environ["DATABASE_URL"] = bench_database_url(name="leaderboard_bench_store")
 
 import django  # noqa: E402
