@@ -36,7 +36,7 @@ from .board_redis_watch import BoardRedisWatch
 from .dead_letters import KafkaDeadLetterSink, dead_letter_producer
 from .kafka_adapter import group_coordinator_connected
 from .kafka_watch import KafkaWatch
-from .offsets import next_offsets, offsets_commit, partition_lags
+from .offsets import next_offsets, offsets_commit, owed_offsets_commit, partition_lags
 from .retrying import Backoff, ConsumerStopping
 from .services import ConsumedRecord, DeadLetterSink, match_results_ingest
 from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
@@ -83,6 +83,9 @@ class MatchResultConsumer:
         self.options = options
         self.stop_event = stop or threading.Event()
         self.totals = IngestTotals()
+        # Batches on both sinks whose offset commit a rebalance refused (partition -> next
+        # offset): committed at a graceful stop if the partition is still this member's.
+        self._owed: dict[TopicPartition, int] = {}
         self._retrying = Backoff(stop=self.stop_event, max_delay=options.backoff_max_seconds)
         self._last_report = time.monotonic()
         self._last_report_applied = 0
@@ -176,6 +179,11 @@ class MatchResultConsumer:
         except ConsumerStopping as exc:
             logger.warning("%s; the uncommitted batch will be delivered again", exc)
         finally:
+            committed = owed_offsets_commit(
+                consumer=consumer, owed=self._owed, poll_timeout_ms=self.options.poll_timeout_ms
+            )
+            for tp, offset in committed.items():
+                self.totals.positions[tp.partition] = offset
             self._report(consumer)
             consumer.close(autocommit=False)
             producer.close(timeout=5)
@@ -215,6 +223,10 @@ class MatchResultConsumer:
         if offsets_commit(consumer=consumer, offsets=offsets, retrying=self._retrying):
             for tp, offset in offsets.items():
                 self.totals.positions[tp.partition] = offset
+                self._owed.pop(tp, None)
+        else:
+            for tp, offset in offsets.items():
+                self._owed[tp] = max(offset, self._owed.get(tp, offset))
         self.totals.add(outcome)
         metrics.RECORDS.labels(topic=topic).inc(outcome.records)
         metrics.APPLIED.labels(topic=topic).inc(outcome.applied)

@@ -10,7 +10,7 @@ import pytest
 from kafka.errors import CommitFailedError, KafkaTimeoutError, RebalanceInProgressError
 from kafka.structs import TopicPartition
 
-from ingestion.offsets import consumer_lag, next_offsets, offsets_commit
+from ingestion.offsets import consumer_lag, next_offsets, offsets_commit, owed_offsets_commit
 from ingestion.retrying import Backoff
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -76,3 +76,43 @@ def test_lag_sums_the_partitions_whose_position_and_high_watermark_are_known() -
     assert consumer_lag(consumer=consumer, positions={0: 100, 1: 9, 2: 0}) == 20  # B: never < 0
     assert consumer_lag(consumer=consumer, positions={}) is None
     assert consumer_lag(consumer=FakeConsumer(), positions={0: 1}) is None
+
+
+class RebalancedConsumer(FakeConsumer):
+    """After a rebalance: ``owns`` the partitions it still has, ``committed`` the group's."""
+
+    def __init__(self, *, owns: set[TopicPartition], committed: dict[TopicPartition, int]):
+        super().__init__(highwater=dict.fromkeys(owns))
+        self._committed = committed
+        self.polls = 0
+
+    def poll(self, *, timeout_ms: int, max_records: int) -> dict:
+        self.polls += 1  # completes the rebalance; its records are left alone
+        return {}
+
+    def committed(self, tp: TopicPartition) -> int | None:
+        return self._committed.get(tp)
+
+
+def test_at_stop_the_offsets_a_rebalance_refused_are_committed_where_still_owned() -> None:
+    C = TopicPartition("t", 2)
+    consumer = RebalancedConsumer(owns={A, C}, committed={C: 50})
+
+    done = owed_offsets_commit(consumer=consumer, owed={A: 10, B: 7, C: 40}, poll_timeout_ms=10)
+
+    # A: still ours, committed behind; B: another member's now; C: already committed further.
+    assert done == {A: 10}
+    assert consumer.commits == [{A: 10}]
+    assert consumer.polls == 1
+
+
+def test_at_stop_nothing_owed_means_no_poll_and_a_failed_commit_commits_nothing(caplog) -> None:
+    idle = RebalancedConsumer(owns={A}, committed={})
+    assert owed_offsets_commit(consumer=idle, owed={}, poll_timeout_ms=10) == {}
+    assert idle.polls == 0
+
+    failing = RebalancedConsumer(owns={A}, committed={})
+    failing.failures = [RebalanceInProgressError("again")]
+    with caplog.at_level(logging.WARNING):
+        assert owed_offsets_commit(consumer=failing, owed={A: 10}, poll_timeout_ms=10) == {}
+    assert "stay uncommitted" in caplog.text
