@@ -243,7 +243,12 @@ def _guard_keys(board: BoardRef) -> list[str]:
     return [keys.board_intact(board_id=board.id)]
 
 
-def _checked(board: BoardRef, reply: object) -> object:
+def _board_read(board: BoardRef, script: str, *, key: str, args: Sequence[str | int]) -> Any:
+    """Run the read script on ``key`` of ``board`` (a replica's when reads may use them),
+    guarded by the board's intact key."""
+    reply = read_script_call(
+        get_board_read_redis(), script, keys=[key, *_guard_keys(board)], args=args
+    )
     # The scripts answer -1 (an integer; their other replies are lists or nil) when the
     # board's intact key is missing.
     if reply == -1:
@@ -257,13 +262,9 @@ def board_page_get(
     """``count`` entries of a board from 0-based position ``start`` (one atomic script)."""
     if count <= 0:
         return []
-    reply = read_script_call(
-        get_board_read_redis(),
-        "board_page",
-        keys=[board_key, *_guard_keys(board)],
-        args=[start, start + count - 1],
+    first_rank, flat = _board_read(
+        board, "board_page", key=board_key, args=[start, start + count - 1]
     )
-    first_rank, flat = cast(list[Any], _checked(board, reply))
     codec = board.codec
     return ranked_entries(flat=flat, start=start, first_rank=int(first_rank), codec=codec)
 
@@ -282,13 +283,10 @@ def daily_board_top_get(*, board: BoardRef, day: date, limit: int) -> list[Ranki
 
 
 def _player_script(*, board: BoardRef, player_id: int, radius: int) -> list[object] | None:
-    result = read_script_call(
-        get_board_read_redis(),
-        "board_player",
-        keys=[keys.board(board_id=board.id), *_guard_keys(board)],
-        args=[str(player_id), radius],
+    result = _board_read(
+        board, "board_player", key=keys.board(board_id=board.id), args=[str(player_id), radius]
     )
-    return cast(list[object] | None, _checked(board, result))
+    return cast(list[object] | None, result)
 
 
 def board_player_get(*, board: BoardRef, player_id: int) -> PlayerStanding | None:
@@ -332,17 +330,11 @@ def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[Ranking
     """The listed players' global entries, best first; players without a score left out."""
     if not player_ids:
         return []
-    flat = cast(
-        list[bytes],
-        _checked(
-            board,
-            read_script_call(
-                get_board_read_redis(),
-                "board_friends",
-                keys=[keys.board(board_id=board.id), *_guard_keys(board)],
-                args=[str(pid) for pid in player_ids],
-            ),
-        ),
+    flat: list[bytes] = _board_read(
+        board,
+        "board_friends",
+        key=keys.board(board_id=board.id),
+        args=[str(pid) for pid in player_ids],
     )
     codec = board.codec
     entries = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from leaderboard.models import MAIN_BOARD, Board, ScoringRule
@@ -116,6 +116,22 @@ def make_season(**kwargs):
     from tests.factories import SeasonFactory
 
     return SeasonFactory(**kwargs)
+
+
+def make_live_season(*, days: int = 30, **kwargs):
+    """An active season around now (``days`` before and after): its boards are live and open,
+    so the recovery and the reconcile look after them."""
+    from django.utils import timezone
+
+    from seasons.models import SeasonStatus
+
+    now = timezone.now()
+    return make_season(
+        status=SeasonStatus.ACTIVE,
+        starts_at=now - timedelta(days=days),
+        ends_at=now + timedelta(days=days),
+        **kwargs,
+    )
 
 
 def make_result(**kwargs):

@@ -114,6 +114,37 @@ def _differing_players(
     return differing
 
 
+def _sampled_players(
+    client: BoardRedis,
+    *,
+    board: BoardRef,
+    day: date | None,
+    key: str,
+    size: int,
+    recent_since: datetime | None,
+) -> list[int]:
+    """The players a board too large to compare in full is compared on: half the sample from
+    PostgreSQL, half from Redis, and every player ingested since ``recent_since`` if given."""
+    half = max(1, size // 2)
+    players = set(board_players_sample(board=board, size=half, day=day))
+    players.update(int(m) for m in cast(list[bytes], client.zrandmember(key, half) or []))
+    if recent_since is not None:
+        recent = board_players_ingested_since(
+            board=board, since=recent_since, day=day, limit=RECENT_PLAYERS_MAX
+        )
+        if len(recent) == RECENT_PLAYERS_MAX:
+            logger.warning(
+                "reconcile: board %s%s has more than %d players ingested since %s; "
+                "comparing that many",
+                board.id,
+                "" if day is None else f" day {day}",
+                RECENT_PLAYERS_MAX,
+                recent_since.isoformat(),
+            )
+        players.update(recent)
+    return sorted(players)
+
+
 def board_reconcile(
     *,
     board_id: int,
@@ -153,25 +184,9 @@ def board_reconcile(
         if players is not None:
             players = players[:RECHECK_MAX]
     if players is None:
-        half = max(1, sample_size // 2)
-        from_pg = board_players_sample(board=board, size=half, day=day)
-        raw_members = cast(list[bytes], client.zrandmember(k.live, half) or [])
-        from_redis = [int(m) for m in raw_members]
-        recent: list[int] = []
-        if recent_since is not None:
-            recent = board_players_ingested_since(
-                board=board, since=recent_since, day=day, limit=RECENT_PLAYERS_MAX
-            )
-            if len(recent) == RECENT_PLAYERS_MAX:
-                logger.warning(
-                    "reconcile: board %s%s has more than %d players ingested since %s; "
-                    "comparing that many",
-                    board_id,
-                    "" if day is None else f" day {day}",
-                    RECENT_PLAYERS_MAX,
-                    recent_since.isoformat(),
-                )
-        players = sorted(set(from_pg) | set(from_redis) | set(recent))
+        players = _sampled_players(
+            client, board=board, day=day, key=k.live, size=sample_size, recent_since=recent_since
+        )
     sampled = len(players)
 
     redis_members, expected_members, mismatches = _compare(

@@ -29,8 +29,7 @@ from leaderboard.models import ScoringRule
 from leaderboard.selectors import board_list_open
 from leaderboard.services import board_reconcile, boards_lost_get, boards_recover
 from leaderboard.tasks import boards_recover_task, build_weekly_boards
-from seasons.models import SeasonStatus
-from tests.helpers import expected_board, main_board, make_season, wait_until
+from tests.helpers import expected_board, main_board, make_live_season, wait_until
 from tests.ingestion.ingest_helpers import (
     Result,
     board,
@@ -92,12 +91,7 @@ def test_board_keys_deleted_mid_ingest_come_back_exact_and_reads_never_lie(
     # Cumulative: a result lost or counted twice changes a sum, and a player's points never go
     # down, so any 200 showing fewer players or fewer points than an earlier one is a lie.
     now = timezone.now()
-    season = make_season(
-        rule=ScoringRule.CUMULATIVE,
-        status=SeasonStatus.ACTIVE,
-        starts_at=now - timedelta(days=30),
-        ends_at=now + timedelta(days=30),
-    )
+    season = make_live_season(rule=ScoringRule.CUMULATIVE)
     ref = main_board(season.id)
     topic = kafka_topic_factory("redis-loss", partitions=2)
     dlq = kafka_topic_factory("redis-loss-dlq")
@@ -265,12 +259,7 @@ def test_lost_last_writes_are_found_by_the_full_reconcile_and_repaired(board_red
     from leaderboard.models import MatchResult, ReconcileRun
 
     now = timezone.now()
-    season = make_season(
-        rule=ScoringRule.CUMULATIVE,
-        status=SeasonStatus.ACTIVE,
-        starts_at=now - timedelta(days=30),
-        ends_at=now + timedelta(days=30),
-    )
+    season = make_live_season(rule=ScoringRule.CUMULATIVE)
     ref = main_board(season.id)
     rng = random.Random(5)
     MatchResult.objects.bulk_create(
@@ -326,11 +315,7 @@ def test_reads_of_a_lost_board_answer_503_until_the_recovery_rebuilds_it(board_r
     from leaderboard.models import MatchResult
 
     now = timezone.now()
-    season = make_season(
-        status=SeasonStatus.ACTIVE,
-        starts_at=now - timedelta(days=30),
-        ends_at=now + timedelta(days=30),
-    )
+    season = make_live_season()
     ref = main_board(season.id)
     day = (now - timedelta(days=3)).astimezone(UTC).date()
     MatchResult.objects.create(

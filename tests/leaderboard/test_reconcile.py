@@ -20,7 +20,7 @@ from leaderboard.services import (
     reconcile_days,
 )
 from seasons.models import SeasonStatus
-from tests.helpers import expected_board, main_board_id, make_season
+from tests.helpers import expected_board, main_board_id, make_live_season, make_season
 from tests.leaderboard import live
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -205,12 +205,7 @@ def _lose_last_writes(client, season, *, players: list[int], now) -> list[MatchR
 
 def _large_board_with_lost_last_writes(client, now, *, players: int = 60):
     """``players`` ingested two hours ago, then 5 whose last writes Redis lost just now."""
-    season = make_season(
-        rule=ScoringRule.CUMULATIVE,
-        status=SeasonStatus.ACTIVE,
-        starts_at=now - timedelta(days=5),
-        ends_at=now + timedelta(days=5),
-    )
+    season = make_live_season(days=5, rule=ScoringRule.CUMULATIVE)
     rng = random.Random(11)
     old = [
         live.ingest(
