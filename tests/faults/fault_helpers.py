@@ -126,6 +126,39 @@ class Outcome:
     wrong_board_keys: int
     note: str = ""
 
+    @classmethod
+    def exact(
+        cls,
+        case: str,
+        fault: str,
+        stream: Stream,
+        *,
+        seconds: float,
+        lost: int,
+        doubled: int,
+        note: str = "",
+    ) -> Outcome:
+        """A case that ended exact (every board and PostgreSQL equal to the reference)."""
+        return cls(
+            case,
+            fault,
+            len(stream.distinct),
+            len(stream.messages),
+            round(seconds, 1),
+            0.0,
+            lost,
+            doubled,
+            0,
+            note=note,
+        )
+
+    @classmethod
+    def not_exact(cls, case: str, fault: str, stream: Stream, *, note: str) -> Outcome:
+        """A case whose boards never became exact: kept in the table, not skipped."""
+        return cls(
+            case, fault, len(stream.distinct), len(stream.messages), -1.0, 0.0, -1, -1, -1, note
+        )
+
 
 # Filled by the cases, printed by conftest.pytest_terminal_summary.
 OUTCOMES: list[Outcome] = []

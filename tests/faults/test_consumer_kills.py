@@ -81,16 +81,13 @@ def test_sigkill_at_random_points_during_the_stream(
     finally:
         process.kill_if_running()
     record(
-        Outcome(
+        Outcome.exact(
             "consumer SIGKILL",
             f"{KILLS} SIGKILLs of the consumer at random points, each with new messages waiting",
-            len(stream.distinct),
-            len(stream.messages),
-            round(seconds, 1),
-            0.0,
-            lost,
-            doubled,
-            0,
+            stream,
+            seconds=seconds,
+            lost=lost,
+            doubled=doubled,
             note=f"{mid_ingest} of the kills mid-ingest",
         )
     )
@@ -161,16 +158,13 @@ def test_group_members_killed_and_replaced_mid_stream(
         for member in members:
             member.kill_if_running()
     record(
-        Outcome(
+        Outcome.exact(
             "group members",
             f"{MEMBER_KILLS} SIGKILLs of members of a {MEMBERS}-member group, each replaced",
-            len(stream.distinct),
-            len(stream.messages),
-            round(seconds, 1),
-            0.0,
-            lost,
-            doubled,
-            0,
+            stream,
+            seconds=seconds,
+            lost=lost,
+            doubled=doubled,
             note=f"{mid_ingest} of the kills with results still unstored",
         )
     )

@@ -90,16 +90,13 @@ def test_postgresql_unreachable_30s_mid_stream(
         proxy.close()
     assert "PostgreSQL is back" in log.read_text()
     record(
-        Outcome(
+        Outcome.exact(
             "PostgreSQL unreachable",
             f"PostgreSQL refused for {PG_OUTAGE_SECONDS} s mid-stream (proxy cut)",
-            len(stream.distinct),
-            len(stream.messages),
-            round(seconds, 1),
-            0.0,
-            lost,
-            doubled,
-            0,
+            stream,
+            seconds=seconds,
+            lost=lost,
+            doubled=doubled,
         )
     )
 
@@ -147,15 +144,12 @@ def test_broker_unreachable_and_back_mid_stream(
     # "Kafka is back", or "Kafka (offset commit) is back" when the cut caught a commit.
     assert re.search(r"Kafka( \(.*\))? is back", log.read_text())
     record(
-        Outcome(
+        Outcome.exact(
             "broker unreachable",
             f"the broker refused for {KAFKA_OUTAGE_SECONDS} s mid-stream, then back (proxy cut)",
-            len(stream.distinct),
-            len(stream.messages),
-            round(seconds, 1),
-            0.0,
-            lost,
-            doubled,
-            0,
+            stream,
+            seconds=seconds,
+            lost=lost,
+            doubled=doubled,
         )
     )

@@ -158,18 +158,9 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
         private_redis.start()
         restarted = time.monotonic()
         publisher.join()
-        try:
-            seconds, lost, doubled = wait_exact(
-                client,
-                stream,
-                since=restarted,
-                timeout=REPAIR_SECONDS,
-                stalled=STALLED_SECONDS,
-                context=process.log_tail,
-            )
-        except AssertionError as exc:
-            _record_failure(record, stream, "Redis AOF cut", AOF_FAULT, exc)
-            raise
+        seconds, lost, doubled = _wait_exact_or_record(
+            record, "Redis AOF cut", AOF_FAULT, client, stream, process, since=restarted
+        )
         process.wait_for(
             lambda: committed_offsets(topic, process.group) == end_offsets(topic), timeout=30
         )
@@ -180,38 +171,37 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
         process.kill_if_running()
     assert 0 < kept < full, "the cut must take the last second off the AOF, not all of it"
     record(
-        Outcome(
+        Outcome.exact(
             "Redis AOF cut",
             AOF_FAULT,
-            len(stream.distinct),
-            len(stream.messages),
-            round(seconds, 1),
-            0.0,
-            lost,
-            doubled,
-            0,
+            stream,
+            seconds=seconds,
+            lost=lost,
+            doubled=doubled,
             note=f"{full - kept} of {full} AOF bytes cut",
         )
     )
 
 
-def _record_failure(record, stream, case: str, fault: str, exc: AssertionError) -> None:
-    # Kept in the summary too: the table must show a case that is not exact, not skip it.
-    wrong = str(exc).split("boards wrong: ", 1)[-1].split("\n", 1)[0]
-    record(
-        Outcome(
-            case,
-            fault,
-            len(stream.distinct),
-            len(stream.messages),
-            -1.0,
-            0.0,
-            -1,
-            -1,
-            -1,
-            note=f"NOT EXACT: {str(exc).split(':', 1)[0]}; {wrong[:300]}",
+def _wait_exact_or_record(
+    record, case: str, fault: str, client, stream, process: FaultConsumer, *, since: float
+) -> tuple[float, int, int]:
+    """Wait for every board to be exact (``wait_exact``); a case that never gets there is kept
+    in the summary table as NOT EXACT before it fails, not left out of it."""
+    try:
+        return wait_exact(
+            client,
+            stream,
+            since=since,
+            timeout=REPAIR_SECONDS,
+            stalled=STALLED_SECONDS,
+            context=process.log_tail,
         )
-    )
+    except AssertionError as exc:
+        wrong = str(exc).split("boards wrong: ", 1)[-1].split("\n", 1)[0]
+        note = f"NOT EXACT: {str(exc).split(':', 1)[0]}; {wrong[:300]}"
+        record(Outcome.not_exact(case, fault, stream, note=note))
+        raise
 
 
 def test_flushall_mid_ingest(
@@ -232,32 +222,15 @@ def test_flushall_mid_ingest(
         flushed = time.monotonic()
         assert board_differences(client, stream), "the flush must leave the boards wrong"
         publish_results(topic, rest)
-        try:
-            seconds, lost, doubled = wait_exact(
-                client,
-                stream,
-                since=flushed,
-                timeout=REPAIR_SECONDS,
-                stalled=STALLED_SECONDS,
-                context=process.log_tail,
-            )
-        except AssertionError as exc:
-            _record_failure(record, stream, "Redis FLUSHALL", FLUSH_FAULT, exc)
-            raise
+        seconds, lost, doubled = _wait_exact_or_record(
+            record, "Redis FLUSHALL", FLUSH_FAULT, client, stream, process, since=flushed
+        )
         process.stop()
     finally:
         beat.__exit__()
         process.kill_if_running()
     record(
-        Outcome(
-            "Redis FLUSHALL",
-            FLUSH_FAULT,
-            len(stream.distinct),
-            len(stream.messages),
-            round(seconds, 1),
-            0.0,
-            lost,
-            doubled,
-            0,
+        Outcome.exact(
+            "Redis FLUSHALL", FLUSH_FAULT, stream, seconds=seconds, lost=lost, doubled=doubled
         )
     )

@@ -43,16 +43,13 @@ def test_full_replay_by_a_new_group_changes_nothing(
     assert {key: board(board_redis, key) for key in stream.expected} == boards_before
     assert MatchResult.objects.count() == rows_before
     record(
-        Outcome(
+        Outcome.exact(
             "full replay",
             "a new consumer group reads the whole topic again from offset 0",
-            len(stream.distinct),
-            len(stream.messages),
-            round(seconds, 1),
-            0.0,
-            lost,
-            doubled,
-            0,
+            stream,
+            seconds=seconds,
+            lost=lost,
+            doubled=doubled,
             note="replayed messages applied: 0",
         )
     )
