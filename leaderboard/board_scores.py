@@ -22,7 +22,7 @@ every value is a bound parameter.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from itertools import pairwise
@@ -52,13 +52,22 @@ class BoardScore:
     score: int
 
 
-def _counted_results_sql(*, day: date | None) -> str:
+# A stored result the board's applied-offset watermark covers (``%(applied)s``: the watermark
+# as a dense array, element p + 1 = the highest offset of partition p on the board). A result
+# stored without a Kafka offset was never the consumer's to apply: it counts as covered.
+_COVERED = """(r.kafka_partition IS NULL
+    OR r.kafka_offset <= COALESCE((%(applied)s::bigint[])[r.kafka_partition + 1], -1))"""
+
+
+def _counted_results_sql(*, day: date | None, covered_only: bool = False) -> str:
     day_filter = "AND r.achieved_at >= %(day_start)s AND r.achieved_at < %(day_end)s" if day else ""
+    covered = f"AND {_COVERED}" if covered_only else ""
     return f"""
         FROM {_RESULTS} r
         WHERE r.board_id = %(board_id)s
           AND r.voided_at IS NULL
           {day_filter}
+          {covered}
           AND NOT EXISTS (
               SELECT 1 FROM {_BANS} b
               WHERE b.season_id = r.season_id AND b.player_id = r.player_id
@@ -80,9 +89,11 @@ _ONE_RESULT_ORDER: dict[tuple[str, str], str] = {
 }
 
 
-def _per_player_sql(*, board: BoardRef, day: date | None, player_filter: str = "") -> str:
+def _per_player_sql(
+    *, board: BoardRef, day: date | None, player_filter: str = "", covered_only: bool = False
+) -> str:
     """One row per player: player_id, points, achieved_at (the time that counts)."""
-    counted = _counted_results_sql(day=day) + player_filter
+    counted = _counted_results_sql(day=day, covered_only=covered_only) + player_filter
     if board.rule != ScoringRule.CUMULATIVE:
         return f"""
             SELECT DISTINCT ON (r.player_id) r.player_id, r.points, r.achieved_at
@@ -96,9 +107,13 @@ def _per_player_sql(*, board: BoardRef, day: date | None, player_filter: str = "
     """
 
 
-def _scored_sql(*, board: BoardRef, day: date | None, player_filter: str = "") -> str:
+def _scored_sql(
+    *, board: BoardRef, day: date | None, player_filter: str = "", covered_only: bool = False
+) -> str:
     """player_id, points, achieved_at, score (NULL when cumulative points overflow the codec)."""
-    inner = _per_player_sql(board=board, day=day, player_filter=player_filter)
+    inner = _per_player_sql(
+        board=board, day=day, player_filter=player_filter, covered_only=covered_only
+    )
     # Same as ScoreCodec.encode: an asc board stores max_points - points in the high bits.
     high = "(%(max_points)s - p.points)" if board.ascending else "p.points"
     # Same as ScoreCodec.ticks: whole ticks of exact (numeric) elapsed seconds, floored.
@@ -115,7 +130,15 @@ def _scored_sql(*, board: BoardRef, day: date | None, player_filter: str = "") -
     """  # noqa: S608
 
 
-def _params(*, board: BoardRef, day: date | None) -> dict[str, Any]:
+def _applied_array(applied: Mapping[int, int]) -> list[int]:
+    """A watermark (partition -> highest applied offset) as the dense array _COVERED reads."""
+    size = max(applied, default=-1) + 1
+    return [applied.get(partition, -1) for partition in range(size)]
+
+
+def _params(
+    *, board: BoardRef, day: date | None, applied: Mapping[int, int] | None = None
+) -> dict[str, Any]:
     codec = board.codec
     params: dict[str, Any] = {
         "board_id": board.id,
@@ -129,6 +152,8 @@ def _params(*, board: BoardRef, day: date | None) -> dict[str, Any]:
         start = datetime.combine(day, time(0), tzinfo=UTC)
         params["day_start"] = start
         params["day_end"] = start + timedelta(days=1)
+    if applied is not None:
+        params["applied"] = _applied_array(applied)
     return params
 
 
@@ -147,14 +172,21 @@ def _board_score(board: BoardRef, row: tuple[Any, ...]) -> BoardScore:
 
 
 def board_scores_chunks(
-    *, board: BoardRef, day: date | None = None, chunk_rows: int = DEFAULT_CHUNK_ROWS
+    *,
+    board: BoardRef,
+    day: date | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    applied: Mapping[int, int] | None = None,
 ) -> Iterator[list[BoardScore]]:
     """Every counted player's board score, in chunks, through a server-side cursor.
 
+    ``applied`` (a board's watermark): over the results it covers only, i.e. what Redis must
+    hold of the board whatever ingestion has stored but not yet applied.
+
     Runs in the caller's transaction when there is one (a rebuild reads in its snapshot).
     """
-    sql = _scored_sql(board=board, day=day)
-    params = _params(board=board, day=day)
+    sql = _scored_sql(board=board, day=day, covered_only=applied is not None)
+    params = _params(board=board, day=day, applied=applied)
     with connection.chunked_cursor() as cursor:
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(chunk_rows):
@@ -315,15 +347,27 @@ def board_scores_top(*, board: BoardRef, limit: int, day: date | None = None) ->
 
 
 def board_scores_for_players(
-    *, board: BoardRef, player_ids: Sequence[int], day: date | None = None
+    *,
+    board: BoardRef,
+    player_ids: Sequence[int],
+    day: date | None = None,
+    applied: Mapping[int, int] | None = None,
 ) -> dict[int, BoardScore]:
-    """Board scores of the given players (those with no counted result are absent)."""
+    """Board scores of the given players (those with no counted result are absent);
+    ``applied``: as in ``board_scores_chunks``."""
     if not player_ids:
         return {}
-    inner = _scored_sql(board=board, day=day, player_filter="AND r.player_id = ANY(%(players)s)")
+    inner = _scored_sql(
+        board=board,
+        day=day,
+        player_filter="AND r.player_id = ANY(%(players)s)",
+        covered_only=applied is not None,
+    )
     # Players whose cumulative points overflow the codec are left off the board by a rebuild.
     sql = f"SELECT * FROM ({inner}) s WHERE s.score IS NOT NULL"  # noqa: S608
-    params = _params(board=board, day=day) | {"players": [int(p) for p in player_ids]}
+    params = _params(board=board, day=day, applied=applied) | {
+        "players": [int(p) for p in player_ids]
+    }
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {score.player_id: score for score in (_board_score(board, r) for r in cursor)}
@@ -344,6 +388,71 @@ def board_member_count(*, board: BoardRef, day: date | None = None) -> int:
         cursor.execute(sql, _params(board=board, day=day))
         row = cursor.fetchone()
     return int(row[0]) if row else 0
+
+
+@dataclass(frozen=True, slots=True)
+class MemberCounts:
+    """How many players a board must hold, counting what its watermark covers (``covered``)
+    and everything stored (``stored``): a board between the two is consistent, the difference
+    being results stored but not yet applied."""
+
+    covered: int
+    stored: int
+
+
+def board_member_counts(
+    *, board: BoardRef, applied: Mapping[int, int], day: date | None = None
+) -> MemberCounts:
+    """``board_member_count`` over the results ``applied`` covers, and over all of them, from
+    one snapshot (one scan of the board's rows)."""
+    counted = _counted_results_sql(day=day)
+    if board.rule == ScoringRule.CUMULATIVE:
+        sql = f"""
+            SELECT COUNT(*) FILTER (WHERE p.covered_points <= %(max_points)s),
+                   COUNT(*) FILTER (WHERE p.points <= %(max_points)s)
+            FROM (
+                SELECT SUM(r.points) FILTER (WHERE {_COVERED}) AS covered_points,
+                       SUM(r.points) AS points
+                {counted}
+                GROUP BY r.player_id
+            ) p
+        """  # noqa: S608
+    else:
+        sql = f"""
+            SELECT COUNT(DISTINCT r.player_id) FILTER (WHERE {_COVERED}),
+                   COUNT(DISTINCT r.player_id)
+            {counted}
+        """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, _params(board=board, day=day, applied=applied))
+        row = cursor.fetchone()
+    return MemberCounts(covered=int(row[0]), stored=int(row[1])) if row else MemberCounts(0, 0)
+
+
+def board_players_uncovered(
+    *,
+    board: BoardRef,
+    player_ids: Sequence[int],
+    applied: Mapping[int, int],
+    day: date | None = None,
+) -> set[int]:
+    """Those of ``player_ids`` with a counted result stored above the watermark ``applied``:
+    ingestion has stored it and may apply it at any moment (or a rebuild's snapshot already
+    counted it), so what Redis holds of these players is not yet decided by the watermark.
+    Reads the players' rows through the board's player index."""
+    if not player_ids:
+        return set()
+    sql = f"""
+        SELECT DISTINCT r.player_id {_counted_results_sql(day=day)}
+          AND r.player_id = ANY(%(players)s)
+          AND NOT {_COVERED}
+    """
+    params = _params(board=board, day=day, applied=applied) | {
+        "players": [int(p) for p in player_ids]
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {int(row[0]) for row in cursor.fetchall()}
 
 
 def board_days_with_results(*, board: BoardRef) -> list[date]:

@@ -20,11 +20,12 @@ from leaderboard import keys
 from leaderboard.board_scores import (
     board_days_last_ingested,
     board_member_count,
+    board_member_counts,
     board_players_ingested_since,
     board_players_sample,
+    board_players_uncovered,
     board_scores_chunks,
     board_scores_for_players,
-    board_stored_offsets,
 )
 from leaderboard.codec import CodecError
 from leaderboard.models import ReconcileRun
@@ -63,15 +64,44 @@ class ReconcileResult:
     full: bool = False  # every player compared, not a sample
 
 
+def _watermark(client: BoardRedis, *, board_id: int, topic: str) -> dict[int, int]:
+    """The board's applied-offset watermark: partition -> the highest offset on the board."""
+    raw = cast(
+        dict[bytes, bytes],
+        client.hgetall(keys.ingest_applied_offsets(board_id=board_id, topic=topic)),
+    )
+    return {int(field): int(value) for field, value in raw.items() if field.isdigit()}
+
+
+@dataclass(frozen=True, slots=True)
+class _Comparison:
+    redis_members: int
+    # The member count the watermark allows nearest to Redis's (docs/ingestion.md, "Reconcile").
+    expected_members: int
+    count_drift: bool
+    mismatches: list[dict[str, int | None]]
+
+
 def _compare(
-    client: BoardRedis, *, board: BoardRef, day: date | None, key: str, players: list[int]
-) -> tuple[int, int, list[dict[str, int | None]]]:
-    """(redis members, expected members, mismatching sampled players)."""
+    client: BoardRedis,
+    *,
+    board: BoardRef,
+    day: date | None,
+    key: str,
+    players: list[int],
+    topic: str,
+) -> _Comparison:
+    """Redis against what the board's watermark says Redis must hold.
+
+    The watermark is read first: every result it covers was committed in PostgreSQL before it
+    moved, so the expected scores below count all of them. A player with a result stored above
+    it (stored, not yet applied; or counted already by a rebuild's snapshot) may legitimately
+    differ, so is left out of the comparison; that is read after Redis, so a result applied
+    while Redis was read is seen there.
+    """
+    applied = _watermark(client, board_id=board.id, topic=topic)
     redis_members = int(client.zcard(key))
-    expected_members = board_member_count(board=board, day=day)
-    if not players:
-        return redis_members, expected_members, []
-    expected = board_scores_for_players(board=board, player_ids=players, day=day)
+    expected = board_scores_for_players(board=board, player_ids=players, day=day, applied=applied)
     actual: list[float | None] = []
     for first in range(0, len(players), COMPARE_CHUNK):
         chunk = players[first : first + COMPARE_CHUNK]
@@ -84,17 +114,32 @@ def _compare(
             mismatches.append(
                 {"player_id": player, "redis": have, "expected": want.score if want else None}
             )
-    return redis_members, expected_members, mismatches
+    counts = board_member_counts(board=board, applied=applied, day=day)
+    uncovered = board_players_uncovered(
+        board=board,
+        player_ids=[int(m["player_id"] or 0) for m in mismatches],
+        applied=applied,
+        day=day,
+    )
+    return _Comparison(
+        redis_members=redis_members,
+        expected_members=min(max(redis_members, counts.covered), counts.stored),
+        count_drift=not counts.covered <= redis_members <= counts.stored,
+        mismatches=[m for m in mismatches if m["player_id"] not in uncovered],
+    )
 
 
 def _differing_players(
-    client: BoardRedis, *, board: BoardRef, day: date | None, key: str
+    client: BoardRedis, *, board: BoardRef, day: date | None, key: str, topic: str
 ) -> list[int] | None:
-    """Every player whose score differs between PostgreSQL and Redis, in one pass over each
-    (None when PostgreSQL holds a cumulative sum the codec cannot hold: the sample decides)."""
+    """Every player whose score may differ between PostgreSQL and Redis, in one pass over each
+    (None when PostgreSQL holds a cumulative sum the codec cannot hold: the sample decides).
+    The candidates are then compared again by ``_compare``, which leaves out the players whose
+    results ingestion has not applied yet."""
+    applied = _watermark(client, board_id=board.id, topic=topic)
     expected: dict[int, int] = {}
     try:
-        for chunk in board_scores_chunks(board=board, day=day):
+        for chunk in board_scores_chunks(board=board, day=day, applied=applied):
             for row in chunk:
                 expected[row.player_id] = row.score
     except CodecError:
@@ -160,17 +205,19 @@ def board_reconcile(
     Up to ``full_max_members`` players (default RECONCILE_FULL_MAX_MEMBERS) every score is
     compared; above, a sample mixing players drawn from PostgreSQL (missing or wrong on the
     board) and from Redis (present but not counted, e.g. a voided result or a banned player).
-    A result committed but not yet applied looks like drift for a moment, so a drift is
-    confirmed by a second look at the same players before it counts.
+    Redis is held to what the board's applied-offset watermark covers: a result stored but
+    not yet applied is never drift (the consumer may apply it at any moment), and the repair
+    rebuilds only the drifted key and never moves the watermark, which covers the season-long
+    key and every daily key of the board at once (docs/ingestion.md, "Reconcile"). A drift is
+    confirmed by a second look at the same players before it counts (a void or a ban landing
+    between the two reads).
 
     ``recent_since`` (after a Redis restart): a board compared by sample also compares every
     player with a result ingested since then, whose last write the restart may have lost; a
     sample alone would find a lost second of writes on a large board only by luck.
-
-    A repair also raises the board's watermark of ``topic`` to the offsets of its stored
-    results (a drifted board lost its last writes, and with them its watermark's last moves).
     """
     board = board_get(board_id=board_id)
+    topic = topic or settings.KAFKA_MATCH_RESULTS_TOPIC
     client = get_board_redis()
     k = _board_keys(board_id=board_id, day=day)
     if client.exists(k.marker):
@@ -179,7 +226,7 @@ def board_reconcile(
     players: list[int] | None = None
     full = False
     if int(client.zcard(k.live)) <= limit and board_member_count(board=board, day=day) <= limit:
-        players = _differing_players(client, board=board, day=day, key=k.live)
+        players = _differing_players(client, board=board, day=day, key=k.live, topic=topic)
         full = players is not None
         if players is not None:
             players = players[:RECHECK_MAX]
@@ -189,30 +236,24 @@ def board_reconcile(
         )
     sampled = len(players)
 
-    redis_members, expected_members, mismatches = _compare(
-        client, board=board, day=day, key=k.live, players=players
-    )
-    if mismatches or redis_members != expected_members:
-        recheck = [int(m["player_id"] or 0) for m in mismatches]
-        redis_members, expected_members, mismatches = _compare(
-            client, board=board, day=day, key=k.live, players=recheck
-        )
-    drift = bool(mismatches) or redis_members != expected_members
+    found = _compare(client, board=board, day=day, key=k.live, players=players, topic=topic)
+    if found.mismatches or found.count_drift:
+        recheck = [int(m["player_id"] or 0) for m in found.mismatches]
+        found = _compare(client, board=board, day=day, key=k.live, players=recheck, topic=topic)
+    drift = bool(found.mismatches) or found.count_drift
     run = ReconcileRun.objects.create(
         season_id=board.season_id,
         board_id=board_id,
         day=day,
-        redis_members=redis_members,
-        expected_members=expected_members,
-        sample_size=redis_members if full else sampled,
-        mismatched_scores=len(mismatches),
-        mismatch_examples=mismatches[:MISMATCH_EXAMPLES],
+        redis_members=found.redis_members,
+        expected_members=found.expected_members,
+        sample_size=found.redis_members if full else sampled,
+        mismatched_scores=len(found.mismatches),
+        mismatch_examples=found.mismatches[:MISMATCH_EXAMPLES],
         drift_found=drift,
     )
     rebuilt = False
     if drift and repair:
-        # Before the rebuild's snapshot, which then holds every result these offsets cover.
-        watermark_raise(board_id=board_id, offsets=board_stored_offsets(board=board), topic=topic)
         try:
             board_rebuild(board_id=board_id, day=day, reason=f"reconcile #{run.pk}")
             rebuilt = True
@@ -223,9 +264,9 @@ def board_reconcile(
             "reconcile: board %s%s drifted (%d vs %d players, %d scores differ); %s",
             board_id,
             "" if day is None else f" day {day}",
-            redis_members,
-            expected_members,
-            len(mismatches),
+            found.redis_members,
+            found.expected_members,
+            len(found.mismatches),
             "rebuilt" if rebuilt else "not rebuilt",
         )
     return ReconcileResult(board_id, day, run.pk, drift_found=drift, rebuilt=rebuilt, full=full)
