@@ -46,7 +46,7 @@ from .selectors import (
     board_list_cached,
     board_player_get,
     board_ranks_get,
-    board_sizes_get,
+    board_sizes_known_get,
     board_top_get,
     daily_board_top_get,
     season_list_with_main_rule,
@@ -408,7 +408,15 @@ class BoardListApi(PublicApi):
         name = serializers.CharField()
         order = serializers.CharField()
         rule = serializers.CharField()
-        size = serializers.IntegerField(help_text="Players on the board now.")
+        size = serializers.IntegerField(
+            allow_null=True,
+            help_text="Players on the board now; null while the board is being recovered "
+            "(recovering: true), never a count Redis cannot vouch for.",
+        )
+        recovering = serializers.BooleanField(
+            help_text="Redis lost the board and it is being rebuilt from PostgreSQL: its reads "
+            "answer 503 with Retry-After meanwhile, and size is null."
+        )
 
     @extend_schema(
         operation_id="boards_list",
@@ -421,7 +429,7 @@ class BoardListApi(PublicApi):
         if season_get_cached(season_id=path["season"]) is None:
             raise NotFound(f"season {path['season']} does not exist")
         boards = board_list_cached(season_id=path["season"])
-        sizes = board_sizes_get(boards=boards)
+        sizes = board_sizes_known_get(boards=boards)
         rows = [
             {
                 "slug": b.slug,
@@ -429,6 +437,7 @@ class BoardListApi(PublicApi):
                 "order": b.order,
                 "rule": b.rule,
                 "size": sizes[b.id],
+                "recovering": sizes[b.id] is None,
             }
             for b in boards
         ]

@@ -19,7 +19,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from django.test import Client
 
+from leaderboard import keys
 from seasons.models import SeasonStatus
+from tests.factories import board_factory
 from tests.helpers import make_live_season, make_season, mark_intact
 
 from .board_fixtures import write_daily_board, write_season_board
@@ -255,3 +257,61 @@ def test_a_redis_error_that_is_a_bug_stays_a_500(season, fake_redis, point_redis
     client = _client()
     assert client.get(f"/api/seasons/{season.id}/leaderboard/ranks").status_code == 500
     assert client.get(f"/seasons/{season.id}?start=2").status_code == 500
+
+
+# --- the boards list through a board loss ----------------------------------------------------
+
+
+def test_boards_list_says_size_null_and_recovering_for_a_lost_board(client, board_redis):
+    season = make_live_season()
+    board_factory(season, "kills")
+    write_season_board(board_redis, season)
+    mark_intact(season)
+    url = f"/api/seasons/{season.id}/boards"
+
+    body = client.get(url).json()
+    assert [(b["slug"], b["size"], b["recovering"]) for b in body] == [
+        ("main", 7, False),
+        ("kills", 0, False),
+    ]
+
+    main, kills = (b for b in _boards(season))
+    # Redis lost the main board (its intact key with it): its size is not known.
+    board_redis.delete(keys.board_intact(board_id=main))
+    body = client.get(url).json()
+    assert [(b["slug"], b["size"], b["recovering"]) for b in body] == [
+        ("main", None, True),
+        ("kills", 0, False),
+    ]
+    # Its reads say the same: 503, being recovered, never the board as it is now.
+    top = client.get(f"/api/seasons/{season.id}/boards/main/top")
+    assert top.status_code == 503
+    assert top["Retry-After"] == "5"
+    assert top.json()["code"] == "board_recovering"
+    page = client.get(f"/seasons/{season.id}")
+    assert page.status_code == 503
+    assert page["Retry-After"] == "5"
+    assert "The leaderboard is unavailable" in page.content.decode()
+
+    # A recovery holds the board's lock: still recovering, even with the intact key back.
+    board_redis.set(keys.board_intact(board_id=main), "1")
+    board_redis.set(keys.board_recovering(board_id=kills), "rebuild", ex=60)
+    body = client.get(url).json()
+    assert [(b["slug"], b["size"], b["recovering"]) for b in body] == [
+        ("main", 7, False),
+        ("kills", None, True),
+    ]
+
+
+def test_a_closed_season_board_reports_its_size_without_an_intact_key(client, board_redis):
+    """A closed season's keys are dropped at close-out (no intact key): what Redis has is the
+    truth there, as for its reads."""
+    season = make_season(status=SeasonStatus.CLOSED)
+    body = client.get(f"/api/seasons/{season.id}/boards").json()
+    assert [(b["slug"], b["size"], b["recovering"]) for b in body] == [("main", 0, False)]
+
+
+def _boards(season) -> list[int]:
+    from leaderboard.selectors import board_list
+
+    return [board.id for board in board_list(season_id=season.id)]
