@@ -6,7 +6,9 @@ Every board read lives at ``/api/seasons/{season}/boards/{board}/...``; the same
 Every error is JSON: ``{"detail": "..."}``, plus ``"errors": {field: [messages]}`` for a
 malformed parameter (400). An unknown season or board is 404. A read that needs PostgreSQL
 while it cannot be reached is 503 with ``Retry-After``; the board reads need it only to resolve
-their season and board, which the process memo keeps serving through an outage.
+their season and board, which the process memo keeps serving through an outage. A read that
+needs Redis while it does not answer, or a board Redis lost, is 503 with ``Retry-After`` too
+(``leaderboard.unavailable``: ``{"detail", "code"}``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from cachetools import LRUCache
-from django.conf import settings
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -32,14 +33,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView, exception_handler
 
-from seasons.memo import DATABASE_UNREACHABLE
 from seasons.selectors import season_get_cached
 
 from . import openapi
 from .models import BOARD_SLUG_PATTERN, MAIN_BOARD
 from .selectors import (
     BoardRef,
-    BoardUnavailableError,
     RankingEntry,
     board_around_get,
     board_friends_get,
@@ -47,7 +46,7 @@ from .selectors import (
     board_list_cached,
     board_player_get,
     board_ranks_get,
-    board_sizes_get,
+    board_sizes_known_get,
     board_top_get,
     daily_board_top_get,
     season_list_with_main_rule,
@@ -68,40 +67,21 @@ from .serializers import (
 )
 from .services import weekly_board_ensure
 from .throttling import AnonFixedWindowThrottle
+from .unavailable import unavailable_of
 
 logger = logging.getLogger(__name__)
 
 SOURCE_HEADER = "X-Leaderboard-Source"
 
-DATABASE_UNAVAILABLE_DETAIL = "the database is unavailable; retry later"
-
-
-def database_unavailable_headers() -> dict[str, str]:
-    return {"Retry-After": str(settings.DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS)}
-
-
-# Seconds a client is told to wait while a lost board is rebuilt: the recovery task looks every
-# few seconds, and a rebuild of a typical board takes about as long (docs/reliability.md).
-RECOVERY_RETRY_AFTER_SECONDS = 5
-
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, with validation errors reshaped to {"detail", "errors"}; PostgreSQL
-    down or unreachable, or a board Redis does not hold as truth, a 503 with Retry-After
-    instead of a 500 or a wrong board."""
-    if isinstance(exc, BoardUnavailableError):
-        return Response(
-            {"detail": str(exc)},
-            status=503,
-            headers={"Retry-After": str(RECOVERY_RETRY_AFTER_SECONDS)},
-        )
-    if isinstance(exc, DATABASE_UNREACHABLE):
-        logger.warning("database unavailable: %s", exc)
-        return Response(
-            {"detail": DATABASE_UNAVAILABLE_DETAIL},
-            status=503,
-            headers=database_unavailable_headers(),
-        )
+    """DRF's handler, with validation errors reshaped to {"detail", "errors"}; PostgreSQL or
+    Redis down or unreachable, or a board Redis does not hold as truth, a 503 with Retry-After
+    instead of a 500 or a wrong board (``leaderboard.unavailable``)."""
+    unavailable = unavailable_of(exc)
+    if unavailable is not None:
+        logger.warning("%s: %s", unavailable.code, exc)
+        return Response(unavailable.body(), status=503, headers=unavailable.headers())
     response = exception_handler(exc, context)
     if response is not None and isinstance(exc, ValidationError):
         errors = response.data if isinstance(response.data, dict) else {"": response.data}
@@ -428,7 +408,15 @@ class BoardListApi(PublicApi):
         name = serializers.CharField()
         order = serializers.CharField()
         rule = serializers.CharField()
-        size = serializers.IntegerField(help_text="Players on the board now.")
+        size = serializers.IntegerField(
+            allow_null=True,
+            help_text="Players on the board now; null while the board is being recovered "
+            "(recovering: true), never a count Redis cannot vouch for.",
+        )
+        recovering = serializers.BooleanField(
+            help_text="Redis lost the board and it is being rebuilt from PostgreSQL: its reads "
+            "answer 503 with Retry-After meanwhile, and size is null."
+        )
 
     @extend_schema(
         operation_id="boards_list",
@@ -441,7 +429,7 @@ class BoardListApi(PublicApi):
         if season_get_cached(season_id=path["season"]) is None:
             raise NotFound(f"season {path['season']} does not exist")
         boards = board_list_cached(season_id=path["season"])
-        sizes = board_sizes_get(boards=boards)
+        sizes = board_sizes_known_get(boards=boards)
         rows = [
             {
                 "slug": b.slug,
@@ -449,6 +437,7 @@ class BoardListApi(PublicApi):
                 "order": b.order,
                 "rule": b.rule,
                 "size": sizes[b.id],
+                "recovering": sizes[b.id] is None,
             }
             for b in boards
         ]

@@ -97,13 +97,15 @@ THROTTLED = OpenApiResponse(
 UNAVAILABLE = OpenApiResponse(
     ErrorSerializer,
     description="PostgreSQL cannot be reached and the answer needs it (a season or board this "
-    "process has not resolved yet, or the read needs PostgreSQL itself), or Redis lost the "
-    "board and it is being rebuilt from PostgreSQL (never an empty or partial board); "
-    "Retry-After says when to try again.",
+    "process has not resolved yet, or the read needs PostgreSQL itself; code "
+    "database_unavailable), Redis does not answer (down, restarting, loading, busy or failing "
+    "over; code redis_unavailable), or Redis lost the board and it is being rebuilt from "
+    "PostgreSQL (never an empty or partial board; code board_recovering); Retry-After says "
+    "when to try again.",
 )
 NOT_MODIFIED = OpenApiResponse(description="If-None-Match matched: the body has not changed.")
 
-# Every public read: throttled, and 503 while PostgreSQL is unreachable.
+# Every public read: throttled, and 503 while PostgreSQL or Redis is unavailable.
 PUBLIC_ERRORS: dict[int, OpenApiResponse] = {429: THROTTLED, 503: UNAVAILABLE}
 # Reads of one season's board: also a malformed parameter and an unknown season or board.
 BOARD_ERRORS: dict[int, OpenApiResponse] = {400: BAD_PARAMETER, 404: UNKNOWN, **PUBLIC_ERRORS}

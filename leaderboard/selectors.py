@@ -32,7 +32,7 @@ from . import keys
 from .codec import ScoreCodec
 from .models import MAIN_BOARD, Board, BoardOrder, RebuildRun, ReconcileRun
 from .redis import get_board_read_redis, get_board_redis
-from .scripts import read_script_call
+from .scripts import ScriptCall, get_script, read_script_call, scripts_pipelined
 
 logger = logging.getLogger(__name__)
 
@@ -454,6 +454,33 @@ def board_sizes_get(*, boards: Sequence[BoardRef]) -> dict[int, int]:
     for board in boards:
         pipe.zcard(keys.board(board_id=board.id))
     return {board.id: int(size) for board, size in zip(boards, pipe.execute(), strict=True)}
+
+
+def board_sizes_known_get(*, boards: Sequence[BoardRef]) -> dict[int, int | None]:
+    """Each board's number of players, or None while Redis does not hold the board as truth
+    (its intact key missing, or a recovery rebuilding it): the boards list never passes a lost
+    board's 0 or partial count for its size. One ``board_size.lua`` per board, pipelined."""
+    if not boards:
+        return {}
+    client = get_board_redis()
+    script = get_script(client, "board_size")
+    calls = [
+        ScriptCall(
+            script=script,
+            keys=[
+                keys.board(board_id=board.id),
+                keys.board_recovering(board_id=board.id),
+                *_guard_keys(board),
+            ],
+            args=[],
+        )
+        for board in boards
+    ]
+    replies = scripts_pipelined(client, calls)
+    return {
+        board.id: None if int(size) == -1 else int(size)
+        for board, size in zip(boards, replies, strict=True)
+    }
 
 
 def top_snapshot_times_get(*, boards: list[BoardRef]) -> dict[int, float | None]:

@@ -86,8 +86,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # A database error from any view is a 503 with Retry-After, not a 500 (PostgreSQL outage).
-    "leaderboard_project.middleware.DatabaseUnavailableMiddleware",
+    # PostgreSQL or Redis unavailable, or a board Redis lost, in any view: a 503 with
+    # Retry-After, not a 500 (leaderboard/unavailable.py).
+    "leaderboard_project.middleware.UnavailableMiddleware",
     # Last, per django-axes: it answers the lockout response for a login its backend refused.
     "axes.middleware.AxesMiddleware",
 ]
