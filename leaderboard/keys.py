@@ -82,6 +82,12 @@ def top_snapshot(*, board_id: int) -> str:
     return f"{_board_tag(board_id)}:top"
 
 
+def top_snapshot_version(*, board_id: int) -> str:
+    """``lb:{b7}:top:version``: the version of ``top_snapshot`` (written with it by one script),
+    so a process checks for a newer snapshot without reading the snapshot itself."""
+    return f"{_board_tag(board_id)}:top:version"
+
+
 def board_pattern(*, board_id: int) -> str:
     """SCAN pattern for every key of a board (close-out, tests)."""
     return f"{_board_tag(board_id)}*"

@@ -86,6 +86,33 @@ IF_NONE_MATCH = OpenApiParameter(
     OpenApiParameter.HEADER,
     description="An ETag of an earlier answer: 304 without a body when it still matches.",
 )
+# The top lists: versioned (leaderboard.selectors.TopList.version).
+TOP_ETAG = OpenApiParameter(
+    "ETag",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    response=[200, 304],
+    description='"<version>-<digest>": the list\'s version (as in X-Snapshot-Version) and a '
+    "digest of the body (equal entries, equal digest).",
+)
+TOP_IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="ETags of earlier answers: 304 without a body when the list's body is the one "
+    "a tag names (whatever its version). The answer is never older than the newest version "
+    "among the tags: a client that sends its last ETag never sees the list go backwards.",
+)
+VERSION = OpenApiParameter(
+    "X-Snapshot-Version",
+    {"type": "integer", "format": "int64", "minimum": 0},
+    OpenApiParameter.HEADER,
+    response=[200, 304],
+    description="When the board was as listed, in microseconds of the boards' Redis clock, "
+    "whether the list came from the snapshot or the live board: a larger version is a later "
+    "list, equal versions list equal entries. A client that keeps the largest version seen "
+    "and ignores answers below it never shows an older list.",
+)
 
 BAD_PARAMETER = OpenApiResponse(ErrorSerializer, description="A malformed parameter.")
 UNKNOWN = OpenApiResponse(ErrorSerializer, description="Unknown season or board.")

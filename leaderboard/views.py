@@ -24,6 +24,7 @@ from rest_framework.exceptions import ValidationError
 
 from seasons.selectors import SeasonRef, season_get_cached, season_list
 
+from .apis import top_list_etag
 from .models import MAIN_BOARD
 from .selectors import (
     BoardRef,
@@ -167,12 +168,15 @@ def season_board_page(
             next_start=start + PAGE_TOP if len(entries) == PAGE_TOP else None,
         )
     else:
-        top = board_top_get(board=ref, limit=PAGE_TOP).entries
+        top = board_top_get(board=ref, limit=PAGE_TOP)
         context.update(
-            entries=top,
+            entries=top.entries,
             caption=f"{ref.name}: top {PAGE_TOP} of the season",
             live_url=f"{api}/top?limit={PAGE_TOP}",
-            next_start=PAGE_TOP + 1 if len(top) == PAGE_TOP else None,
+            # live.js ignores a poll that answers an older list than this one.
+            live_version=top.version,
+            live_etag=top_list_etag(board=ref, top=top, limit=PAGE_TOP),
+            next_start=PAGE_TOP + 1 if len(top.entries) == PAGE_TOP else None,
         )
 
     raw_player = request.GET.get("player", "").strip()

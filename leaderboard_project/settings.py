@@ -360,7 +360,8 @@ LEADERBOARD_SEASON_FALLBACK_SECONDS = env.float(
 DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS = env.int(
     "DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS", default=5
 )
-# Each process re-reads a season's top-list snapshot from Redis at most this often.
+# Each process checks the version of a board's top-list snapshot in Redis at most this often
+# (sooner when a client has seen a newer one); the snapshot itself is read once per version.
 LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS = env.float(
     "LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS", default=1.0
 )
