@@ -7,11 +7,11 @@ Every board Redis must hold (``board_list_open``) has an *intact* key in its slo
   lagging replica, keys deleted by hand): Redis loses it with the board's other keys;
 - the board's applied-offset watermark gone while the intact key is there (a partial loss);
 - a new Redis run id (``INFO server``) since last seen: Redis restarted, perhaps from an AOF
-  that lacks its last second. Nothing is missing then, only stale: every board is reconciled
-  (services/reconcile.py), in full up to RECONCILE_FULL_MAX_MEMBERS players; a larger board
-  compares its sample and every player ingested since shortly before the last check that saw
-  the old run id (a heartbeat kept with it), which finds the players whose last writes were
-  lost.
+  that lacks its last second. Nothing is missing then, only stale, the watermark included:
+  every live board is compared with every stored result (services/reconcile.py, in full up to
+  RECONCILE_FULL_MAX_MEMBERS players; a larger board compares its sample and every player
+  ingested since shortly before the last check that saw the old run id, a heartbeat kept with
+  it), and a board that differs is recovered like a lost one.
 
 ``boards_recover`` runs these checks (two EXISTS per board in one round trip, one INFO) at
 consumer start-up, every few seconds from Celery beat, and repairs what they find at once.
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -32,7 +32,7 @@ from django.utils import timezone
 from leaderboard import keys
 from leaderboard.board_scores import board_stored_offsets
 from leaderboard.redis import get_board_redis
-from leaderboard.selectors import BoardRef, board_list_open
+from leaderboard.selectors import BoardRef, board_list_live, board_list_open
 
 from .corrections import daily_boards_existing
 from .derived import weekly_board_build
@@ -40,7 +40,8 @@ from .rebuild import RebuildInProgressError, board_rebuild
 from .reconcile import (
     ReconcileResult,
     board_days_in_window,
-    boards_reconcile_live_seasons,
+    board_reconcile,
+    reconcile_runs_mark_rebuilt,
     watermark_raise,
 )
 
@@ -196,6 +197,54 @@ def board_recover(
     return recovered
 
 
+def _boards_check_after_restart(
+    *, now: datetime, topic: str | None, recent_since: datetime | None
+) -> tuple[list[ReconcileResult], list[BoardRecovered], bool]:
+    """After a Redis restart: compare every live board (season-long and every daily board in
+    its window) with every stored result, and recover in full each board that differs.
+
+    Held to every stored result, not to the watermark: a restart from an AOF short of its last
+    second lost the watermark's last moves together with the writes they covered, so the lost
+    results lie above the watermark, where the routine reconcile does not look. A difference
+    may also be a batch stored and not yet applied; either way the repair is the recovery's
+    (raise the watermark to the stored offsets, then rebuild every key it covers), which keeps
+    both exactly once, where a rebuild of the differing key alone could not.
+
+    Returns (the comparisons, the boards recovered, whether every board was checked and every
+    differing one recovered).
+    """
+    client = get_board_redis()
+    results: list[ReconcileResult] = []
+    recovered: list[BoardRecovered] = []
+    complete = True
+    for board in board_list_live():
+        if not client.exists(keys.board_intact(board_id=board.id)):
+            continue  # lost outright: boards_recover's own pass recovers it
+        checks = [
+            board_reconcile(
+                board_id=board.id,
+                day=day,
+                topic=topic,
+                recent_since=recent_since,
+                repair=False,
+                held_to="stored",
+            )
+            for day in (None, *board_days_in_window(board=board, now=now))
+        ]
+        drifted = [c.run_id for c in checks if c.drift_found and c.run_id is not None]
+        if drifted:
+            reason = "Redis restarted: board differs from PostgreSQL"
+            done = board_recover(board=board, reason=reason, now=now, topic=topic)
+            if done is None:
+                complete = False
+            else:
+                recovered.append(done)
+                reconcile_runs_mark_rebuilt(run_ids=drifted)
+                checks = [replace(c, rebuilt=c.drift_found) for c in checks]
+        results += checks
+    return results, recovered, complete
+
+
 def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> RecoveryReport:
     """Find the boards Redis lost or may hold stale, and repair them now (module docstring).
 
@@ -236,9 +285,13 @@ def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> 
                 seen,
                 seen_at.isoformat() if seen_at else "-",
             )
-            reconciled = boards_reconcile_live_seasons(now=now, topic=topic, recent_since=since)
-            # Only once every board was compared: a crash before makes the next run redo it.
-            client.set(keys.redis_run_id_seen(), heartbeat)
+            reconciled, repaired, complete = _boards_check_after_restart(
+                now=now, topic=topic, recent_since=since
+            )
+            recovered += repaired
+            # Only once every board was compared and repaired: otherwise the next run redoes it.
+            if complete:
+                client.set(keys.redis_run_id_seen(), heartbeat)
         finally:
             client.delete(lock)
     return RecoveryReport(
