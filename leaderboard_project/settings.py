@@ -468,5 +468,6 @@ FINAL_STANDINGS_SIZE = env.int("FINAL_STANDINGS_SIZE", default=1000)
 # topic's end offsets to drain: results game servers publish just after the end still count.
 SEASON_CLOSE_GRACE_SECONDS = env.int("SEASON_CLOSE_GRACE_SECONDS", default=30)
 # How long one close-out run waits for the consumer group to commit up to the topic's end
-# offsets recorded when the drain began; past it, it finalizes nothing and says what lags.
+# offsets recorded when the drain began; past it, it finalizes nothing and says what lags. Also
+# close_season's default --timeout.
 SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS = env.float("SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS", default=600.0)
