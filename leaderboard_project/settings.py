@@ -11,6 +11,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import StrictEnv
+from .schedules import ROUTINE_TASKS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -414,8 +415,10 @@ LOG_FORMAT = env.str("LOG_FORMAT", default="text")
 if LOG_FORMAT not in {"text", "json"}:
     raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not one of text, json")
 # Tasks Celery logs nothing routine about (beat's "Sending due task", the worker's "received"
-# and "succeeded"): the every-second ones. Their warnings and errors still show.
-LOG_QUIET_TASKS = env.list("LOG_QUIET_TASKS", default="leaderboard.tasks.refresh_top_snapshots")
+# and "succeeded"): by default every periodic task (schedules.py), which logs what it did itself.
+# Their warnings and errors still show; "none" logs every task's lines.
+_log_quiet_tasks = env.list("LOG_QUIET_TASKS", default=",".join(ROUTINE_TASKS))
+LOG_QUIET_TASKS = [] if _log_quiet_tasks == ["none"] else _log_quiet_tasks
 _console_handler = {
     "class": "logging.StreamHandler",
     "formatter": LOG_FORMAT,
@@ -470,5 +473,6 @@ FINAL_STANDINGS_SIZE = env.int("FINAL_STANDINGS_SIZE", default=1000)
 # topic's end offsets to drain: results game servers publish just after the end still count.
 SEASON_CLOSE_GRACE_SECONDS = env.int("SEASON_CLOSE_GRACE_SECONDS", default=30)
 # How long one close-out run waits for the consumer group to commit up to the topic's end
-# offsets recorded when the drain began; past it, it finalizes nothing and says what lags.
+# offsets recorded when the drain began; past it, it finalizes nothing and says what lags. Also
+# close_season's default --timeout.
 SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS = env.float("SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS", default=600.0)

@@ -21,6 +21,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from closeout.models import FinalStanding, RewardGrant
 from closeout.services import reward_tier_create
 from leaderboard import keys
+from leaderboard_project.schedules import PERIODIC_TASKS
 from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
 from tests.helpers import as_board, main_board_id, subprocess_database_url, wait_until
@@ -84,7 +85,7 @@ def celery_processes(
 
 @pytest.mark.django_db(transaction=True)
 def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
-    celery_processes, board_redis
+    celery_processes, board_redis, tmp_path
 ) -> None:
     now = timezone.now()
     season = SeasonFactory.create(
@@ -159,3 +160,14 @@ def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
     assert closed.closed_at is not None
     assert closed.closed_at >= closing_since + timedelta(seconds=1)  # the drain grace
     assert board_redis.exists(board) == 0
+
+    # The periodic tasks ran every second, yet neither beat nor the worker logged a routine line
+    # about them; the close-out they queued is no routine and was logged.
+    logs = (tmp_path / "worker.log").read_text() + (tmp_path / "beat.log").read_text()
+    routine = [
+        line
+        for line in logs.splitlines()
+        if any(spec.task in line for spec in PERIODIC_TASKS) and " INFO " in line
+    ]
+    assert routine == []
+    assert "Task closeout.tasks.season_close_task[" in logs
