@@ -72,7 +72,8 @@ INSTALLED_APPS = [
     "leaderboard",
     "ingestion",
     "closeout",
-    # The project itself, for its management commands (demo data, the periodic schedule).
+    # The project itself: its management commands (demo data, the periodic schedule) and the
+    # Season admin it assembles from the apps' pieces (leaderboard_project/admin.py).
     "leaderboard_project",
 ]
 
