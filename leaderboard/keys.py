@@ -119,6 +119,16 @@ def board_intact(*, board_id: int) -> str:
     return f"{_board_tag(board_id)}:intact"
 
 
+def board_checked(*, board_id: int) -> str:
+    """``lb:{b7}:checked``: present while THIS Redis server process has compared the board with
+    PostgreSQL (or rebuilt it) since it started. Written with replication off
+    (``board_mark_checked.lua``): never in the AOF, never on a replica, so a restart or a
+    failover, which may have lost the last writes, comes back without it and the board's
+    reads answer 503 until the recovery has checked it (docs/ingestion.md, "Redis losing
+    data")."""
+    return f"{_board_tag(board_id)}:checked"
+
+
 def board_recovering(*, board_id: int) -> str:
     """``lb:{b7}:recovering``: held (with an expiry) while one process rebuilds the lost board,
     so the every-few-seconds recovery task never runs two rebuilds of it at once."""

@@ -27,6 +27,11 @@ from redis.exceptions import (
 BoardRedis = redis.Redis | RedisCluster
 
 
+def reads_from_replicas() -> bool:
+    """Whether ``get_board_read_redis`` may answer from a replica."""
+    return bool(settings.LB_REDIS_MODE == "cluster" and settings.REDIS_READ_FROM_REPLICAS)
+
+
 def get_board_read_redis() -> BoardRedis:
     """The client for the read selectors: ``get_board_redis()``, unless
     ``settings.REDIS_READ_FROM_REPLICAS`` (cluster mode): then a second ``RedisCluster`` with
@@ -34,7 +39,7 @@ def get_board_read_redis() -> BoardRedis:
     read-only commands to a slot's master and replicas in turn (read-only scripts: see
     ``leaderboard.scripts.read_script_call``). Never for writes: a replica refuses them.
     """
-    if settings.LB_REDIS_MODE == "cluster" and settings.REDIS_READ_FROM_REPLICAS:
+    if reads_from_replicas():
         return _cluster_client(*_cluster_options(), read_from_replicas=True)
     return get_board_redis()
 

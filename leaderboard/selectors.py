@@ -36,7 +36,7 @@ from seasons.selectors import SeasonRef
 from . import keys
 from .codec import ScoreCodec
 from .models import MAIN_BOARD, Board, BoardOrder, RebuildRun, ReconcileRun
-from .redis import get_board_read_redis, get_board_redis
+from .redis import get_board_read_redis, get_board_redis, reads_from_replicas
 from .scripts import ScriptCall, get_script, read_script_call, scripts_pipelined
 
 logger = logging.getLogger(__name__)
@@ -251,20 +251,27 @@ class BoardUnavailableError(RuntimeError):
         self.board = board
 
 
-def _guard_keys(board: BoardRef) -> list[str]:
-    """The intact key the read scripts check, or none for a closed season's board (its keys
-    are dropped at close-out, and an empty answer is then the truth: the final standings are
-    elsewhere)."""
+def _guard_keys(board: BoardRef, *, on_master: bool = True) -> list[str]:
+    """The keys the read scripts require: the board's intact key and, on the master, its
+    checked key (never replicated: a replica read can vouch only for the intact one); none for
+    a closed season's board (its keys are dropped at close-out, and an empty answer is then the
+    truth: the final standings are elsewhere)."""
     if board.season.status == SeasonStatus.CLOSED:
         return []
-    return [keys.board_intact(board_id=board.id)]
+    guards = [keys.board_intact(board_id=board.id)]
+    if on_master:
+        guards.append(keys.board_checked(board_id=board.id))
+    return guards
 
 
 def _board_read(board: BoardRef, script: str, *, key: str, args: Sequence[str | int]) -> Any:
     """Run the read script on ``key`` of ``board`` (a replica's when reads may use them),
     guarded by the board's intact key."""
     reply = read_script_call(
-        get_board_read_redis(), script, keys=[key, *_guard_keys(board)], args=args
+        get_board_read_redis(),
+        script,
+        keys=[key, *_guard_keys(board, on_master=not reads_from_replicas())],
+        args=args,
     )
     # The scripts answer -1 (an integer; their other replies are lists or nil) when the
     # board's intact key is missing.

@@ -64,6 +64,7 @@ from .reconcile import (
 from .recovery import (
     BoardRecovered,
     RecoveryReport,
+    board_mark_intact,
     board_recover,
     boards_lost_get,
     boards_recover,
@@ -104,6 +105,7 @@ __all__ = [
     "board_all_rebuild",
     "board_create",
     "board_days_in_window",
+    "board_mark_intact",
     "board_rebuild",
     "board_reconcile",
     "board_recover",

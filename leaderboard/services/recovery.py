@@ -32,7 +32,8 @@ from django.utils import timezone
 from leaderboard import keys
 from leaderboard.board_scores import board_stored_offsets
 from leaderboard.redis import get_board_redis
-from leaderboard.selectors import BoardRef, board_list_live, board_list_open
+from leaderboard.scripts import get_script
+from leaderboard.selectors import BoardRef, board_list_open
 
 from .corrections import daily_boards_existing
 from .derived import weekly_board_build
@@ -127,6 +128,32 @@ def boards_lost_get(*, boards: list[BoardRef], topic: str | None = None) -> dict
     return lost
 
 
+def boards_unchecked_get(*, boards: list[BoardRef]) -> set[int]:
+    """The boards this Redis server process has not compared with PostgreSQL since it started
+    (their checked key is missing: a restart or a failover, which may have lost the last
+    writes)."""
+    if not boards:
+        return set()
+    pipe = get_board_redis().pipeline(transaction=False)
+    for board in boards:
+        pipe.exists(keys.board_checked(board_id=board.id))
+    return {board.id for board, found in zip(boards, pipe.execute(), strict=True) if not found}
+
+
+def board_mark_intact(*, board_id: int) -> None:
+    """Redis holds the board as PostgreSQL has it: set its intact key and, on this Redis
+    process only, its checked key (``board_mark_checked.lua``)."""
+    client = get_board_redis()
+    client.set(keys.board_intact(board_id=board_id), "1")
+    board_mark_checked(board_id=board_id)
+
+
+def board_mark_checked(*, board_id: int) -> None:
+    get_script(get_board_redis(), "board_mark_checked")(
+        keys=[keys.board_checked(board_id=board_id)], args=[]
+    )
+
+
 def boards_recovering_get(*, boards: list[BoardRef]) -> set[int]:
     """The boards a recovery is rebuilding now (their lock is held)."""
     if not boards:
@@ -173,7 +200,7 @@ def board_recover(
         )
         for iso_year, iso_week in weeks:
             weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
-        client.set(keys.board_intact(board_id=board.id), "1")
+        board_mark_intact(board_id=board.id)
     except RebuildInProgressError:
         logger.info("recovery of board %s waits for a rebuild in progress", board.id)
         return None
@@ -197,11 +224,12 @@ def board_recover(
     return recovered
 
 
-def _boards_check_after_restart(
-    *, now: datetime, topic: str | None, recent_since: datetime | None
+def _boards_check(
+    *, boards: list[BoardRef], now: datetime, topic: str | None, recent_since: datetime | None
 ) -> tuple[list[ReconcileResult], list[BoardRecovered], bool]:
-    """After a Redis restart: compare every live board (season-long and every daily board in
-    its window) with every stored result, and recover in full each board that differs.
+    """Boards this Redis process has not checked (a restart or a failover): compare each
+    (season-long and every daily board in its window) with every stored result, mark it
+    checked if it agrees, and recover it in full if it differs.
 
     Held to every stored result, not to the watermark: a restart from an AOF short of its last
     second lost the watermark's last moves together with the writes they covered, so the lost
@@ -213,13 +241,10 @@ def _boards_check_after_restart(
     Returns (the comparisons, the boards recovered, whether every board was checked and every
     differing one recovered).
     """
-    client = get_board_redis()
     results: list[ReconcileResult] = []
     recovered: list[BoardRecovered] = []
     complete = True
-    for board in board_list_live():
-        if not client.exists(keys.board_intact(board_id=board.id)):
-            continue  # lost outright: boards_recover's own pass recovers it
+    for board in boards:
         checks = [
             board_reconcile(
                 board_id=board.id,
@@ -232,8 +257,12 @@ def _boards_check_after_restart(
             for day in (None, *board_days_in_window(board=board, now=now))
         ]
         drifted = [c.run_id for c in checks if c.drift_found and c.run_id is not None]
-        if drifted:
-            reason = "Redis restarted: board differs from PostgreSQL"
+        if any(c.run_id is None for c in checks):
+            complete = False  # a rebuild of it is running: look again at the next run
+        elif not drifted:
+            board_mark_checked(board_id=board.id)
+        else:
+            reason = "Redis restarted or failed over: board differs from PostgreSQL"
             done = board_recover(board=board, reason=reason, now=now, topic=topic)
             if done is None:
                 complete = False
@@ -266,34 +295,42 @@ def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> 
         else:
             recovered.append(result)
 
+    not_checked = boards_unchecked_get(boards=[b for b in boards if b.id not in lost])
+    unchecked = [board for board in boards if board.id in not_checked]
     run_id = _redis_run_ids(client.info("server"))
     seen, seen_at = _seen_parse(client.get(keys.redis_run_id_seen()))
     restarted = seen != run_id
     heartbeat = f"{run_id} {time.time():.3f}"  # wall time: compared with ingested_at
     reconciled: list[ReconcileResult] = []
+    complete = True
     lock = keys.redis_restart_check_lock()
-    if not restarted:
+    if unchecked:
+        complete = False
+        if client.set(lock, run_id, nx=True, ex=RECOVERY_LOCK_SECONDS):
+            try:
+                # On a large board, the players ingested shortly before the last look at the
+                # old Redis are where lost last writes are (compared beside the sample).
+                since = None
+                if restarted and seen_at is not None:
+                    since = seen_at - timedelta(seconds=RESTART_LOOKBACK_SECONDS)
+                logger.warning(
+                    "%d board(s) not checked on this Redis (run id %s, last seen %s at %s): "
+                    "comparing them with PostgreSQL",
+                    len(unchecked),
+                    run_id,
+                    seen,
+                    seen_at.isoformat() if seen_at else "-",
+                )
+                reconciled, repaired, complete = _boards_check(
+                    boards=unchecked, now=now, topic=topic, recent_since=since
+                )
+                recovered += repaired
+            finally:
+                client.delete(lock)
+    # The heartbeat moves on once every board is checked: until then the next run compares
+    # the rest against the same moment.
+    if complete:
         client.set(keys.redis_run_id_seen(), heartbeat)
-    elif client.set(lock, run_id, nx=True, ex=RECOVERY_LOCK_SECONDS):
-        try:
-            since = None
-            if seen_at is not None:
-                since = seen_at - timedelta(seconds=RESTART_LOOKBACK_SECONDS)
-            logger.warning(
-                "Redis run id %s (last seen %s at %s): reconciling every board",
-                run_id,
-                seen,
-                seen_at.isoformat() if seen_at else "-",
-            )
-            reconciled, repaired, complete = _boards_check_after_restart(
-                now=now, topic=topic, recent_since=since
-            )
-            recovered += repaired
-            # Only once every board was compared and repaired: otherwise the next run redoes it.
-            if complete:
-                client.set(keys.redis_run_id_seen(), heartbeat)
-        finally:
-            client.delete(lock)
     return RecoveryReport(
         checked=len(boards),
         recovered=tuple(recovered),

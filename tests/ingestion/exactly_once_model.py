@@ -24,7 +24,12 @@ from leaderboard import keys
 from leaderboard.models import Board, ScoringRule
 from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.selectors import BoardRef
-from leaderboard.services import board_rebuild, board_reconcile, boards_recover
+from leaderboard.services import (
+    board_mark_intact,
+    board_rebuild,
+    board_reconcile,
+    boards_recover,
+)
 from seasons.models import Season
 from tests.helpers import as_board, expected_board
 from tests.ingestion.ingest_helpers import Result
@@ -225,10 +230,13 @@ class IngestModel:
         pipe.execute()
 
     def checkpoint(self) -> None:
-        """Remember every key of this test as it is now (what an AOF fsynced now would hold)."""
+        """Remember every key of this test as it is now (what an AOF fsynced now would hold:
+        not the checked keys, which are never persisted)."""
+        checked = {keys.board_checked(board_id=b.id).encode() for b in self.boards}
         self.saved = [
             (key, self.client.dump(key), self.client.pttl(key))
             for key in self.client.scan_iter(match=keys.prefix_pattern(), count=1000)
+            if key not in checked
         ]
 
     def restart_from_checkpoint(self) -> None:
@@ -249,7 +257,7 @@ class IngestModel:
 
     def mark_intact(self) -> None:
         for board in self.boards:
-            self.client.set(keys.board_intact(board_id=board.id), "1")
+            board_mark_intact(board_id=board.id)
             watermark = keys.ingest_applied_offsets(board_id=board.id, topic=self.topic)
             self.client.hset(watermark, "recovered", "1")
 

@@ -20,6 +20,7 @@ import pytest
 from django.test import Client
 
 from leaderboard import keys
+from leaderboard.services import board_mark_intact
 from seasons.models import SeasonStatus
 from tests.factories import board_factory
 from tests.helpers import make_live_season, make_season, mark_intact
@@ -294,7 +295,7 @@ def test_boards_list_says_size_null_and_recovering_for_a_lost_board(client, boar
     assert "The leaderboard is unavailable" in page.content.decode()
 
     # A recovery holds the board's lock: still recovering, even with the intact key back.
-    board_redis.set(keys.board_intact(board_id=main), "1")
+    board_mark_intact(board_id=main)
     board_redis.set(keys.board_recovering(board_id=kills), "rebuild", ex=60)
     body = client.get(url).json()
     assert [(b["slug"], b["size"], b["recovering"]) for b in body] == [

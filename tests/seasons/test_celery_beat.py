@@ -21,6 +21,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from closeout.models import FinalStanding, RewardGrant
 from closeout.services import reward_tier_create
 from leaderboard import keys
+from leaderboard.services import board_mark_intact
 from leaderboard_project.schedules import PERIODIC_TASKS
 from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
@@ -121,7 +122,7 @@ def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
             "leaderboard.tasks.boards_recover_task",
         ]
     ).update(enabled=False)
-    board_redis.set(keys.board_intact(board_id=main_board_id(live.id)), "1")
+    board_mark_intact(board_id=main_board_id(live.id))
 
     celery_processes()
 
