@@ -78,6 +78,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: the latency it records covers every other middleware, static files included.
     "leaderboard_project.metrics.PrometheusHttpMiddleware",
+    # Next: a path with a control character is a 404 before anything else reads the path.
+    "leaderboard_project.middleware.ControlCharacterPathMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
