@@ -5,6 +5,7 @@ reads ``django.conf.settings`` at call time. Every variable is documented in
 ``.env.example``. Defaults point at the local services that ``make services`` starts.
 """
 
+import ipaddress
 from datetime import timedelta
 from pathlib import Path
 
@@ -404,6 +405,20 @@ PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
 METRICS_LISTEN_ADDRESS = env.str("METRICS_LISTEN_ADDRESS", default="127.0.0.1")
 INGEST_METRICS_PORT = env.int("INGEST_METRICS_PORT", default=0)
 CELERY_METRICS_PORT = env.int("CELERY_METRICS_PORT", default=0)
+# Who may read the web server's /metrics and /metrics.json and /healthz's details (each error's
+# text): clients in these networks (comma-separated CIDRs or addresses), and logged-in staff.
+# Everyone else gets a 403 and /healthz's short form. The client's address is the throttle's
+# (REMOTE_ADDR, or behind API_TRUSTED_PROXY_COUNT proxies what the outermost one saw): behind a
+# proxy with that count left at 0, every request seems to come from the proxy's address.
+METRICS_ALLOWED_NETWORKS = env.list(
+    "METRICS_ALLOWED_NETWORKS",
+    default="127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7",
+)
+for _network in METRICS_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_network!r}: {_exc}") from None
 
 # --- Logging -------------------------------------------------------------------------------------
 
