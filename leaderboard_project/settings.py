@@ -270,8 +270,16 @@ INGEST_MAX_POLL_RECORDS = env.int("INGEST_MAX_POLL_RECORDS", default=5000)
 INGEST_POLL_TIMEOUT_MS = env.int("INGEST_POLL_TIMEOUT_MS", default=200)
 # A log line and a stats write every this many seconds.
 INGEST_STATS_INTERVAL_SECONDS = env.int("INGEST_STATS_INTERVAL_SECONDS", default=10)
-# Retry delay cap while PostgreSQL, Redis or Kafka is unreachable (doubling from 0.1 s).
-INGEST_BACKOFF_MAX_SECONDS = env.int("INGEST_BACKOFF_MAX_SECONDS", default=10)
+# Retry delay cap while PostgreSQL, Redis or Kafka is unreachable (doubling from 0.1 s). It is
+# also how long a consumer may go on waiting once the dependency is back: a long outage is
+# followed by this many seconds of nothing at worst (10 s was most of the time to resume).
+INGEST_BACKOFF_MAX_SECONDS = env.int("INGEST_BACKOFF_MAX_SECONDS", default=2)
+# kafka-python's cap on its own reconnect backoff to a broker (it doubles from 50 ms per failed
+# attempt; its default cap of 30 s left consumers idle for up to half a minute after a broker
+# restart). The consumer and its dead-letter producer try a lost broker this often at least.
+INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS = env.int(
+    "INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS", default=1000
+)
 # How often each consumer asks the boards' Redis who its masters are: a change (a replica
 # promoted, a restart) makes it look for writes the old master lost and rebuild those boards.
 INGEST_FAILOVER_CHECK_SECONDS = env.float("INGEST_FAILOVER_CHECK_SECONDS", default=1.0)
