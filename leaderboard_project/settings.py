@@ -5,6 +5,7 @@ reads ``django.conf.settings`` at call time. Every variable is documented in
 ``.env.example``. Defaults point at the local services that ``make services`` starts.
 """
 
+import ipaddress
 from datetime import timedelta
 from pathlib import Path
 
@@ -80,6 +81,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: the latency it records covers every other middleware, static files included.
     "leaderboard_project.metrics.PrometheusHttpMiddleware",
+    # Next: a path with a control character is a 404 before anything else reads the path.
+    "leaderboard_project.middleware.ControlCharacterPathMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -270,8 +273,16 @@ INGEST_MAX_POLL_RECORDS = env.int("INGEST_MAX_POLL_RECORDS", default=5000)
 INGEST_POLL_TIMEOUT_MS = env.int("INGEST_POLL_TIMEOUT_MS", default=200)
 # A log line and a stats write every this many seconds.
 INGEST_STATS_INTERVAL_SECONDS = env.int("INGEST_STATS_INTERVAL_SECONDS", default=10)
-# Retry delay cap while PostgreSQL, Redis or Kafka is unreachable (doubling from 0.1 s).
-INGEST_BACKOFF_MAX_SECONDS = env.int("INGEST_BACKOFF_MAX_SECONDS", default=10)
+# Retry delay cap while PostgreSQL, Redis or Kafka is unreachable (doubling from 0.1 s). It is
+# also how long a consumer may go on waiting once the dependency is back: a long outage is
+# followed by this many seconds of nothing at worst (10 s was most of the time to resume).
+INGEST_BACKOFF_MAX_SECONDS = env.int("INGEST_BACKOFF_MAX_SECONDS", default=2)
+# kafka-python's cap on its own reconnect backoff to a broker (it doubles from 50 ms per failed
+# attempt; its default cap of 30 s left consumers idle for up to half a minute after a broker
+# restart). The consumer and its dead-letter producer try a lost broker this often at least.
+INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS = env.int(
+    "INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS", default=1000
+)
 # How often each consumer asks the boards' Redis who its masters are: a change (a replica
 # promoted, a restart) makes it look for writes the old master lost and rebuild those boards.
 INGEST_FAILOVER_CHECK_SECONDS = env.float("INGEST_FAILOVER_CHECK_SECONDS", default=1.0)
@@ -406,6 +417,20 @@ PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
 METRICS_LISTEN_ADDRESS = env.str("METRICS_LISTEN_ADDRESS", default="127.0.0.1")
 INGEST_METRICS_PORT = env.int("INGEST_METRICS_PORT", default=0)
 CELERY_METRICS_PORT = env.int("CELERY_METRICS_PORT", default=0)
+# Who may read the web server's /metrics and /metrics.json and /healthz's details (each error's
+# text): clients in these networks (comma-separated CIDRs or addresses), and logged-in staff.
+# Everyone else gets a 403 and /healthz's short form. The client's address is the throttle's
+# (REMOTE_ADDR, or behind API_TRUSTED_PROXY_COUNT proxies what the outermost one saw): behind a
+# proxy with that count left at 0, every request seems to come from the proxy's address.
+METRICS_ALLOWED_NETWORKS = env.list(
+    "METRICS_ALLOWED_NETWORKS",
+    default="127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7",
+)
+for _network in METRICS_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_network!r}: {_exc}") from None
 
 # --- Logging -------------------------------------------------------------------------------------
 
