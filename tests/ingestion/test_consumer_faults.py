@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from urllib.parse import urlparse
 
@@ -71,6 +72,30 @@ def _outage(seconds: float) -> None:
     time.sleep(seconds)
 
 
+def _boards_through_proxy(settings) -> TcpProxy:
+    """Point the boards' Redis at a proxy in front of it (same database), to cut it at will."""
+    boards = dict(settings.CACHES["boards"])
+    location = urlparse(boards["LOCATION"])
+    proxy = TcpProxy(location.port or 6379)
+    boards["LOCATION"] = f"redis://127.0.0.1:{proxy.port}{location.path}"
+    settings.CACHES = {**settings.CACHES, "boards": boards}
+    return proxy
+
+
+def _runner(consumer: MatchResultConsumer, failures: list[BaseException]) -> Callable[[], None]:
+    """The consumer's run for a thread: what it raises is kept in ``failures``."""
+
+    def run() -> None:
+        try:
+            consumer.run()
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    return run
+
+
 def _faults_proxy(settings) -> TcpProxy:
     """A proxy in front of the broker's FAULTS listener, on the port that listener advertises."""
     _proxy_host, proxy_port = settings.KAFKA_FAULTS_PROXY.rsplit(":", 1)
@@ -92,23 +117,11 @@ def test_redis_outage_waits_and_resumes_without_loss_or_double_count(
     caplog.set_level(logging.INFO, logger="ingestion")
     season = make_season(rule=ScoringRule.CUMULATIVE)
     topic, dlq = kafka_topic_factory("redis-down", partitions=2), kafka_topic_factory("dlq")
-    redis_port = urlparse(settings.CACHES["boards"]["LOCATION"]).port or 6379
-    proxy = TcpProxy(redis_port)
-    boards = dict(settings.CACHES["boards"])
-    db = urlparse(boards["LOCATION"]).path
-    boards["LOCATION"] = f"redis://127.0.0.1:{proxy.port}{db}"
-    settings.CACHES = {**settings.CACHES, "boards": boards}
+    proxy = _boards_through_proxy(settings)
     options = consumer_options(topic=topic, dead_letter_topic=dlq)
     consumer = MatchResultConsumer(options)
     failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            consumer.run()
-        except BaseException as exc:
-            failures.append(exc)
-        finally:
-            connection.close()
+    run = _runner(consumer, failures)
 
     before = _results(season, 300, first_player=1)
     during = _results(season, 300, first_player=1000)
@@ -315,23 +328,12 @@ def test_after_a_long_redis_outage_the_consumer_resumes_within_seconds_of_its_re
     about 8 s after the return. The default cap keeps the resume within 5 s."""
     season = make_season(rule=ScoringRule.CUMULATIVE)
     topic, dlq = kafka_topic_factory("redis-back", partitions=2), kafka_topic_factory("dlq")
-    proxy = TcpProxy(urlparse(settings.CACHES["boards"]["LOCATION"]).port or 6379)
-    boards = dict(settings.CACHES["boards"])
-    db = urlparse(boards["LOCATION"]).path
-    boards["LOCATION"] = f"redis://127.0.0.1:{proxy.port}{db}"
-    settings.CACHES = {**settings.CACHES, "boards": boards}
+    proxy = _boards_through_proxy(settings)
     options = consumer_options(topic=topic, dead_letter_topic=dlq, backoff_max_seconds=None)
     assert options.backoff_max_seconds == settings.INGEST_BACKOFF_MAX_SECONDS
     consumer = MatchResultConsumer(options)
     failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            consumer.run()
-        except BaseException as exc:
-            failures.append(exc)
-        finally:
-            connection.close()
+    run = _runner(consumer, failures)
 
     before = _results(season, 300, first_player=1)
     during = _results(season, 300, first_player=1000)
