@@ -23,7 +23,6 @@ from leaderboard.services import (
     BoardsDeleted,
     CountedResult,
     ResultRow,
-    applied_offsets_get,
     board_results_apply,
     match_results_store,
 )
@@ -108,24 +107,23 @@ def _store(results: Sequence[ValidResult]) -> list[StoredResult]:
 def _counted(
     stored: Sequence[StoredResult],
     *,
-    applied_offsets: Mapping[tuple[int, int], int],
     boards: Mapping[int, BoardRef],
     latest: LatestResults,
 ) -> tuple[list[CountedResult], int, int]:
-    """(results to put on the boards, duplicates, excluded) per the exactly-once rule.
+    """(candidates for the boards, duplicates, excluded) as PostgreSQL decides them.
 
-    A result counts iff it was stored by this very message (now, or before a crash) and its
-    offset is above its board's applied watermark for the partition, i.e. it never reached the
-    board. Under the latest rule it then counts only where PostgreSQL holds it as the player's
-    latest result (season-long, and of its day): an older result delivered later changes
-    nothing, whatever the order of delivery.
+    A result is a candidate iff it was stored by this very message (now, or before a crash).
+    Under the latest rule it then counts only where PostgreSQL holds it as the player's latest
+    result (season-long, and of its day): an older result delivered later changes nothing,
+    whatever the order of delivery. Whether a candidate already reached its board is not
+    decided here: the apply script decides it, atomically with the write (docs/ingestion.md).
     """
     counted: list[CountedResult] = []
     duplicates = excluded = 0
     for s in stored:
         r = s.result
         m = r.message
-        if not s.from_this_message or r.offset <= applied_offsets[(r.board_id, r.partition)]:
+        if not s.from_this_message:
             duplicates += 1
             continue
         if s.excluded or s.xid is None:
@@ -204,17 +202,15 @@ def match_results_ingest(
         retrying("Kafka", lambda: dead_letters.publish(letters=decoded.dead_letters))
     # Read after the batch committed: it decides which results hold a latest-rule board.
     latest = retrying("PostgreSQL", lambda: _latest_of(stored, decoded.boards))
-    board_ids = sorted({s.result.board_id for s in stored})
 
     def apply() -> tuple[int, int, int]:
-        applied_offsets = applied_offsets_get(
-            topic=topic, partitions=sorted(handled), board_ids=board_ids
-        )
-        counted, duplicates, excluded = _counted(
-            stored, applied_offsets=applied_offsets, boards=decoded.boards, latest=latest
-        )
+        counted, duplicates, excluded = _counted(stored, boards=decoded.boards, latest=latest)
         if not counted:
             return 0, duplicates, excluded
+        # The script of each (partition, board) call is the exactly-once decision: it writes
+        # only offsets above the board's watermark and moves the watermark in the same atomic
+        # call; the offsets it reports covered (a redelivery, a retry after a lost reply, a
+        # partition's other owner) are dropped and the rest sent again.
         outcome = board_results_apply(
             topic=topic, results=counted, handled_offsets=handled, boards=decoded.boards
         )

@@ -15,10 +15,11 @@ from ingestion.records import ConsumedRecord, DeadLetter
 from ingestion.schema import UNKNOWN_SEASON
 from ingestion.services import batch as batch_handler
 from ingestion.services import match_results_ingest
-from leaderboard.models import MatchResult, ScoringRule
+from leaderboard import keys
+from leaderboard.models import MatchResult, PlayerBan, ScoringRule
 from leaderboard.services import match_results_store
 from seasons.models import Season
-from tests.helpers import make_season, subprocess_database_url
+from tests.helpers import main_board_id, make_season, subprocess_database_url
 
 from .ingest_helpers import Result, assert_boards_match
 
@@ -69,6 +70,30 @@ def test_the_same_result_twice_in_one_batch_counts_once(board_redis) -> None:
 
     assert (outcome.applied, outcome.duplicates) == (1, 2)
     assert_boards_match(board_redis, season, [result])
+
+
+def test_a_redelivery_is_refused_by_the_apply_script_and_counted_as_duplicates(
+    board_redis,
+) -> None:
+    """The script alone decides what its board already holds: the redelivered batch goes to it
+    whole, is refused for the watermark the first delivery moved, and nothing is doubled. A
+    banned player's result goes to no script call: not counted, on every delivery."""
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    PlayerBan.objects.create(season=season, player_id=66, reason="cheating")
+    results = [
+        Result(uuid.uuid4(), player, season.id, 5, season.starts_at + timedelta(hours=1))
+        for player in (1, 2, 66)
+    ]
+    batch = [_record(result, 0, 30 + n) for n, result in enumerate(results)]
+    watermark = keys.ingest_applied_offsets(board_id=main_board_id(season.id), topic=TOPIC)
+
+    first = match_results_ingest(topic=TOPIC, records=batch, dead_letters=_Letters())
+    again = match_results_ingest(topic=TOPIC, records=batch, dead_letters=_Letters())
+
+    assert (first.applied, first.duplicates, first.not_counted) == (2, 0, 1)
+    assert (again.applied, again.duplicates, again.not_counted) == (0, 2, 1)
+    assert board_redis.hget(watermark, "0") == b"32"
+    assert_boards_match(board_redis, season, results[:2])
 
 
 def test_a_message_that_breaks_validation_unexpectedly_is_dead_lettered(
