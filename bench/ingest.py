@@ -100,15 +100,16 @@ from ingestion.producer import (  # noqa: E402
     match_result_value,
 )
 from ingestion.schema import MatchResultMessage  # noqa: E402
-from ingestion.services import ValidResult, match_results_store  # noqa: E402
 from leaderboard import keys  # noqa: E402
 from leaderboard.models import MAIN_BOARD, BoardOrder, MatchResult, ScoringRule  # noqa: E402
 from leaderboard.redis import BoardRedis, get_board_redis  # noqa: E402
 from leaderboard.selectors import main_board_get  # noqa: E402
 from leaderboard.services import (  # noqa: E402
     CountedResult,
+    ResultRow,
     board_create,
     board_results_apply,
+    match_results_store,
     season_setup,
 )
 from seasons.models import Season  # noqa: E402
@@ -709,15 +710,22 @@ def run(args: argparse.Namespace) -> Report:
         # --- PostgreSQL insert-only and Redis apply-only ceilings (another season) -----------
         ceiling_results = Results(season_id=ceiling_id, players=args.players, seed=2)
         ceiling = [
-            ValidResult(
-                n % args.partitions, n // args.partitions, ceiling_results.one(), ceiling_board.id
+            ResultRow(
+                m.match_id,
+                m.player_id,
+                m.season_id,
+                ceiling_board.id,
+                m.points,
+                m.achieved_at,
+                n % args.partitions,
+                n // args.partitions,
             )
-            for n in range(args.ceiling_rows)
+            for n, m in ((n, ceiling_results.one()) for n in range(args.ceiling_rows))
         ]
 
         def pg_only(bar: tqdm) -> None:
             for chunk in _chunks(ceiling, args.batch):
-                match_results_store(results=chunk)
+                match_results_store(rows=chunk)
                 bar.update(len(chunk))
 
         report.pg_insert_only_per_s = _timed("postgres insert-only", len(ceiling), pg_only)
@@ -725,13 +733,13 @@ def run(args: argparse.Namespace) -> Report:
         codec = ceiling_board.codec
         counted = [
             CountedResult(
-                partition=v.partition,
-                offset=v.offset,
+                partition=v.kafka_partition,
+                offset=v.kafka_offset,
                 board_id=ceiling_board.id,
-                player_id=v.message.player_id,
-                points=v.message.points,
-                ticks=codec.ticks(v.message.achieved_at - seasons[ceiling_id].starts_at),
-                day=v.message.achieved_at.date(),
+                player_id=v.player_id,
+                points=v.points,
+                ticks=codec.ticks(v.achieved_at - seasons[ceiling_id].starts_at),
+                day=v.achieved_at.date(),
                 xid=1,
             )
             for v in ceiling

@@ -61,8 +61,9 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from ingestion.records import ConsumedRecord  # noqa: E402
 from ingestion.schema import MatchResultMessage  # noqa: E402
-from ingestion.services import ConsumedRecord, match_results_ingest  # noqa: E402
+from ingestion.services import match_results_ingest  # noqa: E402
 from leaderboard import keys  # noqa: E402
 from leaderboard.board_scores import board_scores_zadd_chunks  # noqa: E402
 from leaderboard.models import MatchResult  # noqa: E402

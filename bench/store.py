@@ -45,18 +45,18 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from ingestion.schema import MatchResultMessage  # noqa: E402
-from ingestion.services import ValidResult, match_results_store  # noqa: E402
+from leaderboard.models import MatchResult  # noqa: E402
 from leaderboard.selectors import main_board_get  # noqa: E402
-from leaderboard.services import season_setup  # noqa: E402
+from leaderboard.services import ResultRow, match_results_store, season_setup  # noqa: E402
 from seasons.models import Season  # noqa: E402
 
 _FK = "bench_store_season_fk"
+_RESULTS = MatchResult._meta.db_table
 _ADD_FK = (
-    f"ALTER TABLE ingestion_matchresult ADD CONSTRAINT {_FK} FOREIGN KEY (season_id) "
-    "REFERENCES seasons_season (id) DEFERRABLE INITIALLY DEFERRED NOT VALID"
+    f"ALTER TABLE {_RESULTS} ADD CONSTRAINT {_FK} FOREIGN KEY (season_id) "
+    f"REFERENCES {Season._meta.db_table} (id) DEFERRABLE INITIALLY DEFERRED NOT VALID"
 )
-_DROP_FK = f"ALTER TABLE ingestion_matchresult DROP CONSTRAINT IF EXISTS {_FK}"
+_DROP_FK = f"ALTER TABLE {_RESULTS} DROP CONSTRAINT IF EXISTS {_FK}"
 
 
 def _backend_cpu_seconds() -> float:
@@ -67,31 +67,29 @@ def _backend_cpu_seconds() -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _results(season: Season, count: int, rng: Random, first_offset: int) -> list[ValidResult]:
+def _results(season: Season, count: int, rng: Random, first_offset: int) -> list[ResultRow]:
     span = int((season.ends_at - season.starts_at).total_seconds()) - 1
     board_id = main_board_get(season_id=season.id).id
     return [
-        ValidResult(
-            0,
-            first_offset + n,
-            MatchResultMessage(
-                match_id=uuid.UUID(int=rng.getrandbits(128), version=4),
-                player_id=rng.randrange(1, 1_000_000),
-                season_id=season.id,
-                points=rng.randrange(0, 5_000),
-                achieved_at=season.starts_at + timedelta(seconds=rng.randrange(span)),
-            ),
-            board_id,
+        ResultRow(
+            match_id=uuid.UUID(int=rng.getrandbits(128), version=4),
+            player_id=rng.randrange(1, 1_000_000),
+            season_id=season.id,
+            board_id=board_id,
+            points=rng.randrange(0, 5_000),
+            achieved_at=season.starts_at + timedelta(seconds=rng.randrange(span)),
+            kafka_partition=0,
+            kafka_offset=first_offset + n,
         )
         for n in range(count)
     ]
 
 
-def _store(results: list[ValidResult], batch: int, label: str) -> tuple[float, float]:
+def _store(results: list[ResultRow], batch: int, label: str) -> tuple[float, float]:
     """(backend CPU, wall) seconds to store ``results`` in batches."""
     cpu, wall = _backend_cpu_seconds(), time.monotonic()
     for start in tqdm(range(0, len(results), batch), desc=label, unit="batch", leave=False):
-        match_results_store(results=results[start : start + batch])
+        match_results_store(rows=results[start : start + batch])
     return _backend_cpu_seconds() - cpu, time.monotonic() - wall
 
 

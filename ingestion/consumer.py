@@ -33,12 +33,13 @@ from leaderboard.services import boards_recover
 
 from . import metrics
 from .board_redis_watch import BoardRedisWatch
-from .dead_letters import KafkaDeadLetterSink, dead_letter_producer
+from .dead_letters import DeadLetterSink, KafkaDeadLetterSink, dead_letter_producer
 from .kafka_adapter import group_coordinator_connected
 from .kafka_watch import KafkaWatch
 from .offsets import next_offsets, offsets_commit, owed_offsets_commit, partition_lags
+from .records import ConsumedRecord
 from .retrying import Backoff, ConsumerStopping
-from .services import ConsumedRecord, DeadLetterSink, match_results_ingest
+from .services import match_results_ingest
 from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The dead-letter sink: messages that cannot be applied go to the dead-letter topic.
 
 Each letter keeps the original key and bytes; the reason and the source (topic, partition,
-offset) travel in headers (``services.dead_letter_headers``, docs/ingestion.md). ``publish``
+offset) travel in headers (``dead_letter_headers``, docs/ingestion.md). ``publish``
 returns only once the broker has acknowledged every letter (``acks=all``), because the batch's
 offsets are committed right after: a letter lost there would be a message lost.
 """
@@ -10,13 +10,32 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Protocol
 
 from kafka import KafkaProducer
 
 from . import metrics
-from .services import DeadLetter, dead_letter_headers
+from .records import DeadLetter
 
 logger = logging.getLogger(__name__)
+
+
+class DeadLetterSink(Protocol):
+    def publish(self, *, letters: Sequence[DeadLetter]) -> None:
+        """Send every letter and wait until the broker has them all."""
+
+
+def dead_letter_headers(*, letter: DeadLetter, topic: str) -> list[tuple[str, bytes]]:
+    """Headers of a dead letter: why it was rejected, and where it came from."""
+    return [
+        ("dlq.code", letter.code.encode()),
+        ("dlq.reason", letter.reason.encode()),
+        ("dlq.source.topic", topic.encode()),
+        ("dlq.source.partition", str(letter.record.partition).encode()),
+        ("dlq.source.offset", str(letter.record.offset).encode()),
+        ("dlq.rejected_at", datetime.now(UTC).isoformat().encode()),
+    ]
 
 
 def dead_letter_producer(
@@ -32,7 +51,7 @@ def dead_letter_producer(
 
 
 class KafkaDeadLetterSink:
-    """``services.DeadLetterSink`` on a Kafka topic."""
+    """``DeadLetterSink`` on a Kafka topic."""
 
     def __init__(self, *, producer: KafkaProducer, topic: str, source_topic: str) -> None:
         self._producer = producer

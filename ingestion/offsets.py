@@ -21,7 +21,7 @@ from kafka.errors import (
 )
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from .services import Retrying
+from .retrying import Retrying
 
 logger = logging.getLogger(__name__)
 

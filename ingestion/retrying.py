@@ -1,4 +1,4 @@
-"""Waiting out a dependency: ``services.Retrying`` with capped exponential backoff.
+"""Waiting out a dependency: ``Retrying`` with capped exponential backoff.
 
 The consumer hands a ``Backoff`` to the batch handler; every step that needs PostgreSQL, Redis
 or Kafka runs through it. An unreachable dependency makes the step wait and run again (every
@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import redis
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
@@ -20,6 +20,17 @@ from kafka.errors import KafkaError
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class Retrying(Protocol):
+    def __call__(self, what: str, operation: Callable[[], T]) -> T:
+        """Run ``operation``; while ``what`` is unreachable, wait and run it again."""
+
+
+def run_once(what: str, operation: Callable[[], T]) -> T:
+    """``Retrying`` that does not retry: the operation runs once (callers without a loop)."""
+    return operation()
+
 
 FIRST_DELAY_SECONDS = 0.1
 # Errors that mean "the dependency is unreachable right now", not "this input is bad".

@@ -60,9 +60,9 @@ def season_statuses_sync(*, now: datetime | None = None) -> StatusSyncResult:
     active -> closing at ends_at. Never backwards, never to closed (that is season_close's)."""
     now = now or timezone.now()
     # Seasons are locked FOR NO KEY UPDATE (no_key=True) everywhere: ingestion holds FOR KEY
-    # SHARE on a batch's seasons for the whole batch (ingestion/services.py), which conflicts
-    # with FOR UPDATE; SKIP LOCKED would then skip a season that is busy ingesting, and a
-    # plain lock would wait for its batch.
+    # SHARE on a batch's seasons for the whole batch (leaderboard/services/results.py), which
+    # conflicts with FOR UPDATE; SKIP LOCKED would then skip a season that is busy ingesting,
+    # and a plain lock would wait for its batch.
     with transaction.atomic():
         closing = list(
             Season.objects.select_for_update(no_key=True, skip_locked=True)

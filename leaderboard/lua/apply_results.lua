@@ -16,8 +16,9 @@
 --                    separated by ";" (one argument instead of five per result: packing
 --                    arguments was the client's largest cost)
 --
--- Returns {0, applied_offset} when some of these offsets are already on the board (another
--- consumer of the partition got there first: the caller drops them and calls again), or
+-- Returns {0, applied_offset} when some of these offsets are already on the board (a
+-- redelivery, a retry after a lost reply, or another consumer of the partition got there
+-- first: the caller drops them and calls again), or
 -- {1, changed, overflow...} where overflow lists "group_index member" of cumulative sums the
 -- codec cannot hold (those results are left out; nothing is clamped).
 --

@@ -1,7 +1,8 @@
 """Writes to the boards, one module per concept: ``apply`` (ingestion), ``rebuild``,
 ``reconcile``, ``corrections`` (voids, bans), ``derived`` (top-list snapshots, weekly boards),
 ``unlink`` (dropping a closed season's keys), ``recovery`` (boards Redis lost), ``boards``
-(creating boards and seasons with their main board). Callers import from here.
+(creating boards and seasons with their main board), ``results`` (storing ingested match
+results). Callers import from here.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from .recovery import (
     boards_recovering_get,
 )
 from .repair import BoardRepaired, boards_lost_writes_repair
+from .results import BoardsDeleted, ResultRow, RowStored, match_results_store
 from .unlink import season_keys_unlink
 
 __all__ = [
@@ -94,12 +96,15 @@ __all__ = [
     "BoardRepaired",
     "BoardsApplied",
     "BoardsCorrected",
+    "BoardsDeleted",
     "Correction",
     "CountedResult",
     "RebuildInProgressError",
     "RebuildResult",
     "ReconcileResult",
     "RecoveryReport",
+    "ResultRow",
+    "RowStored",
     "WeeklyBuildError",
     "applied_offsets_get",
     "board_all_rebuild",
@@ -120,6 +125,7 @@ __all__ = [
     "daily_board_expire_at",
     "daily_boards_existing",
     "match_result_void",
+    "match_results_store",
     "player_ban",
     "player_unban",
     "reconcile_days",

@@ -44,7 +44,9 @@ class CountedResult(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class BoardsApplied:
     applied: int  # results now on the boards
-    already_applied: int  # dropped: another consumer of the partition had applied them
+    # Dropped: the board's watermark already covered them (a redelivery, a retry after a lost
+    # reply, or another consumer of the partition got there first).
+    already_applied: int
     overflowed: tuple[str, ...]  # "board-key member" pairs whose cumulative sum overflows
 
 
@@ -150,7 +152,9 @@ def board_results_apply(
     dealt with (applied, rejected or found to be a duplicate). One script call per partition and
     board, all pipelined: each checks the board's applied-offset watermark for the partition,
     writes the board and moves its watermark atomically, touching keys of that board's slot only
-    (docs/ingestion.md).
+    (docs/ingestion.md). The script alone decides what is already on the board: a call whose
+    lowest offset its watermark covers writes nothing and returns the watermark; its offsets at
+    or below it are dropped (``already_applied``) and the rest sent again.
     """
     client = get_board_redis()
     script = get_script(client, "apply_results")
@@ -186,7 +190,8 @@ def board_results_apply(
                     group_index, member = item.decode().split(" ", 1)
                     overflowed.append(f"{names[int(group_index) - 1]} {member}")
                 continue
-            # Another consumer (the partition moved during a rebalance) applied part of it.
+            # Covered up to the watermark: a redelivery, a retry after a lost reply, or another
+            # consumer (the partition moved during a rebalance) applied part of it.
             applied_offset = int(reply[1])
             remaining = [r for r in batch if r.offset > applied_offset]
             already += len(batch) - len(remaining)

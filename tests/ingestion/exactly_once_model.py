@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar
 
-from ingestion.services import ConsumedRecord, DeadLetter, match_results_ingest
+from ingestion.records import ConsumedRecord, DeadLetter
+from ingestion.services import match_results_ingest
 from leaderboard import keys
 from leaderboard.models import Board, ScoringRule
 from leaderboard.redis import BoardRedis, get_board_redis

@@ -26,6 +26,7 @@ from leaderboard import keys
 from leaderboard.models import Board
 from leaderboard.redis import BoardRedis
 from leaderboard.selectors import BoardRef
+from leaderboard.services import ResultRow
 from seasons.models import Season
 from tests.helpers import (
     as_board,
@@ -64,6 +65,20 @@ class Result:
 
     def key(self) -> bytes:
         return str(self.player_id).encode()
+
+    def row(self, *, partition: int, offset: int) -> ResultRow:
+        """The row the consumer stores for this result, as Kafka record (partition, offset)."""
+        board = Board.objects.get(season_id=self.season_id, slug=self.board)
+        return ResultRow(
+            self.match_id,
+            self.player_id,
+            self.season_id,
+            board.id,
+            self.points,
+            self.achieved_at,
+            partition,
+            offset,
+        )
 
 
 def consumer_options(*, topic: str, dead_letter_topic: str, **overrides: Any) -> ConsumerOptions:

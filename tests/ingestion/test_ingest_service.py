@@ -11,16 +11,13 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.db.models import ProtectedError
 
-from ingestion import services
-from ingestion.schema import UNKNOWN_SEASON, message_decode
-from ingestion.services import (
-    ConsumedRecord,
-    DeadLetter,
-    ValidResult,
-    match_results_ingest,
-    match_results_store,
-)
-from leaderboard.models import MatchResult, ScoringRule
+from ingestion.records import ConsumedRecord, DeadLetter
+from ingestion.schema import UNKNOWN_SEASON
+from ingestion.services import batch as batch_handler
+from ingestion.services import match_results_ingest
+from leaderboard import keys
+from leaderboard.models import MatchResult, PlayerBan, ScoringRule
+from leaderboard.services import match_results_store
 from seasons.models import Season
 from tests.helpers import main_board_id, make_season, subprocess_database_url
 
@@ -51,11 +48,7 @@ def test_a_result_stored_by_its_second_message_before_a_crash_is_applied_once(
     other = Result(uuid.uuid4(), 9, season.id, 2, season.starts_at + timedelta(hours=6))
     # Two messages carry the same result (a game-server retry) on two partitions. The second
     # one's consumer stored it, then died before Redis.
-    match_results_store(
-        results=[
-            ValidResult(1, 20, message_decode(result.value()), main_board_id(result.season_id))
-        ]
-    )
+    match_results_store(rows=[result.row(partition=1, offset=20)])
 
     # The redelivery meets the first message before the one that stored the row.
     batch = [_record(result, 0, 10), _record(other, 0, 11), _record(result, 1, 20)]
@@ -79,6 +72,30 @@ def test_the_same_result_twice_in_one_batch_counts_once(board_redis) -> None:
     assert_boards_match(board_redis, season, [result])
 
 
+def test_a_redelivery_is_refused_by_the_apply_script_and_counted_as_duplicates(
+    board_redis,
+) -> None:
+    """The script alone decides what its board already holds: the redelivered batch goes to it
+    whole, is refused for the watermark the first delivery moved, and nothing is doubled. A
+    banned player's result goes to no script call: not counted, on every delivery."""
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    PlayerBan.objects.create(season=season, player_id=66, reason="cheating")
+    results = [
+        Result(uuid.uuid4(), player, season.id, 5, season.starts_at + timedelta(hours=1))
+        for player in (1, 2, 66)
+    ]
+    batch = [_record(result, 0, 30 + n) for n, result in enumerate(results)]
+    watermark = keys.ingest_applied_offsets(board_id=main_board_id(season.id), topic=TOPIC)
+
+    first = match_results_ingest(topic=TOPIC, records=batch, dead_letters=_Letters())
+    again = match_results_ingest(topic=TOPIC, records=batch, dead_letters=_Letters())
+
+    assert (first.applied, first.duplicates, first.not_counted) == (2, 0, 1)
+    assert (again.applied, again.duplicates, again.not_counted) == (0, 2, 1)
+    assert board_redis.hget(watermark, "0") == b"32"
+    assert_boards_match(board_redis, season, results[:2])
+
+
 def test_a_message_that_breaks_validation_unexpectedly_is_dead_lettered(
     board_redis, monkeypatch
 ) -> None:
@@ -88,14 +105,14 @@ def test_a_message_that_breaks_validation_unexpectedly_is_dead_lettered(
         for n in (1, 2)
     ]
     poison = b'{"poison": true}'
-    real_decode = services.message_decode
+    real_decode = batch_handler.message_decode
 
     def decode(raw: bytes | None):
         if raw == poison:
             raise RuntimeError("a case the checks did not foresee")
         return real_decode(raw)
 
-    monkeypatch.setattr(services, "message_decode", decode)
+    monkeypatch.setattr(batch_handler, "message_decode", decode)
     letters = _Letters()
     batch = [_record(good[0], 0, 1), ConsumedRecord(0, 2, b"x", poison), _record(good[1], 0, 3)]
 
@@ -145,9 +162,7 @@ def test_a_season_deleted_between_validation_and_storing_turns_its_results_into_
 def test_a_season_with_results_cannot_be_deleted_or_renumbered_even_in_sql() -> None:
     season = make_season()
     result = Result(uuid.uuid4(), 1, season.id, 10, season.starts_at + timedelta(hours=1))
-    match_results_store(
-        results=[ValidResult(0, 1, message_decode(result.value()), main_board_id(result.season_id))]
-    )
+    match_results_store(rows=[result.row(partition=0, offset=1)])
 
     with pytest.raises(ProtectedError):
         season.delete()
@@ -174,13 +189,7 @@ def test_a_batch_being_stored_holds_off_a_season_delete_which_then_fails() -> No
     other = psycopg.connect(subprocess_database_url(), autocommit=True)
     try:
         with transaction.atomic():
-            match_results_store(
-                results=[
-                    ValidResult(
-                        0, 1, message_decode(result.value()), main_board_id(result.season_id)
-                    )
-                ]
-            )
+            match_results_store(rows=[result.row(partition=0, offset=1)])
             other.execute("SET lock_timeout = '200ms'")
             with pytest.raises(psycopg.errors.LockNotAvailable):
                 other.execute("DELETE FROM seasons_season WHERE id = %s", [season.id])

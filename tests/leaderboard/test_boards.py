@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from ingestion.services import ConsumedRecord, DeadLetter, match_results_ingest
-from leaderboard.models import Board, BoardOrder, ScoringRule
+from ingestion.records import ConsumedRecord, DeadLetter
+from ingestion.services import match_results_ingest
+from leaderboard.models import Board, BoardOrder, MatchResult, ScoringRule
 from leaderboard.services import board_rebuild
 from seasons.models import SeasonStatus
 from tests.factories import board_factory
@@ -185,11 +186,14 @@ def test_latest_ignores_delivery_order_and_redelivery(board_redis, season, order
     assert want
 
 
+class _Crash(Exception):
+    """The process dies here."""
+
+
 @pytest.mark.parametrize(("order", "rule"), KINDS)
 def test_a_crash_between_postgresql_and_redis_is_applied_once(
     board_redis, season, order, rule
 ) -> None:
-    from ingestion.services import match_results_decode, match_results_store
     from tests.ingestion.ingest_helpers import assert_boards_match
 
     board = Board.objects.get(season=season, slug=slug(order, rule))
@@ -198,10 +202,21 @@ def test_a_crash_between_postgresql_and_redis_is_applied_once(
     half = len(records) // 2
     ingest(results[:half])
     # The next batch reaches PostgreSQL, then the process dies before Redis.
-    decoded = match_results_decode(records=records[half:])
-    match_results_store(results=decoded.valid)
-    # Redelivered from the last committed offset: the whole second half, then once more.
     letters = _Letters()
+
+    def crash_before_redis(what: str, operation: Callable[[], Any]) -> Any:
+        if what == "Redis":
+            raise _Crash
+        return operation()
+
+    with pytest.raises(_Crash):
+        match_results_ingest(
+            topic=TOPIC, records=records[half:], dead_letters=letters, retrying=crash_before_redis
+        )
+    assert MatchResult.objects.filter(board=board).count() == len(
+        {(r.match_id, r.player_id) for r in results}
+    )
+    # Redelivered from the last committed offset: the whole second half, then once more.
     match_results_ingest(topic=TOPIC, records=records[half:], dead_letters=letters)
     match_results_ingest(topic=TOPIC, records=records[half:], dead_letters=letters)
     assert_boards_match(board_redis, board, results)

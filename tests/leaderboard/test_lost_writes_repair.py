@@ -15,7 +15,8 @@ from datetime import timedelta
 
 import pytest
 
-from ingestion.services import ConsumedRecord, DeadLetter, match_results_ingest
+from ingestion.records import ConsumedRecord, DeadLetter
+from ingestion.services import match_results_ingest
 from leaderboard import keys
 from leaderboard.models import RebuildRun, ScoringRule
 from leaderboard.services import boards_lost_writes_repair

@@ -7,7 +7,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
-from ingestion.services import _LOCK_BOARDS_SQL
+from leaderboard.services.results import LOCK_BOARDS_SQL
 from seasons.models import Season, SeasonStatus
 from seasons.selectors import season_list_active
 from seasons.services import season_status_transition, season_statuses_sync
@@ -108,7 +108,7 @@ def test_a_batch_being_ingested_never_holds_up_the_seasons_lifecycle() -> None:
     staff = SeasonFactory.create(starts_at=START, ends_at=later, status=SeasonStatus.ACTIVE)
     batch = psycopg.connect(subprocess_database_url())  # a consumer's store, mid-batch
     try:
-        batch.execute(_LOCK_BOARDS_SQL, [[main_board_id(ending), main_board_id(staff)]])
+        batch.execute(LOCK_BOARDS_SQL, [[main_board_id(ending), main_board_id(staff)]])
         assert season_statuses_sync(now=END).closing == (ending.id,)
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET LOCAL lock_timeout = '2s'")
