@@ -7,6 +7,7 @@ the last step of a batch and the only one a group rebalance can refuse.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -71,37 +72,50 @@ def offsets_commit(
 
 
 def owed_offsets_commit(
-    *, consumer: KafkaConsumer, owed: Mapping[TopicPartition, int], poll_timeout_ms: int
+    *,
+    consumer: KafkaConsumer,
+    owed: Mapping[TopicPartition, int],
+    poll_timeout_ms: int,
+    within_seconds: float = 15.0,
 ) -> dict[TopicPartition, int]:
     """At a graceful stop: commit the batches whose commit a rebalance refused (``owed``:
     partition -> next offset, each batch on both sinks), for the partitions this member still
     owns once the rebalance is done, so that the next owner starts after them rather than read
     them again. Returns what it committed.
 
-    One poll completes the rebalance (only a poll takes part in it); records it returns are
-    left unhandled and uncommitted, to be delivered again. An offset is not committed where the
-    group's committed offset is already as far (another member owned the partition meanwhile).
-    Kafka errors are logged, not raised: the owed batches are then read again, and the
-    exactly-once rule absorbs that."""
+    A poll completes the rebalance (only a poll takes part in it); records it returns are left
+    unhandled and uncommitted, to be delivered again. A rebalance can take more than one poll
+    (the coordinator moved, the group is still joining), so poll and commit are tried again
+    until ``within_seconds`` passed. An offset is not committed where the group's committed
+    offset is already as far (another member owned the partition meanwhile). Kafka errors are
+    logged, not raised: the owed batches are then read again, and the exactly-once rule absorbs
+    that."""
     if not owed:
         return {}
-    try:
-        consumer.poll(timeout_ms=poll_timeout_ms, max_records=1)
-        mine = consumer.assignment()
-        due: dict[TopicPartition, int] = {}
-        for tp, offset in owed.items():
-            committed = consumer.committed(tp) if tp in mine else None
-            if tp in mine and (committed is None or committed < offset):
-                due[tp] = offset
-        if due:
-            consumer.commit(
-                offsets={tp: OffsetAndMetadata(o, "", -1) for tp, o in due.items()},
-                timeout_ms=10_000,
-            )
-    except KafkaError as exc:
-        logger.warning("offsets a rebalance refused stay uncommitted at stop: %s", exc)
-        return {}
-    return due
+    give_up_at = time.monotonic() + within_seconds
+    while True:
+        try:
+            consumer.poll(timeout_ms=poll_timeout_ms, max_records=1)
+            mine = consumer.assignment()
+            due: dict[TopicPartition, int] = {}
+            for tp, offset in owed.items():
+                committed = consumer.committed(tp) if tp in mine else None
+                if tp in mine and (committed is None or committed < offset):
+                    due[tp] = offset
+            if due:
+                consumer.commit(
+                    offsets={tp: OffsetAndMetadata(o, "", -1) for tp, o in due.items()},
+                    timeout_ms=10_000,
+                )
+        except KafkaError as exc:
+            left = give_up_at - time.monotonic()
+            if left > 0:
+                logger.info("offsets a rebalance refused: commit at stop retried: %s", exc)
+                time.sleep(min(0.2, left))  # a pause between tries, not a synchronization
+                continue
+            logger.warning("offsets a rebalance refused stay uncommitted at stop: %s", exc)
+            return {}
+        return due
 
 
 def consumer_lag(*, consumer: KafkaConsumer, positions: Mapping[int, int]) -> int | None:

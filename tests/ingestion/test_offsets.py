@@ -7,7 +7,12 @@ import threading
 from types import SimpleNamespace
 
 import pytest
-from kafka.errors import CommitFailedError, KafkaTimeoutError, RebalanceInProgressError
+from kafka.errors import (
+    CommitFailedError,
+    KafkaTimeoutError,
+    NotCoordinatorError,
+    RebalanceInProgressError,
+)
 from kafka.structs import TopicPartition
 
 from ingestion.offsets import consumer_lag, next_offsets, offsets_commit, owed_offsets_commit
@@ -106,13 +111,31 @@ def test_at_stop_the_offsets_a_rebalance_refused_are_committed_where_still_owned
     assert consumer.polls == 1
 
 
+def test_at_stop_a_rebalance_still_running_is_polled_again_until_the_commit_lands(caplog) -> None:
+    # The coordinator moved while the group rebalanced: the first polls do not finish it.
+    consumer = RebalancedConsumer(owns={A}, committed={})
+    consumer.failures = [RebalanceInProgressError("joining"), NotCoordinatorError("moved")]
+
+    done = owed_offsets_commit(consumer=consumer, owed={A: 10}, poll_timeout_ms=10)
+
+    assert done == {A: 10}
+    assert consumer.commits == [{A: 10}]
+    assert consumer.polls == 3
+
+
 def test_at_stop_nothing_owed_means_no_poll_and_a_failed_commit_commits_nothing(caplog) -> None:
     idle = RebalancedConsumer(owns={A}, committed={})
     assert owed_offsets_commit(consumer=idle, owed={}, poll_timeout_ms=10) == {}
     assert idle.polls == 0
 
     failing = RebalancedConsumer(owns={A}, committed={})
-    failing.failures = [RebalanceInProgressError("again")]
+    failing.failures = [RebalanceInProgressError("again")] * 1_000_000
     with caplog.at_level(logging.WARNING):
-        assert owed_offsets_commit(consumer=failing, owed={A: 10}, poll_timeout_ms=10) == {}
+        assert (
+            owed_offsets_commit(
+                consumer=failing, owed={A: 10}, poll_timeout_ms=10, within_seconds=0.05
+            )
+            == {}
+        )
+    assert failing.polls > 1
     assert "stay uncommitted" in caplog.text
