@@ -1,5 +1,6 @@
-"""Staff's view of the close-out: reward tiers (inline on the season), the close-out and the
-review of corrected standings (season actions), final standings and grants."""
+"""Staff's view of the close-out: final standings and grants, and the close-out's pieces of the
+Season admin (``RewardTierInline``, the close-out and the review of corrected standings as
+season actions), which leaderboard_project.admin assembles with the other apps' pieces."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
-from leaderboard import admin as leaderboard_admin
 from leaderboard.models import MAIN_BOARD, Board
 from seasons.admin import ReadOnlyAdmin, confirmed_action, csv_export_action
 from seasons.models import Season, SeasonStatus
@@ -151,15 +151,6 @@ class RewardTierInline(admin.TabularInline):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self._editable(obj) and super().has_delete_permission(request, obj)
-
-
-class SeasonAdmin(leaderboard_admin.SeasonAdmin):
-    inlines = [*leaderboard_admin.SeasonAdmin.inlines, RewardTierInline]
-    actions = [close_season, *leaderboard_admin.SeasonAdmin.actions, review_final_standings]
-
-
-admin.site.unregister(Season)
-admin.site.register(Season, SeasonAdmin)
 
 
 @admin.register(FinalStanding)

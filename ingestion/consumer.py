@@ -59,6 +59,8 @@ class ConsumerOptions:
     # back at once instead of waiting out the dead one's session.
     group_instance_id: str | None = None
     failover_check_seconds: float = 1.0
+    # kafka-python's reconnect backoff cap: how long a broker's return may go unnoticed.
+    kafka_reconnect_backoff_max_ms: int = 1000
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> ConsumerOptions:
@@ -74,6 +76,7 @@ class ConsumerOptions:
             consumer_id=f"{socket.gethostname()}-{os.getpid()}",
             group_instance_id=settings.INGEST_GROUP_INSTANCE_ID or None,
             failover_check_seconds=settings.INGEST_FAILOVER_CHECK_SECONDS,
+            kafka_reconnect_backoff_max_ms=settings.INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS,
         )
         return replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -113,6 +116,9 @@ class MatchResultConsumer:
             # Big batches: one fetch carries thousands of small records.
             fetch_max_bytes=52_428_800,
             max_partition_fetch_bytes=8_388_608,
+            # A broker that went away is tried again this often at least, not after up to 30 s
+            # (kafka-python's default cap on its doubling reconnect backoff).
+            reconnect_backoff_max_ms=self.options.kafka_reconnect_backoff_max_ms,
         )
         # Join the group only once the topic's partitions are in the metadata cache: a member
         # that joins before (a topic created a moment ago) can be left without partitions
@@ -143,6 +149,7 @@ class MatchResultConsumer:
                 lambda: dead_letter_producer(
                     bootstrap_servers=self.options.bootstrap_servers,
                     client_id=f"ingest-dlq-{self.options.consumer_id}",
+                    reconnect_backoff_max_ms=self.options.kafka_reconnect_backoff_max_ms,
                 ),
             )
         except ConsumerStopping:

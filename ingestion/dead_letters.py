@@ -38,12 +38,15 @@ def dead_letter_headers(*, letter: DeadLetter, topic: str) -> list[tuple[str, by
     ]
 
 
-def dead_letter_producer(*, bootstrap_servers: Sequence[str], client_id: str) -> KafkaProducer:
+def dead_letter_producer(
+    *, bootstrap_servers: Sequence[str], client_id: str, reconnect_backoff_max_ms: int
+) -> KafkaProducer:
     return KafkaProducer(
         bootstrap_servers=list(bootstrap_servers),
         client_id=client_id,
         acks="all",
         linger_ms=5,
+        reconnect_backoff_max_ms=reconnect_backoff_max_ms,
     )
 
 

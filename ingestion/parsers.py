@@ -10,7 +10,6 @@ producers' extra fields.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -19,6 +18,8 @@ from django.conf import settings
 from rest_framework import status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import BaseParser
+
+from .schema import integers_read_as_floats, json_loads_exact
 
 # A body is a list of flat objects (depth 2); extra fields may hold small structures. Beyond
 # this, Python's json (DRF's validation re-encodes items) recurses out of stack near 1,000.
@@ -34,11 +35,6 @@ class RequestBodyTooLarge(APIException):
             f"the request body exceeds {limit} bytes; send at most that much per request "
             "(split the results over several requests)"
         )
-
-
-def _reject_constant(name: str) -> Any:
-    # json.loads accepts NaN and Infinity by default; they are not JSON.
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def _declared_length(meta: Mapping[str, Any]) -> int | None:
@@ -70,15 +66,19 @@ def json_body_decode(raw: bytes) -> Any:
     try:
         # orjson refuses nesting past 1,024 levels by itself and never recurses on the stack.
         value = orjson.loads(raw)
+        exact = integers_read_as_floats(value)
     except orjson.JSONDecodeError as fast:
         if fast.msg.startswith("depth limit"):
             raise ParseError(
                 f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels"
             ) from None
-        # orjson refuses some valid JSON (integers past 64 bits, lone surrogates): Python's
-        # json decides, so such an item gets its own per-item reason as on the Kafka path.
+        exact = True
+    if exact:
+        # orjson refuses some valid JSON (integers beyond a double, lone surrogates) and reads
+        # integers past 64 bits as floats: Python's json decides, so such an item gets its own
+        # per-item reason (an integer out of range, not a float) as on the Kafka path.
         try:
-            value = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+            value = json_loads_exact(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
             raise ParseError(f"JSON parse error - the body is not UTF-8: {exc}") from None
         except RecursionError:

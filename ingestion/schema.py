@@ -55,6 +55,7 @@ _RFC3339 = re.compile(
 SEASON_STATUSES_REJECTING = frozenset({"closed"})
 
 REQUIRED_FIELDS = ("matchId", "playerId", "seasonId", "points", "achievedAt")
+INTEGER_FIELDS = ("playerId", "seasonId", "points")
 _REQUIRED_FIELD_SET = frozenset(REQUIRED_FIELDS)
 # Kept in step with leaderboard.models (BOARD_SLUG_PATTERN, MAIN_BOARD): this module runs
 # without Django (game servers publish through ingestion/producer.py).
@@ -175,6 +176,47 @@ def _fast_datetime(value: str) -> datetime | None:
     return at if at.tzinfo is UTC else at.astimezone(UTC)
 
 
+class IntegerLiteralTooLong(int):
+    """A JSON integer literal longer than Python converts (``sys.get_int_max_str_digits()``,
+    4,300 digits): valid JSON, out of range for every field. An int, so the rest of the value
+    still encodes as JSON (the HTTP door's serializer re-encodes items); its value stands in
+    and is never shown."""
+
+    digits: int
+
+    @classmethod
+    def of(cls, literal: str) -> IntegerLiteralTooLong:
+        negative = literal.startswith("-")
+        stand_in = cls(-(BIGINT_MAX + 1) if negative else BIGINT_MAX + 1)
+        stand_in.digits = len(literal) - negative
+        return stand_in
+
+
+def _parse_int(literal: str) -> int:
+    try:
+        return int(literal)
+    except ValueError:
+        return IntegerLiteralTooLong.of(literal)
+
+
+def json_loads_exact(text: str) -> Any:
+    """Python's json, with every integer literal an exact int (however long) and no NaN."""
+    return json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
+
+
+def integers_read_as_floats(value: object) -> bool:
+    """Whether an integer field of a result (``value``, or an item of it) came out a float.
+
+    orjson reads an integer literal past 64 bits as a float (31 digits read as 1e+30), so
+    only an exact parse (``json_loads_exact``) can tell it from a float literal. Only wrong
+    messages pay for the second parse."""
+    items = value if isinstance(value, list) else (value,)
+    return any(
+        isinstance(item, dict) and any(type(item.get(name)) is float for name in INTEGER_FIELDS)
+        for item in items
+    )
+
+
 def message_decode(raw: bytes | None) -> MatchResultMessage:
     """Decode and validate one message value; raise ``MessageRejected`` with the reason."""
     # Non-ASCII bytes take the checked path: msgspec does not check the UTF-8 of the fields it
@@ -198,33 +240,54 @@ def message_decode_checked(raw: bytes | None) -> MatchResultMessage:
     if raw is None:
         raise MessageRejected(NOT_JSON, "empty message (no value)")
     try:
-        # The fast path. orjson is stricter than json.loads (64-bit integers, no lone
-        # surrogates), so whatever it refuses takes the path below, which decides and explains
-        # exactly as before: the two accept the same messages.
-        return message_validate(orjson.loads(raw))
+        # orjson first. It refuses some valid JSON (lone surrogates, integers beyond a double)
+        # and reads integers past 64 bits as floats: such a message takes the path below,
+        # which decides and explains exactly, so the two accept the same messages.
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError:
         pass
+    else:
+        if not integers_read_as_floats(data):
+            return message_validate(data)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MessageRejected(NOT_UTF8, f"value is not UTF-8: {exc}") from exc
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json_loads_exact(text)
     except (ValueError, RecursionError) as exc:
         raise MessageRejected(NOT_JSON, f"value is not JSON: {exc}") from exc
     return message_validate(data)
 
 
-def _int_field(data: dict[str, Any], name: str) -> int:
+def _int_text(value: int) -> str:
+    """An integer for a reason: in full up to 40 digits, else its start and its length."""
+    if isinstance(value, IntegerLiteralTooLong):
+        return f"{'a negative' if value < 0 else 'an'} integer of {value.digits} digits"
+    text = str(value)
+    digits = len(text.lstrip("-"))
+    return text if digits <= 40 else f"{text[:21]}... (an integer of {digits} digits)"
+
+
+def _int_field(data: dict[str, Any], name: str, *, minimum: int, maximum: int, code: str) -> int:
+    """An integer field within [minimum, maximum]; ``code`` names a value above the maximum."""
     value = data[name]
-    # bool is an int subclass; true must not become 1. Floats (even 3.0) are a producer bug.
-    # JSON decoders give exact ints, so the first test settles almost every call.
-    if type(value) is int:
-        return value
-    if isinstance(value, bool) or not isinstance(value, int):
+    # bool is an int subclass; true must not become 1. Floats (even 3.0, or 1e30) are a
+    # producer bug. The decoders give exact ints for integer literals, however long.
+    if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
         raise MessageRejected(
             WRONG_TYPE,
             f"{name} must be an integer, got {type(value).__name__} {value!r}",
+            field=name,
+        )
+    if value < minimum:
+        raise MessageRejected(
+            INVALID_VALUE, f"{name} must be at least {minimum}, got {_int_text(value)}", field=name
+        )
+    if value > maximum:
+        raise MessageRejected(
+            code,
+            f"{name} is out of range: {_int_text(value)} is larger than the maximum {maximum}",
             field=name,
         )
     return value
@@ -275,23 +338,10 @@ def message_validate(data: object) -> MatchResultMessage:
             INVALID_VALUE, f"matchId must be a UUID, got {raw_match_id!r}", field="matchId"
         ) from exc
 
-    player_id = _int_field(data, "playerId")
-    if not 1 <= player_id <= BIGINT_MAX:
-        raise MessageRejected(
-            INVALID_VALUE, f"playerId must be a positive integer, got {player_id}", field="playerId"
-        )
-    season_id = _int_field(data, "seasonId")
-    if not 1 <= season_id <= BIGINT_MAX:
-        raise MessageRejected(
-            INVALID_VALUE, f"seasonId must be a positive integer, got {season_id}", field="seasonId"
-        )
-    points = _int_field(data, "points")
-    if points < 0:
-        raise MessageRejected(INVALID_VALUE, f"points must be >= 0, got {points}", field="points")
-    if points > POINTS_CEILING:
-        raise MessageRejected(
-            POINTS_TOO_LARGE, f"points {points} exceed any season's maximum", field="points"
-        )
+    # Ids are PostgreSQL bigints; no board's codec holds more points than POINTS_CEILING.
+    player_id = _int_field(data, "playerId", minimum=1, maximum=BIGINT_MAX, code=INVALID_VALUE)
+    season_id = _int_field(data, "seasonId", minimum=1, maximum=BIGINT_MAX, code=INVALID_VALUE)
+    points = _int_field(data, "points", minimum=0, maximum=POINTS_CEILING, code=POINTS_TOO_LARGE)
     achieved_at = parse_rfc3339(_str_field(data, "achievedAt"))
     board = MAIN_BOARD
     if "board" in data:

@@ -1,9 +1,11 @@
-"""Staff's view of the boards: match results and their voids, bans, the live board of a
-season with its rebuild and reconcile actions, and the records of rebuilds and reconciles."""
+"""Staff's view of the boards: match results and their voids, bans, the records of rebuilds
+and reconciles, and the boards' pieces of the Season admin (``BoardInline``,
+``SeasonBoardsMixin``, the rebuild and reconcile actions), which leaderboard_project.admin
+assembles with the other apps' pieces."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -15,8 +17,7 @@ from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.utils.safestring import SafeString, mark_safe
 
-from seasons import admin as seasons_admin
-from seasons.admin import ReadOnlyAdmin, confirmed_action
+from seasons.admin import ReadOnlyAdmin, SeasonAdminBase, confirmed_action
 from seasons.models import Season
 
 from .board_scores import match_results_of_player
@@ -157,10 +158,18 @@ class BoardInline(admin.TabularInline):
     show_change_link = False
 
 
-class SeasonAdmin(seasons_admin.SeasonAdmin):
-    inlines = [BoardInline]
-    actions = [*seasons_admin.SeasonAdmin.actions, rebuild_board, reconcile_boards]
-    _live_fields = ("live_boards",)
+if TYPE_CHECKING:
+    _SeasonAdmin = SeasonAdminBase
+else:
+    _SeasonAdmin = object
+
+
+class SeasonBoardsMixin(_SeasonAdmin):
+    """The Season admin's boards: writes of the ``BoardInline`` rows through the board
+    services, the main board a season always has, and the live boards read-only on the page.
+    Listed before ``seasons.admin.SeasonAdminBase`` in the assembled admin's bases."""
+
+    _live_fields: tuple[str, ...] = ("live_boards",)
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         if formset.model is not Board:
@@ -209,10 +218,6 @@ class SeasonAdmin(seasons_admin.SeasonAdmin):
                 "admin/leaderboard/board_top.html", {"overviews": self._overviews(obj)}
             )
         )
-
-
-admin.site.unregister(Season)
-admin.site.register(Season, SeasonAdmin)
 
 
 @admin.register(MatchResult)

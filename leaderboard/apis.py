@@ -6,7 +6,9 @@ Every board read lives at ``/api/seasons/{season}/boards/{board}/...``; the same
 Every error is JSON: ``{"detail": "..."}``, plus ``"errors": {field: [messages]}`` for a
 malformed parameter (400). An unknown season or board is 404. A read that needs PostgreSQL
 while it cannot be reached is 503 with ``Retry-After``; the board reads need it only to resolve
-their season and board, which the process memo keeps serving through an outage.
+their season and board, which the process memo keeps serving through an outage. A read that
+needs Redis while it does not answer, or a board Redis lost, is 503 with ``Retry-After`` too
+(``leaderboard.unavailable``: ``{"detail", "code"}``).
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ import logging
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from cachetools import LRUCache
-from django.conf import settings
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -32,22 +34,21 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView, exception_handler
 
-from seasons.memo import DATABASE_UNREACHABLE
 from seasons.selectors import season_get_cached
 
 from . import openapi
 from .models import BOARD_SLUG_PATTERN, MAIN_BOARD
 from .selectors import (
     BoardRef,
-    BoardUnavailableError,
     RankingEntry,
+    TopList,
     board_around_get,
     board_friends_get,
     board_get_cached,
     board_list_cached,
     board_player_get,
     board_ranks_get,
-    board_sizes_get,
+    board_sizes_known_get,
     board_top_get,
     daily_board_top_get,
     season_list_with_main_rule,
@@ -68,40 +69,21 @@ from .serializers import (
 )
 from .services import weekly_board_ensure
 from .throttling import AnonFixedWindowThrottle
+from .unavailable import unavailable_of
 
 logger = logging.getLogger(__name__)
 
 SOURCE_HEADER = "X-Leaderboard-Source"
 
-DATABASE_UNAVAILABLE_DETAIL = "the database is unavailable; retry later"
-
-
-def database_unavailable_headers() -> dict[str, str]:
-    return {"Retry-After": str(settings.DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS)}
-
-
-# Seconds a client is told to wait while a lost board is rebuilt: the recovery task looks every
-# few seconds, and a rebuild of a typical board takes about as long (docs/reliability.md).
-RECOVERY_RETRY_AFTER_SECONDS = 5
-
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, with validation errors reshaped to {"detail", "errors"}; PostgreSQL
-    down or unreachable, or a board Redis does not hold as truth, a 503 with Retry-After
-    instead of a 500 or a wrong board."""
-    if isinstance(exc, BoardUnavailableError):
-        return Response(
-            {"detail": str(exc)},
-            status=503,
-            headers={"Retry-After": str(RECOVERY_RETRY_AFTER_SECONDS)},
-        )
-    if isinstance(exc, DATABASE_UNREACHABLE):
-        logger.warning("database unavailable: %s", exc)
-        return Response(
-            {"detail": DATABASE_UNAVAILABLE_DETAIL},
-            status=503,
-            headers=database_unavailable_headers(),
-        )
+    """DRF's handler, with validation errors reshaped to {"detail", "errors"}; PostgreSQL or
+    Redis down or unreachable, or a board Redis does not hold as truth, a 503 with Retry-After
+    instead of a 500 or a wrong board (``leaderboard.unavailable``)."""
+    unavailable = unavailable_of(exc)
+    if unavailable is not None:
+        logger.warning("%s: %s", unavailable.code, exc)
+        return Response(unavailable.body(), status=503, headers=unavailable.headers())
     response = exception_handler(exc, context)
     if response is not None and isinstance(exc, ValidationError):
         errors = response.data if isinstance(response.data, dict) else {"": response.data}
@@ -202,32 +184,24 @@ def board_or_404(season_id: int, slug: str) -> BoardRef:
 
 # Rendered bodies of snapshot-served top lists: a snapshot changes once a second, so each
 # process renders each (snapshot, limit) once instead of once per request.
-_rendered: LRUCache[tuple[int, str, int], tuple[bytes, str]] = LRUCache(maxsize=512)
+_rendered: LRUCache[tuple[int, int, int], tuple[bytes, str]] = LRUCache(maxsize=512)
 _rendered_lock = threading.Lock()
+
+# The version of a top list (leaderboard.selectors.TopList.version), on 200s and 304s.
+VERSION_HEADER = "X-Snapshot-Version"
+# Digits of a version in an ETag: microseconds since 1970 have 16 until the year 2286.
+_VERSION_DIGITS = 16
 
 
 def _render(entries: Sequence[RankingEntry]) -> tuple[bytes, str]:
+    """The JSON body and its digest (the part of an ETag that says what the body holds)."""
     body = JSONRenderer().render(RankingEntrySerializer(entries, many=True).data)
-    return body, f'"{hashlib.blake2b(body, digest_size=12).hexdigest()}"'
+    return body, hashlib.blake2b(body, digest_size=12).hexdigest()
 
 
-def _etag_matches(request: Request, etag: str) -> bool:
-    header = request.headers.get("If-None-Match", "")
-    if not header:
-        return False
-    candidates = {tag.strip().removeprefix("W/") for tag in header.split(",")}
-    return "*" in candidates or etag in candidates
-
-
-def cacheable_list_response(
-    request: Request,
-    *,
-    entries: Sequence[RankingEntry],
-    memo_key: tuple[int, str, int] | None = None,
-    headers: dict[str, str] | None = None,
-) -> HttpResponse:
-    """A JSON list with an ETag and ``Cache-Control: max-age=1``; 304 on a matching
-    If-None-Match."""
+def _rendered_get(
+    entries: Sequence[RankingEntry], memo_key: tuple[int, int, int] | None
+) -> tuple[bytes, str]:
     rendered = None
     if memo_key is not None:
         # cachetools' LRU updates its order on every read: not thread-safe without the lock.
@@ -238,21 +212,85 @@ def cacheable_list_response(
         if memo_key is not None:
             with _rendered_lock:
                 _rendered[memo_key] = rendered
-    body, etag = rendered
-    if _etag_matches(request, etag):
+    return rendered
+
+
+def _etag(digest: str, version: int | None) -> str:
+    """A list's ETag: its body's digest, after its version for a top list
+    (``"<version>-<digest>"``), so the If-None-Match a client sends says what it has seen."""
+    return f'"{digest}"' if version is None else f'"{version}-{digest}"'
+
+
+@dataclass(frozen=True, slots=True)
+class IfNoneMatch:
+    """What a request's If-None-Match says: the digests of the bodies the client holds (or
+    ``*``), and the newest top-list version among its tags (0: none)."""
+
+    digests: frozenset[str]
+    any: bool
+    version: int
+
+    @classmethod
+    def parse(cls, request: Request) -> IfNoneMatch:
+        digests: set[str] = set()
+        newest = 0
+        for raw in request.headers.get("If-None-Match", "").split(","):
+            tag = raw.strip().removeprefix("W/").strip('"')
+            if not tag:
+                continue
+            version, _, digest = tag.rpartition("-")
+            digests.add(digest)
+            if version.isdigit() and len(version) <= _VERSION_DIGITS:
+                newest = max(newest, int(version))
+        return cls(digests=frozenset(digests), any="*" in digests, version=newest)
+
+    def matches(self, digest: str) -> bool:
+        # By digest, whatever the version: a refresh that changed nothing in the list is the
+        # body the client holds, and answers 304 (with the new version in its headers).
+        return self.any or digest in self.digests
+
+
+def cacheable_list_response(
+    request: Request,
+    *,
+    entries: Sequence[RankingEntry],
+    memo_key: tuple[int, int, int] | None = None,
+    version: int | None = None,
+    headers: dict[str, str] | None = None,
+) -> HttpResponse:
+    """A JSON list with an ETag and ``Cache-Control: max-age=1``; 304 on a matching
+    If-None-Match. With a ``version`` (the top lists), the ETag carries it, and so does the
+    X-Snapshot-Version header."""
+    body, digest = _rendered_get(entries, memo_key)
+    if IfNoneMatch.parse(request).matches(digest):
         response = HttpResponse(status=304)
     else:
         response = HttpResponse(body, content_type="application/json")
-    response["ETag"] = etag
+    response["ETag"] = _etag(digest, version)
     response["Cache-Control"] = "max-age=1"
+    if version is not None:
+        response[VERSION_HEADER] = str(version)
     for name, value in (headers or {}).items():
         response[name] = value
     return response
 
 
+def top_list_etag(*, board: BoardRef, top: TopList, limit: int) -> str:
+    """The ETag the top endpoint gives ``top`` at ``limit`` (the live page starts polling with
+    it, so an unchanged list is a 304 from the first poll)."""
+    body_digest = _rendered_get(top.entries, _top_memo_key(board, top, limit))[1]
+    return _etag(body_digest, top.version)
+
+
+def _top_memo_key(board: BoardRef, top: TopList, limit: int) -> tuple[int, int, int] | None:
+    # A live list is read per request: nothing to share.
+    return (board.id, top.version, limit) if top.source == "snapshot" else None
+
+
 _LIST = RankingEntrySerializer(many=True)
 # The lists served with an ETag (top, daily, weekly): If-None-Match, ETag, Retry-After.
 _CACHEABLE_PARAMS = [openapi.IF_NONE_MATCH, openapi.ETAG, openapi.RETRY_AFTER]
+_TOP_PARAMS = [openapi.TOP_IF_NONE_MATCH, openapi.TOP_ETAG, openapi.VERSION, openapi.RETRY_AFTER]
 
 
 class BoardTopApi(PublicApi):
@@ -261,20 +299,26 @@ class BoardTopApi(PublicApi):
         description=(
             "Served from a snapshot refreshed every second (header X-Leaderboard-Source: "
             "snapshot), or read from the live board when the snapshot is missing or stale "
-            "(live). Carries an ETag; If-None-Match answers 304."
+            "(live). X-Snapshot-Version says when the board was as listed (microseconds of the "
+            "boards' Redis clock, either source): a larger version is a later list. Carries an "
+            "ETag made of the version and a digest of the body; If-None-Match answers 304 when "
+            "the body is the one its tag names, and never with an older version than its "
+            "newest tag's."
         ),
-        parameters=[openapi.SEASON, TopQuerySerializer, *_CACHEABLE_PARAMS],
+        parameters=[openapi.SEASON, TopQuerySerializer, *_TOP_PARAMS],
         responses={200: _LIST, 304: openapi.NOT_MODIFIED, **openapi.BOARD_ERRORS},
     )
     def get(self, request: Request, season: str, board: str = MAIN_BOARD) -> HttpResponse:
         path = parse(SeasonPathSerializer, {"season": season})
         query = parse(TopQuerySerializer, request.query_params)
         ref = board_or_404(path["season"], board)
-        top = board_top_get(board=ref, limit=query["limit"])
+        seen = IfNoneMatch.parse(request).version
+        top = board_top_get(board=ref, limit=query["limit"], at_least=seen)
         return cacheable_list_response(
             request,
             entries=top.entries,
-            memo_key=None if top.version is None else (ref.id, top.version, query["limit"]),
+            memo_key=_top_memo_key(ref, top, query["limit"]),
+            version=top.version,
             headers={SOURCE_HEADER: top.source},
         )
 
@@ -428,7 +472,15 @@ class BoardListApi(PublicApi):
         name = serializers.CharField()
         order = serializers.CharField()
         rule = serializers.CharField()
-        size = serializers.IntegerField(help_text="Players on the board now.")
+        size = serializers.IntegerField(
+            allow_null=True,
+            help_text="Players on the board now; null while the board is being recovered "
+            "(recovering: true), never a count Redis cannot vouch for.",
+        )
+        recovering = serializers.BooleanField(
+            help_text="Redis lost the board and it is being rebuilt from PostgreSQL: its reads "
+            "answer 503 with Retry-After meanwhile, and size is null."
+        )
 
     @extend_schema(
         operation_id="boards_list",
@@ -441,7 +493,7 @@ class BoardListApi(PublicApi):
         if season_get_cached(season_id=path["season"]) is None:
             raise NotFound(f"season {path['season']} does not exist")
         boards = board_list_cached(season_id=path["season"])
-        sizes = board_sizes_get(boards=boards)
+        sizes = board_sizes_known_get(boards=boards)
         rows = [
             {
                 "slug": b.slug,
@@ -449,6 +501,7 @@ class BoardListApi(PublicApi):
                 "order": b.order,
                 "rule": b.rule,
                 "size": sizes[b.id],
+                "recovering": sizes[b.id] is None,
             }
             for b in boards
         ]

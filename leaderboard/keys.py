@@ -82,6 +82,12 @@ def top_snapshot(*, board_id: int) -> str:
     return f"{_board_tag(board_id)}:top"
 
 
+def top_snapshot_version(*, board_id: int) -> str:
+    """``lb:{b7}:top:version``: the version of ``top_snapshot`` (written with it by one script),
+    so a process checks for a newer snapshot without reading the snapshot itself."""
+    return f"{_board_tag(board_id)}:top:version"
+
+
 def board_pattern(*, board_id: int) -> str:
     """SCAN pattern for every key of a board (close-out, tests)."""
     return f"{_board_tag(board_id)}*"
@@ -111,6 +117,16 @@ def board_intact(*, board_id: int) -> str:
     scripts check it in the same call: no key, no answer as truth (docs/reliability.md).
     """
     return f"{_board_tag(board_id)}:intact"
+
+
+def board_checked(*, board_id: int) -> str:
+    """``lb:{b7}:checked``: present while THIS Redis server process has compared the board with
+    PostgreSQL (or rebuilt it) since it started. Written with replication off
+    (``board_mark_checked.lua``): never in the AOF, never on a replica, so a restart or a
+    failover, which may have lost the last writes, comes back without it and the board's
+    reads answer 503 until the recovery has checked it (docs/ingestion.md, "Redis losing
+    data")."""
+    return f"{_board_tag(board_id)}:checked"
 
 
 def board_recovering(*, board_id: int) -> str:

@@ -86,6 +86,33 @@ IF_NONE_MATCH = OpenApiParameter(
     OpenApiParameter.HEADER,
     description="An ETag of an earlier answer: 304 without a body when it still matches.",
 )
+# The top lists: versioned (leaderboard.selectors.TopList.version).
+TOP_ETAG = OpenApiParameter(
+    "ETag",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    response=[200, 304],
+    description='"<version>-<digest>": the list\'s version (as in X-Snapshot-Version) and a '
+    "digest of the body (equal entries, equal digest).",
+)
+TOP_IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="ETags of earlier answers: 304 without a body when the list's body is the one "
+    "a tag names (whatever its version). The answer is never older than the newest version "
+    "among the tags: a client that sends its last ETag never sees the list go backwards.",
+)
+VERSION = OpenApiParameter(
+    "X-Snapshot-Version",
+    {"type": "integer", "format": "int64", "minimum": 0},
+    OpenApiParameter.HEADER,
+    response=[200, 304],
+    description="When the board was as listed, in microseconds of the boards' Redis clock, "
+    "whether the list came from the snapshot or the live board: a larger version is a later "
+    "list, equal versions list equal entries. A client that keeps the largest version seen "
+    "and ignores answers below it never shows an older list.",
+)
 
 BAD_PARAMETER = OpenApiResponse(ErrorSerializer, description="A malformed parameter.")
 UNKNOWN = OpenApiResponse(ErrorSerializer, description="Unknown season or board.")
@@ -97,13 +124,15 @@ THROTTLED = OpenApiResponse(
 UNAVAILABLE = OpenApiResponse(
     ErrorSerializer,
     description="PostgreSQL cannot be reached and the answer needs it (a season or board this "
-    "process has not resolved yet, or the read needs PostgreSQL itself), or Redis lost the "
-    "board and it is being rebuilt from PostgreSQL (never an empty or partial board); "
-    "Retry-After says when to try again.",
+    "process has not resolved yet, or the read needs PostgreSQL itself; code "
+    "database_unavailable), Redis does not answer (down, restarting, loading, busy or failing "
+    "over; code redis_unavailable), or Redis lost the board and it is being rebuilt from "
+    "PostgreSQL (never an empty or partial board; code board_recovering); Retry-After says "
+    "when to try again.",
 )
 NOT_MODIFIED = OpenApiResponse(description="If-None-Match matched: the body has not changed.")
 
-# Every public read: throttled, and 503 while PostgreSQL is unreachable.
+# Every public read: throttled, and 503 while PostgreSQL or Redis is unavailable.
 PUBLIC_ERRORS: dict[int, OpenApiResponse] = {429: THROTTLED, 503: UNAVAILABLE}
 # Reads of one season's board: also a malformed parameter and an unknown season or board.
 BOARD_ERRORS: dict[int, OpenApiResponse] = {400: BAD_PARAMETER, 404: UNKNOWN, **PUBLIC_ERRORS}

@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, cast
 
 import redis
 from django.conf import settings
 from django_redis import get_redis_connection
 from redis.cluster import ClusterNode, LoadBalancingStrategy, RedisCluster
+from redis.exceptions import (
+    ClusterDownError,
+    ConnectionError,
+    RedisClusterException,
+    ResponseError,
+    SlotNotCoveredError,
+    TimeoutError,
+    TryAgainError,
+)
 
 # The boards' client: a standalone Redis or a cluster. Both offer the commands the product uses
 # (routed by key slot on a cluster, every script's keys in one board's slot) and pipelines; a
 # cluster pipeline refuses EVALSHA by name, so pipelined scripts go through
 # ``leaderboard.scripts.scripts_pipelined``.
 BoardRedis = redis.Redis | RedisCluster
+
+
+def reads_from_replicas() -> bool:
+    """Whether ``get_board_read_redis`` may answer from a replica."""
+    return bool(settings.LB_REDIS_MODE == "cluster" and settings.REDIS_READ_FROM_REPLICAS)
 
 
 def get_board_read_redis() -> BoardRedis:
@@ -24,7 +39,7 @@ def get_board_read_redis() -> BoardRedis:
     read-only commands to a slot's master and replicas in turn (read-only scripts: see
     ``leaderboard.scripts.read_script_call``). Never for writes: a replica refuses them.
     """
-    if settings.LB_REDIS_MODE == "cluster" and settings.REDIS_READ_FROM_REPLICAS:
+    if reads_from_replicas():
         return _cluster_client(*_cluster_options(), read_from_replicas=True)
     return get_board_redis()
 
@@ -102,3 +117,42 @@ def board_redis_masters() -> frozenset[str]:
             if "master" in node["flags"] and "fail" not in node["flags"] and node["slots"]
         )
     return frozenset([str(client.info("server")["run_id"])])
+
+
+# What Redis down, restarting, loading or failing over raises: refused, dropped or timed-out
+# connections and LOADING (BusyLoadingError is a ConnectionError), CLUSTERDOWN and MASTERDOWN
+# (MasterDownError is a ClusterDownError), TRYAGAIN (a slot migrating or failing over), a slot
+# no master serves yet. Not RedisError as a whole: a WRONGTYPE, a script error or an argument
+# Redis refuses is a bug, and must stay a 500 rather than pass for an outage.
+_REDIS_UNAVAILABLE: tuple[type[Exception], ...] = (
+    ConnectionError,
+    TimeoutError,
+    ClusterDownError,
+    TryAgainError,
+    SlotNotCoveredError,
+)
+# BUSY (a script or DEBUG SLEEP running past busy-reply-threshold) has no class in redis-py: a
+# plain ResponseError, whose message a pipeline prefixes with the failed command.
+_BUSY_REPLY = re.compile(r"(^|caused error: )BUSY\b")
+# What RedisCluster raises when no startup node answers, or when the nodes it reached leave
+# slots uncovered (a failover in progress): not a RedisError, and only told apart by its text.
+_CLUSTER_UNREACHABLE = ("Redis Cluster cannot be connected", "All slots are not covered")
+
+
+def redis_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says Redis cannot serve now (down, restarting, loading its dataset,
+    busy, failing over): a 503 with Retry-After for a read, never a 500. Follows ``raise ...
+    from`` causes, so a connection error wrapped on purpose counts too (not the implicit
+    context: a bug raised while handling a failed replica read is still a bug)."""
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, _REDIS_UNAVAILABLE):
+            return True
+        if isinstance(error, ResponseError) and _BUSY_REPLY.search(str(error)):
+            return True
+        if type(error) is RedisClusterException and str(error).startswith(_CLUSTER_UNREACHABLE):
+            return True
+        error = error.__cause__
+    return False

@@ -177,3 +177,8 @@ class ErrorSerializer(serializers.Serializer):
     errors = serializers.DictField(  # type: ignore[assignment]
         child=serializers.ListField(child=serializers.CharField()), required=False
     )
+    code = serializers.ChoiceField(
+        choices=["database_unavailable", "redis_unavailable", "board_recovering"],
+        required=False,
+        help_text="On a 503: why the answer must wait (leaderboard/unavailable.py).",
+    )

@@ -4,13 +4,13 @@ The season page renders a full table on the server (it works without JavaScript,
 search engine or a screen reader gets the data at once); ``static/leaderboard/live.js`` then
 keeps the top list moving by polling the same JSON endpoint the page names in
 ``data-live-url`` (docs/read-api.md, "Live pages", says why polling and not server-sent events).
+
+Redis or PostgreSQL not answering, or a board Redis lost, is a 503 page with Retry-After from
+``leaderboard_project.middleware.UnavailableMiddleware``, for every page alike.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
-from collections.abc import Callable
 from datetime import date
 from typing import Any
 
@@ -20,15 +20,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.defaults import page_not_found
-from redis.exceptions import RedisError
 from rest_framework.exceptions import ValidationError
 
 from seasons.selectors import SeasonRef, season_get_cached, season_list
 
+from .apis import top_list_etag
 from .models import MAIN_BOARD
 from .selectors import (
     BoardRef,
-    BoardUnavailableError,
     board_around_get,
     board_get_cached,
     board_list_cached,
@@ -42,38 +41,10 @@ from .serializers import DayPathSerializer, IdField, RanksQuerySerializer, WeekP
 from .services import weekly_board_ensure
 from .throttling import throttled_page
 
-logger = logging.getLogger(__name__)
-
 PAGE_TOP = 100
 PAGE_RADIUS = 5
-# Seconds a client should wait before retrying a page the boards could not serve.
-UNAVAILABLE_RETRY_SECONDS = 5
 
 PERIODS = ("season", "daily", "weekly")
-
-
-def boards_unavailable_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """A page that says the leaderboard is down (503, Retry-After) when Redis does not answer,
-    instead of a 500: the cause is the service's, not the request's, and it passes."""
-
-    @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            return view(request, *args, **kwargs)
-        except (RedisError, BoardUnavailableError) as exc:
-            # BoardUnavailableError: Redis lost the board and it is being recovered (its data
-            # would be empty or partial): the same "try again shortly", never a wrong board.
-            logger.warning("page %s: the boards' Redis cannot serve it: %s", request.path, exc)
-            response = render(
-                request,
-                "leaderboard/unavailable.html",
-                {"retry_seconds": UNAVAILABLE_RETRY_SECONDS},
-                status=503,
-            )
-            response["Retry-After"] = str(UNAVAILABLE_RETRY_SECONDS)
-            return response
-
-    return wrapper
 
 
 @throttled_page
@@ -109,7 +80,6 @@ def _first_error(exc: ValidationError) -> str:
 
 @throttled_page
 @require_GET
-@boards_unavailable_page
 def season_board_page(
     request: HttpRequest, season_id: int, board: str = MAIN_BOARD
 ) -> HttpResponse:
@@ -198,12 +168,15 @@ def season_board_page(
             next_start=start + PAGE_TOP if len(entries) == PAGE_TOP else None,
         )
     else:
-        top = board_top_get(board=ref, limit=PAGE_TOP).entries
+        top = board_top_get(board=ref, limit=PAGE_TOP)
         context.update(
-            entries=top,
+            entries=top.entries,
             caption=f"{ref.name}: top {PAGE_TOP} of the season",
             live_url=f"{api}/top?limit={PAGE_TOP}",
-            next_start=PAGE_TOP + 1 if len(top) == PAGE_TOP else None,
+            # live.js ignores a poll that answers an older list than this one.
+            live_version=top.version,
+            live_etag=top_list_etag(board=ref, top=top, limit=PAGE_TOP),
+            next_start=PAGE_TOP + 1 if len(top.entries) == PAGE_TOP else None,
         )
 
     raw_player = request.GET.get("player", "").strip()

@@ -5,7 +5,8 @@ and retries every few hundred milliseconds: while a broker is away a consumer wr
 of identical lines a minute, burying its own "waiting for Kafka" line and filling disks. The
 filter keeps the first line of each kind and then one per interval, saying how many it dropped.
 
-QuietTasksFilter: Celery's per-run INFO lines for tasks that run every second.
+QuietTasksFilter: Celery's per-run INFO lines for the routine periodic tasks, which run every
+few seconds whether or not there is work.
 """
 
 from __future__ import annotations
@@ -72,11 +73,11 @@ class RepeatedRecordsFilter(logging.Filter):
 class QuietTasksFilter(logging.Filter):
     """Drop Celery's routine INFO lines about the tasks named in ``tasks``.
 
-    Beat sends the top-list snapshot task every second and the worker logs its receipt and its
-    success: two lines a second that bury everything else. The lines dropped are beat's
-    "Scheduler: Sending due task <entry> (<task>)" and the worker's "Task <task>[id] received"
-    and "... succeeded in ..."; a warning or an error about the same task (a failure, a
-    retry, an expired run) and every line about any other task still pass.
+    Beat sends the top-list snapshot task every second and the recovery every five, and for
+    each run beat and the worker log three lines that bury everything else. The lines dropped
+    are beat's "Scheduler: Sending due task <entry> (<task>)" and the worker's "Task
+    <task>[id] received" and "... succeeded in ..."; a warning or an error about the same task
+    (a failure, a retry, an expired run) and every line about any other task still pass.
     """
 
     def __init__(self, tasks: Iterable[str] = ()) -> None:

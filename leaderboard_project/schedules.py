@@ -3,6 +3,12 @@
 ``python manage.py setup_periodic_tasks`` writes these into django-celery-beat's tables (the
 DatabaseScheduler reads them), so staff see and change schedules in the admin. To add a
 periodic task, append one ``PeriodicTaskSpec`` below; nothing else needs to know.
+
+Every periodic task is routine: it runs on the clock whether or not there is work, so Celery's
+own INFO lines about each run (beat's "Sending due task", the worker's "received" and
+"succeeded") are not logged (``ROUTINE_TASKS``, settings.LOG_QUIET_TASKS). A periodic task
+says what it did from its service instead, at INFO or WARNING, and stays silent when there was
+nothing to do.
 """
 
 from __future__ import annotations
@@ -79,3 +85,7 @@ PERIODIC_TASKS: tuple[PeriodicTaskSpec, ...] = (
         expires_seconds=5,
     ),
 )
+
+
+# The tasks whose per-run Celery lines are not logged (above): every periodic one.
+ROUTINE_TASKS: tuple[str, ...] = tuple(dict.fromkeys(spec.task for spec in PERIODIC_TASKS))

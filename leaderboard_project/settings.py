@@ -5,12 +5,14 @@ reads ``django.conf.settings`` at call time. Every variable is documented in
 ``.env.example``. Defaults point at the local services that ``make services`` starts.
 """
 
+import ipaddress
 from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
 from .env import StrictEnv
+from .schedules import ROUTINE_TASKS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -71,13 +73,16 @@ INSTALLED_APPS = [
     "leaderboard",
     "ingestion",
     "closeout",
-    # The project itself, for its management commands (demo data, the periodic schedule).
+    # The project itself: its management commands (demo data, the periodic schedule) and the
+    # Season admin it assembles from the apps' pieces (leaderboard_project/admin.py).
     "leaderboard_project",
 ]
 
 MIDDLEWARE = [
     # First: the latency it records covers every other middleware, static files included.
     "leaderboard_project.metrics.PrometheusHttpMiddleware",
+    # Next: a path with a control character is a 404 before anything else reads the path.
+    "leaderboard_project.middleware.ControlCharacterPathMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -86,8 +91,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # A database error from any view is a 503 with Retry-After, not a 500 (PostgreSQL outage).
-    "leaderboard_project.middleware.DatabaseUnavailableMiddleware",
+    # PostgreSQL or Redis unavailable, or a board Redis lost, in any view: a 503 with
+    # Retry-After, not a 500 (leaderboard/unavailable.py).
+    "leaderboard_project.middleware.UnavailableMiddleware",
     # Last, per django-axes: it answers the lockout response for a login its backend refused.
     "axes.middleware.AxesMiddleware",
 ]
@@ -267,8 +273,16 @@ INGEST_MAX_POLL_RECORDS = env.int("INGEST_MAX_POLL_RECORDS", default=5000)
 INGEST_POLL_TIMEOUT_MS = env.int("INGEST_POLL_TIMEOUT_MS", default=200)
 # A log line and a stats write every this many seconds.
 INGEST_STATS_INTERVAL_SECONDS = env.int("INGEST_STATS_INTERVAL_SECONDS", default=10)
-# Retry delay cap while PostgreSQL, Redis or Kafka is unreachable (doubling from 0.1 s).
-INGEST_BACKOFF_MAX_SECONDS = env.int("INGEST_BACKOFF_MAX_SECONDS", default=10)
+# Retry delay cap while PostgreSQL, Redis or Kafka is unreachable (doubling from 0.1 s). It is
+# also how long a consumer may go on waiting once the dependency is back: a long outage is
+# followed by this many seconds of nothing at worst (10 s was most of the time to resume).
+INGEST_BACKOFF_MAX_SECONDS = env.int("INGEST_BACKOFF_MAX_SECONDS", default=2)
+# kafka-python's cap on its own reconnect backoff to a broker (it doubles from 50 ms per failed
+# attempt; its default cap of 30 s left consumers idle for up to half a minute after a broker
+# restart). The consumer and its dead-letter producer try a lost broker this often at least.
+INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS = env.int(
+    "INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS", default=1000
+)
 # How often each consumer asks the boards' Redis who its masters are: a change (a replica
 # promoted, a restart) makes it look for writes the old master lost and rebuild those boards.
 INGEST_FAILOVER_CHECK_SECONDS = env.float("INGEST_FAILOVER_CHECK_SECONDS", default=1.0)
@@ -359,7 +373,8 @@ LEADERBOARD_SEASON_FALLBACK_SECONDS = env.float(
 DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS = env.int(
     "DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS", default=5
 )
-# Each process re-reads a season's top-list snapshot from Redis at most this often.
+# Each process checks the version of a board's top-list snapshot in Redis at most this often
+# (sooner when a client has seen a newer one); the snapshot itself is read once per version.
 LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS = env.float(
     "LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS", default=1.0
 )
@@ -402,6 +417,20 @@ PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
 METRICS_LISTEN_ADDRESS = env.str("METRICS_LISTEN_ADDRESS", default="127.0.0.1")
 INGEST_METRICS_PORT = env.int("INGEST_METRICS_PORT", default=0)
 CELERY_METRICS_PORT = env.int("CELERY_METRICS_PORT", default=0)
+# Who may read the web server's /metrics and /metrics.json and /healthz's details (each error's
+# text): clients in these networks (comma-separated CIDRs or addresses), and logged-in staff.
+# Everyone else gets a 403 and /healthz's short form. The client's address is the throttle's
+# (REMOTE_ADDR, or behind API_TRUSTED_PROXY_COUNT proxies what the outermost one saw): behind a
+# proxy with that count left at 0, every request seems to come from the proxy's address.
+METRICS_ALLOWED_NETWORKS = env.list(
+    "METRICS_ALLOWED_NETWORKS",
+    default="127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7",
+)
+for _network in METRICS_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_network!r}: {_exc}") from None
 
 # --- Logging -------------------------------------------------------------------------------------
 
@@ -412,8 +441,10 @@ LOG_FORMAT = env.str("LOG_FORMAT", default="text")
 if LOG_FORMAT not in {"text", "json"}:
     raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not one of text, json")
 # Tasks Celery logs nothing routine about (beat's "Sending due task", the worker's "received"
-# and "succeeded"): the every-second ones. Their warnings and errors still show.
-LOG_QUIET_TASKS = env.list("LOG_QUIET_TASKS", default="leaderboard.tasks.refresh_top_snapshots")
+# and "succeeded"): by default every periodic task (schedules.py), which logs what it did itself.
+# Their warnings and errors still show; "none" logs every task's lines.
+_log_quiet_tasks = env.list("LOG_QUIET_TASKS", default=",".join(ROUTINE_TASKS))
+LOG_QUIET_TASKS = [] if _log_quiet_tasks == ["none"] else _log_quiet_tasks
 _console_handler = {
     "class": "logging.StreamHandler",
     "formatter": LOG_FORMAT,
@@ -468,5 +499,6 @@ FINAL_STANDINGS_SIZE = env.int("FINAL_STANDINGS_SIZE", default=1000)
 # topic's end offsets to drain: results game servers publish just after the end still count.
 SEASON_CLOSE_GRACE_SECONDS = env.int("SEASON_CLOSE_GRACE_SECONDS", default=30)
 # How long one close-out run waits for the consumer group to commit up to the topic's end
-# offsets recorded when the drain began; past it, it finalizes nothing and says what lags.
+# offsets recorded when the drain began; past it, it finalizes nothing and says what lags. Also
+# close_season's default --timeout.
 SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS = env.float("SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS", default=600.0)

@@ -8,6 +8,7 @@ from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4
 
 from ingestion.selectors import ingest_consumer_stats_list
 
+from .access import operators_only, request_from_operator
 from .health import boards_check, dependencies_check
 from .metrics import metrics_exposition
 
@@ -20,43 +21,48 @@ def healthz(request: HttpRequest) -> JsonResponse:
     ``boards`` lists the boards Redis lost (their reads answer 503 meanwhile) and those being
     recovered; that alone is ``degraded`` with a 200: every web process shares the one Redis,
     so taking this one out of a load balancer would serve nobody better.
+
+    The public gets the status and the names of the dependencies down, nothing more: an error's
+    text names hosts, ports and versions. Operators (``access.request_from_operator``) get each
+    dependency's latency and error and the boards.
     """
     states = dependencies_check()
     down = [state.name for state in states if not state.ok]
     boards = boards_check()
     status = "unavailable" if down else ("degraded" if boards.missing else "ok")
-    body = {
-        "status": status,
-        "down": down,
-        "boards": {
+    body: dict[str, object] = {"status": status, "down": down}
+    if request_from_operator(request):
+        body["boards"] = {
             "missing": list(boards.missing),
             "recovering": list(boards.recovering),
             **({"error": boards.error} if boards.error else {}),
-        },
-        "dependencies": {
+        }
+        body["dependencies"] = {
             state.name: {
                 "ok": state.ok,
                 "latencyMs": round(state.latency_ms, 2),
                 **({"error": state.error} if state.error else {}),
             }
             for state in states
-        },
-    }
+        }
     return JsonResponse(body, status=200 if not down else 503)
 
 
 @never_cache
 @require_GET
+@operators_only
 def metrics(request: HttpRequest) -> HttpResponse:
     """Prometheus text: HTTP requests of every web worker, board sizes, top-snapshot ages.
 
     Text format 0.0.4: what every Prometheus 2 (Debian's included) and compatible agent reads.
-    The consumers and the Celery worker serve their own metrics (docs/operations.md)."""
+    The consumers and the Celery worker serve their own metrics (docs/operations.md). Operators
+    only (``access.operators_only``): 403 for anyone else."""
     return HttpResponse(metrics_exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)
 
 
 @never_cache
 @require_GET
+@operators_only
 def metrics_json(request: HttpRequest) -> JsonResponse:
     """Each ingestion consumer's rate, totals and lag as JSON, from the stats the consumers
     publish to Redis (the admin's view of ingestion; docs/ingestion.md)."""

@@ -1,9 +1,12 @@
-"""Staff's view of seasons, and the admin pieces every app shares.
+"""The season's own admin pieces, and the admin pieces every app shares.
+
+The Season admin is assembled once, in ``leaderboard_project.admin``, from each app's pieces:
+``SeasonAdminBase`` and the transition actions here, the boards from leaderboard, the reward
+tiers and close-out from closeout. No app registers a Season admin of its own.
 
 Every action asks for confirmation first, then calls one service per season and says what
-happened. To add an action, write a function with the ``confirmed_action`` decorator and
-append it to the ``actions`` of the ``SeasonAdmin`` that owns it (this one, leaderboard's or
-closeout's, each extending the one below it).
+happened. To add an action, write a function with the ``confirmed_action`` decorator in the
+app that owns it and list it in the ``actions`` of ``leaderboard_project.admin.SeasonAdmin``.
 """
 
 from __future__ import annotations
@@ -111,14 +114,14 @@ def make_closing(season: Season) -> str:
 # --- Admin classes -------------------------------------------------------------------------------
 
 
-@admin.register(Season)
-class SeasonAdmin(admin.ModelAdmin):
+class SeasonAdminBase(admin.ModelAdmin):
+    """The season's own list, fields and save, unregistered: leaderboard_project.admin adds the
+    other apps' inlines, mixins and actions to it and registers the result (seasons, at the
+    bottom of the layers, knows none of them)."""
+
     list_display = ("id", "name", "status", "starts_at", "ends_at", "closed_at")
     list_filter = ("status",)
     search_fields = ("name", "=id")
-    # leaderboard.admin and closeout.admin extend this class (board and close-out actions,
-    # reward tiers inline) and register the result in its place: seasons knows neither app.
-    actions = [make_active, make_closing]
     _always_read_only = (
         "status",
         "created_at",
@@ -127,7 +130,7 @@ class SeasonAdmin(admin.ModelAdmin):
         "drain_end_offsets",
         "closed_at",
     )
-    # Read-only fields that layers above add (the live board).
+    # Read-only fields that layers above add (leaderboard's live boards).
     _live_fields: tuple[str, ...] = ()
 
     def get_readonly_fields(self, request: HttpRequest, obj: Season | None = None) -> list[str]:
@@ -156,7 +159,7 @@ class SeasonAdmin(admin.ModelAdmin):
             obj.save(update_fields=[*form.changed_data, "updated_at"])
             return
         # Through the service, which validates the window (the boards come with leaderboard's
-        # SeasonAdmin).
+        # SeasonBoardsMixin).
         season_create(
             season_id=obj.id,
             name=obj.name,

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from cachetools import TLRUCache
 from django.conf import settings
@@ -111,7 +111,11 @@ class ProcessMemo(Generic[K, V]):
             self._cache.clear()
 
 
-_memos: list[ProcessMemo[object, object]] = []
+class Clearable(Protocol):
+    def clear(self) -> None: ...
+
+
+_memos: list[Clearable] = []
 
 
 def process_memo(
@@ -126,8 +130,14 @@ def process_memo(
     memo: ProcessMemo[K, V] = ProcessMemo(
         ttl_setting=ttl_setting, fallback_setting=fallback_setting, maxsize=maxsize
     )
-    _memos.append(memo)  # type: ignore[arg-type]
+    _memos.append(memo)
     return memo
+
+
+def process_state_register(state: Clearable) -> None:
+    """Register per-process state that is not a ``ProcessMemo`` (the top-list snapshots) for
+    ``process_memos_clear``."""
+    _memos.append(state)
 
 
 def process_memos_clear() -> None:

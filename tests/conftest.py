@@ -111,3 +111,62 @@ def drained_match_results(settings, kafka_topic_factory) -> str:
     settings.KAFKA_MATCH_RESULTS_TOPIC = topic
     settings.KAFKA_CONSUMER_GROUP = f"test-{uuid.uuid4().hex[:12]}"
     return topic
+
+
+# --- the cluster pass cannot pass empty -----------------------------------------------------------
+#
+# Tests marked ``clusters`` skip on the single-node services. In the cluster pass (both
+# LB_REDIS_MODE=cluster and LB_KAFKA_BROKERS=3, as `make test-cluster` exports them) none may
+# skip: a cluster that is not healthy, or a pass that collected none of them, fails the run
+# instead of going green having tested nothing on the clusters.
+
+_CLUSTER_OUTCOMES: dict[str, str] = {}
+_CLUSTER_NODEIDS: set[str] = set()
+
+
+def _cluster_pass() -> bool:
+    return django_settings.LB_REDIS_MODE == "cluster" and django_settings.LB_KAFKA_BROKERS == 3
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    _CLUSTER_NODEIDS.update(i.nodeid for i in items if i.get_closest_marker("clusters"))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.nodeid not in _CLUSTER_NODEIDS:
+        return
+    if report.skipped or report.failed:
+        _CLUSTER_OUTCOMES[report.nodeid] = "skipped" if report.skipped else "failed"
+    elif report.when == "call":
+        _CLUSTER_OUTCOMES.setdefault(report.nodeid, "passed")
+
+
+def _cluster_pass_problem() -> str | None:
+    if not _cluster_pass() or not _CLUSTER_NODEIDS:
+        return None
+    skipped = sorted(n for n, o in _CLUSTER_OUTCOMES.items() if o == "skipped")
+    if skipped:
+        return f"{len(skipped)} cluster test(s) skipped in the cluster pass: {skipped[:5]}"
+    if not any(o == "passed" for o in _CLUSTER_OUTCOMES.values()):
+        return "the cluster pass ran none of its cluster tests"
+    return None
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _cluster_pass_problem() is not None and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    stats = terminalreporter.stats
+    counts = {k: len(stats.get(k, [])) for k in ("passed", "failed", "error", "skipped")}
+    mode = "cluster pass" if _cluster_pass() else "single-node pass"
+    ran = sum(1 for o in _CLUSTER_OUTCOMES.values() if o == "passed")
+    terminalreporter.write_line(
+        f"{mode}: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
+        f"{counts['skipped']} skipped; cluster-marked tests passed: "
+        f"{ran} of {len(_CLUSTER_NODEIDS)}"
+    )
+    problem = _cluster_pass_problem()
+    if problem is not None:
+        terminalreporter.write_line(f"FAILED: {problem}", red=True)

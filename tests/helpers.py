@@ -163,11 +163,12 @@ def mark_intact(season: Season | int, *, topic: str | None = None) -> None:
 
     from leaderboard import keys
     from leaderboard.redis import get_board_redis
+    from leaderboard.services import board_mark_intact
 
     season_id = season if isinstance(season, int) else season.id
     client = get_board_redis()
     for board_id in Board.objects.filter(season_id=season_id).values_list("id", flat=True):
-        client.set(keys.board_intact(board_id=board_id), "1")
+        board_mark_intact(board_id=board_id)
         watermark = keys.ingest_applied_offsets(
             board_id=board_id, topic=topic or settings.KAFKA_MATCH_RESULTS_TOPIC
         )

@@ -153,6 +153,7 @@ def load(args: argparse.Namespace, season: Any) -> None:
     from leaderboard import keys
     from leaderboard.redis import get_board_redis
     from leaderboard.selectors import main_board_get
+    from leaderboard.services import board_mark_intact
 
     client = get_board_redis()
     board = main_board_get(season_id=SEASON_ID)
@@ -167,7 +168,7 @@ def load(args: argparse.Namespace, season: Any) -> None:
     # The synthetic board stands for the truth: marked intact, or every read would answer 503
     # (docs/read-api.md). No recovery task may run meanwhile: it would rebuild it from
     # PostgreSQL, where this board has no results.
-    client.set(keys.board_intact(board_id=board.id), "1")
+    board_mark_intact(board_id=board.id)
     redis_ok = client.zcard(key) == args.players
     pg_count = pg.execute(f"SELECT count(*) FROM {PG_TABLE}").fetchone()
     pg_ok = args.skip_pg or (pg_count is not None and pg_count[0] == args.players)

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from .close_out import (
     CloseOutcome,
+    CloseWaitingFor,
+    SeasonCloseProgress,
     SeasonCloseResult,
+    SeasonCloseWait,
     final_standings_replace,
     season_close,
+    season_close_wait,
 )
 from .rewards import reward_grant_status_set, reward_tier_create
 from .standings import (
@@ -22,14 +26,18 @@ from .standings import (
 
 __all__ = [
     "CloseOutcome",
+    "CloseWaitingFor",
     "GrantChange",
+    "SeasonCloseProgress",
     "SeasonCloseResult",
+    "SeasonCloseWait",
     "StandingChange",
     "StandingsReview",
     "final_standings_replace",
     "reward_grant_status_set",
     "reward_tier_create",
     "season_close",
+    "season_close_wait",
     "season_standings_correct",
     "season_standings_review",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -52,6 +52,11 @@ class SeasonCloseResult:
     drain_until: datetime | None = None
     lagging: str = ""  # what the consumer has not drained yet (LAGGING)
 
+    @property
+    def closed(self) -> bool:
+        """Whether the season is closed now, by this run or an earlier one."""
+        return self.outcome in (CloseOutcome.CLOSED, CloseOutcome.ALREADY_CLOSED)
+
     def describe(self) -> str:
         if self.outcome == CloseOutcome.LAGGING:
             return (
@@ -86,6 +91,7 @@ def season_close(
     grace_seconds: int | None = None,
     drain_timeout_seconds: float | None = None,
     force: bool = False,
+    on_drain_progress: Callable[[str], None] | None = None,
 ) -> SeasonCloseResult:
     """Close a season out; safe to run any number of times, and to resume after a crash.
 
@@ -98,6 +104,7 @@ def season_close(
        committed up to them on every partition, for at most ``drain_timeout_seconds``
        (SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS); otherwise it returns LAGGING naming the partitions
        and finalizes nothing. A rerun waits on the same recorded offsets. ``force`` skips both.
+       ``on_drain_progress`` hears what still lags at every look while the drain is awaited.
     3. In ONE transaction: the final top FINAL_STANDINGS_SIZE computed from PostgreSQL (the
        source a rebuild reads; Redis may have lost writes), a grant per player of each tier,
        status "closed". A crash before the commit leaves the season "closing": a rerun redoes it.
@@ -141,7 +148,9 @@ def season_close(
                 "season %s: close-out forced, without waiting for the consumer to drain", season_id
             )
         else:
-            lagging = _season_drain_wait(season=season, timeout_seconds=drain_timeout_seconds)
+            lagging = _season_drain_wait(
+                season=season, timeout_seconds=drain_timeout_seconds, on_progress=on_drain_progress
+            )
             if lagging:
                 result = SeasonCloseResult(
                     season_id=season_id, outcome=CloseOutcome.LAGGING, lagging=lagging
@@ -194,9 +203,12 @@ def _season_drain_end_offsets(*, season: Season) -> dict[str, object]:
     return stored if stored is not None else record
 
 
-def _season_drain_wait(*, season: Season, timeout_seconds: float) -> str:
+def _season_drain_wait(
+    *, season: Season, timeout_seconds: float, on_progress: Callable[[str], None] | None = None
+) -> str:
     """Wait until the consumer drained the topic up to the recorded end offsets; "" once it
-    has, else (at the timeout, or when Kafka cannot tell) what still lags, for humans."""
+    has, else (at the timeout, or when Kafka cannot tell) what still lags, for humans.
+    ``on_progress`` hears what lags at each look that finds something still lagging."""
     group = settings.KAFKA_CONSUMER_GROUP
     deadline = time.monotonic() + max(0.0, timeout_seconds)
     try:
@@ -210,6 +222,11 @@ def _season_drain_wait(*, season: Season, timeout_seconds: float) -> str:
                 lag = consumer_group_lag_get(reader=reader, topic=topic, end_offsets=ends)
                 if not lag:
                     return ""
+                if on_progress is not None:
+                    on_progress(
+                        f"consumer group {group} to drain topic {topic}: "
+                        + ", ".join(partition.describe() for partition in lag)
+                    )
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return (
@@ -221,6 +238,152 @@ def _season_drain_wait(*, season: Season, timeout_seconds: float) -> str:
                 time.sleep(min(_DRAIN_POLL_SECONDS, remaining))
     except KafkaError as exc:
         return f"Kafka cannot tell whether the consumer drained the results ({exc!r})"
+
+
+# --- Waiting until a season is closed ------------------------------------------------------------
+
+
+class CloseWaitingFor(StrEnum):
+    GRACE = "grace"  # the fixed grace after the switch to closing
+    DRAIN = "drain"  # the consumer group to commit up to the recorded end offsets
+    OTHER_RUN = "other_run"  # another close-out holding the season (a sweep's task, staff)
+
+
+@dataclass(frozen=True)
+class SeasonCloseProgress:
+    """What a close-out waiting for its season to be closed waits for, at one moment."""
+
+    season_id: int
+    waiting_for: CloseWaitingFor
+    detail: str
+    elapsed_seconds: float
+
+    def describe(self) -> str:
+        return (
+            f"season {self.season_id}: still closing after {self.elapsed_seconds:.0f} s, "
+            f"waiting for {self.detail}"
+        )
+
+
+@dataclass(frozen=True)
+class SeasonCloseWait:
+    """How a wait for a season to be closed ended: ``result`` is the last close-out run's."""
+
+    result: SeasonCloseResult
+    waited_seconds: float
+    timeout_seconds: float
+
+    @property
+    def closed(self) -> bool:
+        return self.result.closed
+
+
+# A waiting close-out reports what it waits for at most this often (and whenever that changes),
+# and looks again this often at a season in its grace or held by another close-out.
+_WAIT_PROGRESS_SECONDS = 5.0
+_WAIT_POLL_SECONDS = 1.0
+
+
+class _ProgressReporter:
+    """Passes progress on, one line per interval unless what is waited for changes."""
+
+    def __init__(
+        self,
+        *,
+        season_id: int,
+        on_progress: Callable[[SeasonCloseProgress], None] | None,
+        every_seconds: float,
+        started: float,
+    ) -> None:
+        self._season_id = season_id
+        self._on_progress = on_progress
+        self._every = every_seconds
+        self._started = started
+        self._last: tuple[CloseWaitingFor, float] | None = None
+
+    def __call__(self, waiting_for: CloseWaitingFor, detail: str) -> None:
+        if self._on_progress is None:
+            return
+        now = time.monotonic()
+        if self._last is not None:
+            last_for, last_at = self._last
+            if last_for == waiting_for and now - last_at < self._every:
+                return
+        self._last = (waiting_for, now)
+        self._on_progress(
+            SeasonCloseProgress(
+                season_id=self._season_id,
+                waiting_for=waiting_for,
+                detail=detail,
+                elapsed_seconds=now - self._started,
+            )
+        )
+
+
+def season_close_wait(
+    *,
+    season_id: int,
+    timeout_seconds: float | None = None,
+    grace_seconds: int | None = None,
+    force: bool = False,
+    on_progress: Callable[[SeasonCloseProgress], None] | None = None,
+    progress_every_seconds: float = _WAIT_PROGRESS_SECONDS,
+) -> SeasonCloseWait:
+    """Close the season out (``season_close``) and wait until it is closed, for at most
+    ``timeout_seconds`` (default SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS; 0: one run that waits for
+    nothing, so the season may still be closing).
+
+    It waits through the grace (looking again once it has passed), the drain (one run polls the
+    consumer group's offsets until the time is up), and another close-out holding the season
+    (looking again every second: that run may finalize it, or leave it lagging to this one).
+    ``on_progress`` hears what it waits for, at most once per ``progress_every_seconds`` unless
+    that changes. ``closed`` on the answer says whether the season got closed in time.
+    """
+    if timeout_seconds is None:
+        timeout_seconds = settings.SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS
+    started = time.monotonic()
+    deadline = started + max(0.0, timeout_seconds)
+    report = _ProgressReporter(
+        season_id=season_id,
+        on_progress=on_progress,
+        every_seconds=progress_every_seconds,
+        started=started,
+    )
+
+    def drain_progress(detail: str) -> None:
+        report(CloseWaitingFor.DRAIN, detail)
+
+    while True:
+        result = season_close(
+            season_id=season_id,
+            grace_seconds=grace_seconds,
+            drain_timeout_seconds=max(0.0, deadline - time.monotonic()),
+            force=force,
+            on_drain_progress=drain_progress,
+        )
+        remaining = deadline - time.monotonic()
+        if result.closed or remaining <= 0:
+            return SeasonCloseWait(
+                result=result,
+                waited_seconds=time.monotonic() - started,
+                timeout_seconds=timeout_seconds,
+            )
+        pause = _WAIT_POLL_SECONDS
+        if result.outcome == CloseOutcome.DRAINING:
+            assert result.drain_until is not None
+            report(
+                CloseWaitingFor.GRACE,
+                "the grace for results published just after the end, until "
+                + result.drain_until.isoformat(),
+            )
+            until_drain = (result.drain_until - timezone.now()).total_seconds()
+            pause = min(progress_every_seconds, until_drain)
+        elif result.outcome == CloseOutcome.IN_PROGRESS:
+            report(CloseWaitingFor.OTHER_RUN, "another close-out of it to finish")
+        else:  # LAGGING before the time is up: Kafka could not tell; ask it again
+            report(CloseWaitingFor.DRAIN, result.lagging)
+            pause = progress_every_seconds
+        time.sleep(max(0.0, min(pause, remaining)))
 
 
 def final_standings_replace(*, board: BoardRef, rows: Sequence[StandingRow]) -> None:

@@ -1,9 +1,10 @@
 -- Several players' scores and global ranks in one round trip (the friends board).
 -- KEYS[1] board; ARGV the members. Returns {member, score, rank, ...} for the members that
 -- have a score, in argument order; ranks are competition ranks on the composite score.
--- KEYS[2], when given, is the board's "intact" key (leaderboard/keys.py board_intact): without it
--- Redis may have lost the board, and the script answers -1 instead of a board it cannot vouch for.
-if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 0 then
+-- KEYS[2..], when given, are the board's guard keys (leaderboard/keys.py board_intact and
+-- board_checked): without one of them Redis may have lost the board or hold it stale, and the
+-- script answers -1 instead of a board it cannot vouch for.
+if keys_missing(2) then
   return -1
 end
 local key = KEYS[1]

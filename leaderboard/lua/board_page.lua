@@ -6,9 +6,10 @@
 -- (1 + the number of strictly higher scores), so Redis's member-lexical order among exact
 -- ties never decides a rank. Inside the slice the caller derives the others: an entry whose
 -- score differs from the previous one has rank = position + 1.
--- KEYS[2], when given, is the board's "intact" key (leaderboard/keys.py board_intact): without it
--- Redis may have lost the board, and the script answers -1 instead of a board it cannot vouch for.
-if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 0 then
+-- KEYS[2..], when given, are the board's guard keys (leaderboard/keys.py board_intact and
+-- board_checked): without one of them Redis may have lost the board or hold it stale, and the
+-- script answers -1 instead of a board it cannot vouch for.
+if keys_missing(2) then
   return -1
 end
 local range = redis.call('ZREVRANGE', KEYS[1], ARGV[1], ARGV[2], 'WITHSCORES')

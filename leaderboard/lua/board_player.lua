@@ -5,9 +5,10 @@
 -- {rank, score, total, next_score|nil, window_start, window_first_rank, {member, score, ...}}
 -- (window_start: the 0-based position of the window's first entry).
 -- Scores are passed through as Redis formats them (%.17g: exact for integers below 2^53).
--- KEYS[2], when given, is the board's "intact" key (leaderboard/keys.py board_intact): without it
--- Redis may have lost the board, and the script answers -1 instead of a board it cannot vouch for.
-if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 0 then
+-- KEYS[2..], when given, are the board's guard keys (leaderboard/keys.py board_intact and
+-- board_checked): without one of them Redis may have lost the board or hold it stale, and the
+-- script answers -1 instead of a board it cannot vouch for.
+if keys_missing(2) then
   return -1
 end
 local key = KEYS[1]

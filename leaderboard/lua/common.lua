@@ -94,6 +94,19 @@ local function merge_into(key, member, points, ticks, rule, order, time_bits, ma
   return 1
 end
 
+-- Does any of KEYS[first..] not exist? The read scripts' guard keys: the board's intact key
+-- (persisted: the board is whole) and its checked key (never persisted nor replicated: this
+-- Redis process has compared the board with PostgreSQL since it started), so a board a
+-- restart or a failover may have left stale answers 503 instead of a stale board.
+local function keys_missing(first)
+  for i = first, #KEYS do
+    if redis.call('EXISTS', KEYS[i]) == 0 then
+      return true
+    end
+  end
+  return false
+end
+
 -- Is PostgreSQL transaction id `xid` visible in snapshot `snap` ("xmin:xmax:xip1,xip2,...",
 -- the text of pg_current_snapshot())? Visible = committed before the snapshot was taken.
 local function xid_visible(xid, snap)

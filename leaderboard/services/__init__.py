@@ -68,6 +68,7 @@ from .reconcile import (
 from .recovery import (
     BoardRecovered,
     RecoveryReport,
+    board_mark_intact,
     board_recover,
     boards_lost_get,
     boards_recover,
@@ -123,6 +124,7 @@ __all__ = [
     "board_create",
     "board_days_in_window",
     "board_groups_apply",
+    "board_mark_intact",
     "board_rebuild",
     "board_reconcile",
     "board_recover",

@@ -13,11 +13,10 @@ from redis.exceptions import RedisError
 from seasons.models import Season, SeasonStatus
 from seasons.services import season_create
 
-from .. import keys
 from ..codec import CodecError, ScoreCodec
 from ..models import MAIN_BOARD, Board, BoardOrder, ScoringRule
-from ..redis import get_board_redis
 from .reconcile import watermark_raise
+from .recovery import board_mark_intact
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ def _new_board_mark_intact(*, board_id: int) -> None:
     does not rebuild it (services/recovery.py)."""
     try:
         watermark_raise(board_id=board_id, offsets={})
-        get_board_redis().set(keys.board_intact(board_id=board_id), "1")
+        board_mark_intact(board_id=board_id)
     except RedisError:
         logger.warning("board %s: Redis unavailable; the recovery task marks it intact", board_id)
 

@@ -6,13 +6,11 @@ back to the live board, and a weekly board is rebuilt from the daily boards).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
 import uuid
 from datetime import date, datetime, timedelta
-from typing import cast
 
 from django.conf import settings
 
@@ -20,7 +18,7 @@ from leaderboard import keys
 from leaderboard.models import ScoringRule
 from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.scripts import get_script
-from leaderboard.selectors import TOP_SNAPSHOT_SIZE, BoardRef, board_list_live, ranked_entries
+from leaderboard.selectors import TOP_SNAPSHOT_SIZE, BoardRef, board_list_live, board_top_read
 
 from .rebuild import spec_args
 
@@ -38,44 +36,38 @@ class WeeklyBuildError(RuntimeError):
 def top_snapshot_refresh(*, board: BoardRef) -> int:
     """Store the board's top entries, encoded once, for every API process to serve.
 
-    One ZREVRANGE; the ranks are derived here (the slice starts at rank 1). Returns the
-    number of entries stored.
+    The top is read with the Redis clock in one script (board_top.lua): that time, in
+    microseconds, is the snapshot's version. The write (top_snapshot_write.lua) keeps the stored
+    versions increasing: a refresh that read the board before the stored snapshot was taken
+    (an overlapping or late run) writes nothing. Returns the number of entries stored.
     """
     client = get_board_redis()
-    # The intact key and the top in one MULTI (one slot): a board Redis lost, or one being
-    # recovered, must not become a snapshot that readers serve as truth; its old snapshot is
-    # dropped instead, and the read path answers 503 from the live board's check.
-    pipe = client.pipeline(transaction=True)
-    pipe.exists(keys.board_intact(board_id=board.id))
-    # Scores stay as Redis sends them: a float cast would be exact too, but the codec and
-    # the rank derivation compare the exact strings.
-    pipe.zrevrange(
-        keys.board(board_id=board.id),
-        0,
-        TOP_SNAPSHOT_SIZE - 1,
-        withscores=True,
-        score_cast_func=bytes,
-    )
-    intact, pairs = pipe.execute()
-    if not intact:
-        client.delete(keys.top_snapshot(board_id=board.id))
+    snapshot_key = keys.top_snapshot(board_id=board.id)
+    version_key = keys.top_snapshot_version(board_id=board.id)
+    ttl = settings.LEADERBOARD_TOP_SNAPSHOT_TTL_SECONDS
+    write = get_script(client, "top_snapshot_write")
+    read = board_top_read(board=board, count=TOP_SNAPSHOT_SIZE)
+    # A board Redis lost, or one being recovered, must not become a snapshot that readers serve
+    # as truth: its old snapshot is dropped instead (and the read path answers 503 from the live
+    # board's check); the version stays, so no older refresh brings a snapshot back.
+    if not read.intact:
+        write(keys=[snapshot_key, version_key], args=[read.version, "", ttl])
         return 0
-    flat = [cast(bytes, item) for pair in pairs for item in pair]
-    entries = ranked_entries(flat=flat, start=0, first_rank=1, codec=board.codec)
-    rows = [[entry.rank, entry.player_id, entry.points] for entry in entries]
-    rows_json = json.dumps(rows, separators=(",", ":"))
+    rows = [[entry.rank, entry.player_id, entry.points] for entry in read.entries]
     body = {
         "boardId": board.id,
         "generatedAt": time.time(),
-        "version": hashlib.blake2b(rows_json.encode(), digest_size=8).hexdigest(),
+        "version": read.version,
         "entries": rows,
     }
-    client.set(
-        keys.top_snapshot(board_id=board.id),
-        json.dumps(body, separators=(",", ":")),
-        ex=settings.LEADERBOARD_TOP_SNAPSHOT_TTL_SECONDS,
+    stored = write(
+        keys=[snapshot_key, version_key],
+        args=[read.version, json.dumps(body, separators=(",", ":")), ttl],
     )
-    return len(entries)
+    if not int(stored):
+        logger.info("top snapshot of board %s: a newer one is stored already", board.id)
+        return 0
+    return len(rows)
 
 
 def top_snapshots_refresh() -> dict[int, int]:

@@ -12,12 +12,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import cast
+from typing import Literal, cast
 
 from django.conf import settings
 
 from leaderboard import keys
 from leaderboard.board_scores import (
+    MemberCounts,
     board_days_last_ingested,
     board_member_count,
     board_member_counts,
@@ -64,8 +65,18 @@ class ReconcileResult:
     full: bool = False  # every player compared, not a sample
 
 
-def _watermark(client: BoardRedis, *, board_id: int, topic: str) -> dict[int, int]:
-    """The board's applied-offset watermark: partition -> the highest offset on the board."""
+# What Redis is held to: what the board's watermark covers (the routine reconcile), or every
+# stored result (after a Redis restart, whose lost writes took the watermark's moves with them).
+HeldTo = Literal["watermark", "stored"]
+
+
+def _watermark(
+    client: BoardRedis, *, board_id: int, topic: str, held_to: HeldTo
+) -> dict[int, int] | None:
+    """The board's applied-offset watermark: partition -> the highest offset on the board
+    (None when Redis is held to every stored result)."""
+    if held_to == "stored":
+        return None
     raw = cast(
         dict[bytes, bytes],
         client.hgetall(keys.ingest_applied_offsets(board_id=board_id, topic=topic)),
@@ -90,6 +101,7 @@ def _compare(
     key: str,
     players: list[int],
     topic: str,
+    held_to: HeldTo,
 ) -> _Comparison:
     """Redis against what the board's watermark says Redis must hold.
 
@@ -99,7 +111,7 @@ def _compare(
     differ, so is left out of the comparison; that is read after Redis, so a result applied
     while Redis was read is seen there.
     """
-    applied = _watermark(client, board_id=board.id, topic=topic)
+    applied = _watermark(client, board_id=board.id, topic=topic, held_to=held_to)
     redis_members = int(client.zcard(key))
     expected = board_scores_for_players(board=board, player_ids=players, day=day, applied=applied)
     actual: list[float | None] = []
@@ -114,13 +126,18 @@ def _compare(
             mismatches.append(
                 {"player_id": player, "redis": have, "expected": want.score if want else None}
             )
-    counts = board_member_counts(board=board, applied=applied, day=day)
-    uncovered = board_players_uncovered(
-        board=board,
-        player_ids=[int(m["player_id"] or 0) for m in mismatches],
-        applied=applied,
-        day=day,
-    )
+    if applied is None:
+        stored = board_member_count(board=board, day=day)
+        counts = MemberCounts(covered=stored, stored=stored)
+        uncovered: set[int] = set()
+    else:
+        counts = board_member_counts(board=board, applied=applied, day=day)
+        uncovered = board_players_uncovered(
+            board=board,
+            player_ids=[int(m["player_id"] or 0) for m in mismatches],
+            applied=applied,
+            day=day,
+        )
     return _Comparison(
         redis_members=redis_members,
         expected_members=min(max(redis_members, counts.covered), counts.stored),
@@ -130,13 +147,13 @@ def _compare(
 
 
 def _differing_players(
-    client: BoardRedis, *, board: BoardRef, day: date | None, key: str, topic: str
+    client: BoardRedis, *, board: BoardRef, day: date | None, key: str, topic: str, held_to: HeldTo
 ) -> list[int] | None:
     """Every player whose score may differ between PostgreSQL and Redis, in one pass over each
     (None when PostgreSQL holds a cumulative sum the codec cannot hold: the sample decides).
     The candidates are then compared again by ``_compare``, which leaves out the players whose
     results ingestion has not applied yet."""
-    applied = _watermark(client, board_id=board.id, topic=topic)
+    applied = _watermark(client, board_id=board.id, topic=topic, held_to=held_to)
     expected: dict[int, int] = {}
     try:
         for chunk in board_scores_chunks(board=board, day=day, applied=applied):
@@ -199,6 +216,7 @@ def board_reconcile(
     full_max_members: int | None = None,
     topic: str | None = None,
     recent_since: datetime | None = None,
+    held_to: HeldTo = "watermark",
 ) -> ReconcileResult:
     """Compare a board in Redis with PostgreSQL; record the drift; rebuild the board if any.
 
@@ -212,9 +230,13 @@ def board_reconcile(
     confirmed by a second look at the same players before it counts (a void or a ban landing
     between the two reads).
 
-    ``recent_since`` (after a Redis restart): a board compared by sample also compares every
-    player with a result ingested since then, whose last write the restart may have lost; a
-    sample alone would find a lost second of writes on a large board only by luck.
+    ``held_to="stored"`` (after a Redis restart, with ``repair=False``): Redis is held to every
+    stored result, since a restart that lost writes lost the watermark's moves with them; a
+    drift found then is the recovery's to repair, raising the watermark together with a rebuild
+    of every key of the board (services/recovery.py). ``recent_since`` (idem): a board compared
+    by sample also compares every player with a result ingested since then, whose last write
+    the restart may have lost; a sample alone would find a lost second of writes on a large
+    board only by luck.
     """
     board = board_get(board_id=board_id)
     topic = topic or settings.KAFKA_MATCH_RESULTS_TOPIC
@@ -226,7 +248,9 @@ def board_reconcile(
     players: list[int] | None = None
     full = False
     if int(client.zcard(k.live)) <= limit and board_member_count(board=board, day=day) <= limit:
-        players = _differing_players(client, board=board, day=day, key=k.live, topic=topic)
+        players = _differing_players(
+            client, board=board, day=day, key=k.live, topic=topic, held_to=held_to
+        )
         full = players is not None
         if players is not None:
             players = players[:RECHECK_MAX]
@@ -236,10 +260,14 @@ def board_reconcile(
         )
     sampled = len(players)
 
-    found = _compare(client, board=board, day=day, key=k.live, players=players, topic=topic)
+    def compare(players: list[int]) -> _Comparison:
+        return _compare(
+            client, board=board, day=day, key=k.live, players=players, topic=topic, held_to=held_to
+        )
+
+    found = compare(players)
     if found.mismatches or found.count_drift:
-        recheck = [int(m["player_id"] or 0) for m in found.mismatches]
-        found = _compare(client, board=board, day=day, key=k.live, players=recheck, topic=topic)
+        found = compare([int(m["player_id"] or 0) for m in found.mismatches])
     drift = bool(found.mismatches) or found.count_drift
     run = ReconcileRun.objects.create(
         season_id=board.season_id,
@@ -316,10 +344,8 @@ def boards_reconcile_live_seasons(
     now: datetime,
     sample_size: int = DEFAULT_RECONCILE_SAMPLE,
     topic: str | None = None,
-    recent_since: datetime | None = None,
 ) -> list[ReconcileResult]:
     """Reconcile every live board: season-long, and every daily board within its expiry
-    (``recent_since``: see ``board_reconcile``).
 
     A board Redis lost entirely (no intact key) is the recovery's (services/recovery.py).
     """
@@ -334,7 +360,6 @@ def boards_reconcile_live_seasons(
                 board_id=board.id,
                 sample_size=sample_size,
                 topic=topic,
-                recent_since=recent_since,
             )
         )
         repaired: list[date] = []
@@ -344,7 +369,6 @@ def boards_reconcile_live_seasons(
                 day=day,
                 sample_size=sample_size,
                 topic=topic,
-                recent_since=recent_since,
             )
             results.append(result)
             if result.rebuilt:
@@ -355,3 +379,8 @@ def boards_reconcile_live_seasons(
             if client.exists(weekly):
                 weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
     return results
+
+
+def reconcile_runs_mark_rebuilt(*, run_ids: list[int]) -> None:
+    """Record that the boards of these runs were rebuilt by someone else (the recovery)."""
+    ReconcileRun.objects.filter(pk__in=run_ids).update(rebuilt=True)

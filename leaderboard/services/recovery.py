@@ -7,11 +7,11 @@ Every board Redis must hold (``board_list_open``) has an *intact* key in its slo
   lagging replica, keys deleted by hand): Redis loses it with the board's other keys;
 - the board's applied-offset watermark gone while the intact key is there (a partial loss);
 - a new Redis run id (``INFO server``) since last seen: Redis restarted, perhaps from an AOF
-  that lacks its last second. Nothing is missing then, only stale: every board is reconciled
-  (services/reconcile.py), in full up to RECONCILE_FULL_MAX_MEMBERS players; a larger board
-  compares its sample and every player ingested since shortly before the last check that saw
-  the old run id (a heartbeat kept with it), which finds the players whose last writes were
-  lost.
+  that lacks its last second. Nothing is missing then, only stale, the watermark included:
+  every live board is compared with every stored result (services/reconcile.py, in full up to
+  RECONCILE_FULL_MAX_MEMBERS players; a larger board compares its sample and every player
+  ingested since shortly before the last check that saw the old run id, a heartbeat kept with
+  it), and a board that differs is recovered like a lost one.
 
 ``boards_recover`` runs these checks (two EXISTS per board in one round trip, one INFO) at
 consumer start-up, every few seconds from Celery beat, and repairs what they find at once.
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -32,6 +32,7 @@ from django.utils import timezone
 from leaderboard import keys
 from leaderboard.board_scores import board_stored_offsets
 from leaderboard.redis import get_board_redis
+from leaderboard.scripts import get_script
 from leaderboard.selectors import BoardRef, board_list_open
 
 from .corrections import daily_boards_existing
@@ -40,7 +41,8 @@ from .rebuild import RebuildInProgressError, board_rebuild
 from .reconcile import (
     ReconcileResult,
     board_days_in_window,
-    boards_reconcile_live_seasons,
+    board_reconcile,
+    reconcile_runs_mark_rebuilt,
     watermark_raise,
 )
 
@@ -126,6 +128,32 @@ def boards_lost_get(*, boards: list[BoardRef], topic: str | None = None) -> dict
     return lost
 
 
+def boards_unchecked_get(*, boards: list[BoardRef]) -> set[int]:
+    """The boards this Redis server process has not compared with PostgreSQL since it started
+    (their checked key is missing: a restart or a failover, which may have lost the last
+    writes)."""
+    if not boards:
+        return set()
+    pipe = get_board_redis().pipeline(transaction=False)
+    for board in boards:
+        pipe.exists(keys.board_checked(board_id=board.id))
+    return {board.id for board, found in zip(boards, pipe.execute(), strict=True) if not found}
+
+
+def board_mark_intact(*, board_id: int) -> None:
+    """Redis holds the board as PostgreSQL has it: set its intact key and, on this Redis
+    process only, its checked key (``board_mark_checked.lua``)."""
+    client = get_board_redis()
+    client.set(keys.board_intact(board_id=board_id), "1")
+    board_mark_checked(board_id=board_id)
+
+
+def board_mark_checked(*, board_id: int) -> None:
+    get_script(get_board_redis(), "board_mark_checked")(
+        keys=[keys.board_checked(board_id=board_id)], args=[]
+    )
+
+
 def boards_recovering_get(*, boards: list[BoardRef]) -> set[int]:
     """The boards a recovery is rebuilding now (their lock is held)."""
     if not boards:
@@ -172,7 +200,7 @@ def board_recover(
         )
         for iso_year, iso_week in weeks:
             weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
-        client.set(keys.board_intact(board_id=board.id), "1")
+        board_mark_intact(board_id=board.id)
     except RebuildInProgressError:
         logger.info("recovery of board %s waits for a rebuild in progress", board.id)
         return None
@@ -196,6 +224,56 @@ def board_recover(
     return recovered
 
 
+def _boards_check(
+    *, boards: list[BoardRef], now: datetime, topic: str | None, recent_since: datetime | None
+) -> tuple[list[ReconcileResult], list[BoardRecovered], bool]:
+    """Boards this Redis process has not checked (a restart or a failover): compare each
+    (season-long and every daily board in its window) with every stored result, mark it
+    checked if it agrees, and recover it in full if it differs.
+
+    Held to every stored result, not to the watermark: a restart from an AOF short of its last
+    second lost the watermark's last moves together with the writes they covered, so the lost
+    results lie above the watermark, where the routine reconcile does not look. A difference
+    may also be a batch stored and not yet applied; either way the repair is the recovery's
+    (raise the watermark to the stored offsets, then rebuild every key it covers), which keeps
+    both exactly once, where a rebuild of the differing key alone could not.
+
+    Returns (the comparisons, the boards recovered, whether every board was checked and every
+    differing one recovered).
+    """
+    results: list[ReconcileResult] = []
+    recovered: list[BoardRecovered] = []
+    complete = True
+    for board in boards:
+        checks = [
+            board_reconcile(
+                board_id=board.id,
+                day=day,
+                topic=topic,
+                recent_since=recent_since,
+                repair=False,
+                held_to="stored",
+            )
+            for day in (None, *board_days_in_window(board=board, now=now))
+        ]
+        drifted = [c.run_id for c in checks if c.drift_found and c.run_id is not None]
+        if any(c.run_id is None for c in checks):
+            complete = False  # a rebuild of it is running: look again at the next run
+        elif not drifted:
+            board_mark_checked(board_id=board.id)
+        else:
+            reason = "Redis restarted or failed over: board differs from PostgreSQL"
+            done = board_recover(board=board, reason=reason, now=now, topic=topic)
+            if done is None:
+                complete = False
+            else:
+                recovered.append(done)
+                reconcile_runs_mark_rebuilt(run_ids=drifted)
+                checks = [replace(c, rebuilt=c.drift_found) for c in checks]
+        results += checks
+    return results, recovered, complete
+
+
 def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> RecoveryReport:
     """Find the boards Redis lost or may hold stale, and repair them now (module docstring).
 
@@ -217,30 +295,42 @@ def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> 
         else:
             recovered.append(result)
 
+    not_checked = boards_unchecked_get(boards=[b for b in boards if b.id not in lost])
+    unchecked = [board for board in boards if board.id in not_checked]
     run_id = _redis_run_ids(client.info("server"))
     seen, seen_at = _seen_parse(client.get(keys.redis_run_id_seen()))
     restarted = seen != run_id
     heartbeat = f"{run_id} {time.time():.3f}"  # wall time: compared with ingested_at
     reconciled: list[ReconcileResult] = []
+    complete = True
     lock = keys.redis_restart_check_lock()
-    if not restarted:
+    if unchecked:
+        complete = False
+        if client.set(lock, run_id, nx=True, ex=RECOVERY_LOCK_SECONDS):
+            try:
+                # On a large board, the players ingested shortly before the last look at the
+                # old Redis are where lost last writes are (compared beside the sample).
+                since = None
+                if restarted and seen_at is not None:
+                    since = seen_at - timedelta(seconds=RESTART_LOOKBACK_SECONDS)
+                logger.warning(
+                    "%d board(s) not checked on this Redis (run id %s, last seen %s at %s): "
+                    "comparing them with PostgreSQL",
+                    len(unchecked),
+                    run_id,
+                    seen,
+                    seen_at.isoformat() if seen_at else "-",
+                )
+                reconciled, repaired, complete = _boards_check(
+                    boards=unchecked, now=now, topic=topic, recent_since=since
+                )
+                recovered += repaired
+            finally:
+                client.delete(lock)
+    # The heartbeat moves on once every board is checked: until then the next run compares
+    # the rest against the same moment.
+    if complete:
         client.set(keys.redis_run_id_seen(), heartbeat)
-    elif client.set(lock, run_id, nx=True, ex=RECOVERY_LOCK_SECONDS):
-        try:
-            since = None
-            if seen_at is not None:
-                since = seen_at - timedelta(seconds=RESTART_LOOKBACK_SECONDS)
-            logger.warning(
-                "Redis run id %s (last seen %s at %s): reconciling every board",
-                run_id,
-                seen,
-                seen_at.isoformat() if seen_at else "-",
-            )
-            reconciled = boards_reconcile_live_seasons(now=now, topic=topic, recent_since=since)
-            # Only once every board was compared: a crash before makes the next run redo it.
-            client.set(keys.redis_run_id_seen(), heartbeat)
-        finally:
-            client.delete(lock)
     return RecoveryReport(
         checked=len(boards),
         recovered=tuple(recovered),

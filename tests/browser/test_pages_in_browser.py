@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -135,3 +136,50 @@ def test_api_docs_render_offline(page, live_server, screenshot):
     expect(page.locator(".swagger-ui")).to_contain_text("/api/seasons")
     assert outside == []
     screenshot("api-docs")
+
+
+def test_the_live_list_ignores_an_answer_older_than_the_one_on_screen(page, board_redis):
+    """Two polls answered by two server processes, the second a version behind the first: the
+    page keeps the newer list (and an answer older than the list the page rendered is ignored
+    from the start)."""
+    season = _live_season()
+    write_season_board(board_redis, season)
+    newer, older = 4_000_000_000_000_000, 3_000_000_000_000_000
+    answers = [
+        (1000, 901),  # older than the server-rendered list
+        (newer, 902),
+        (older, 903),  # a process a version behind
+    ]
+    calls: list[dict[str, str]] = []
+
+    def answer(route):
+        calls.append(route.request.headers)
+        version, player = answers[len(calls) - 1] if len(calls) <= len(answers) else (newer, 902)
+        route.fulfill(
+            status=200,
+            headers={"X-Snapshot-Version": str(version), "ETag": f'"{version}-{player}"'},
+            content_type="application/json",
+            body=json.dumps([{"rank": 1, "playerId": player, "points": 10_000}]),
+        )
+
+    page.route(re.compile(r".*/api/seasons/\d+/boards/main/top.*"), answer)
+    page.goto(f"/seasons/{season.id}")
+    table = page.locator("table[data-live-url]")
+    rendered_etag = table.get_attribute("data-etag")
+    assert int(table.get_attribute("data-version") or 0) > 1000
+    rows = table.locator("tbody tr")
+    expect(rows).to_have_count(1)  # the newer answer replaced the server-rendered list
+    expect(rows.first).to_have_attribute("data-player", "902")
+    expect(table).to_have_attribute("data-version", str(newer))
+    # Polls are sequential: once the fourth request is out, the third answer was handled.
+    while len(calls) < 4:
+        with page.expect_request(re.compile(r".*/api/seasons/\d+/boards/main/top.*")):
+            pass
+    expect(rows.first).to_have_attribute("data-player", "902")
+    expect(table).to_have_attribute("data-version", str(newer))
+    assert page.locator('tbody tr[data-player="901"], tbody tr[data-player="903"]').count() == 0
+    # The first poll sent the ETag of the rendered list; the ignored answers' ETags were never
+    # sent.
+    assert calls[0].get("if-none-match") == rendered_etag
+    assert calls[2].get("if-none-match") == f'"{newer}-902"'
+    assert calls[3].get("if-none-match") == f'"{newer}-902"'

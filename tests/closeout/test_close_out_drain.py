@@ -6,21 +6,36 @@ to closing: it must still count, and the final standings must wait for it.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from io import StringIO
+from itertools import pairwise
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection, transaction
 
 from closeout.models import FinalStanding, RewardGrant
-from closeout.services import CloseOutcome, reward_tier_create, season_close
+from closeout.services import (
+    CloseOutcome,
+    CloseWaitingFor,
+    SeasonCloseProgress,
+    reward_tier_create,
+    season_close,
+    season_close_wait,
+)
 from ingestion.consumer import MatchResultConsumer
 from leaderboard import keys
 from seasons.models import Season, SeasonStatus
 from seasons.services import season_status_transition, season_statuses_sync
 from tests.factories import MatchResultFactory, SeasonFactory
-from tests.helpers import main_board_id
+from tests.helpers import main_board_id, subprocess_database_url, wait_until
 from tests.ingestion.ingest_helpers import (
     Result,
     board,
@@ -32,6 +47,8 @@ from tests.ingestion.ingest_helpers import (
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 START = NOW - timedelta(days=2)
@@ -103,14 +120,15 @@ def test_queued_results_count_and_close_out_waits_for_the_drain(drain, season, b
     assert {int(p): o for p, o in recorded["partitions"].items()} == ends
     assert (FinalStanding.objects.count(), RewardGrant.objects.count()) == (0, 0)
 
-    # The command says the same and exits non-zero; a rerun waits on the same recorded offsets,
-    # not on what arrived since.
+    # The command says the same once its timeout passed (exit 4); a rerun waits on the same
+    # recorded offsets, not on what arrived since.
     straggler = result(season, 4, 60, END - timedelta(minutes=1))
     publish_results(topic, [straggler])
-    with pytest.raises(CommandError, match=r"NOT finalized.*lagging: partition"):
+    with pytest.raises(CommandError, match=r"timed out.*NOT finalized.*lagging: partition") as e:
         call_command(
             "close_season", "--season", str(season.id), "--grace-seconds", "0", stdout=StringIO()
         )
+    assert e.value.returncode == 4
     assert Season.objects.get(id=season.id).drain_end_offsets == recorded
     assert (FinalStanding.objects.count(), RewardGrant.objects.count()) == (0, 0)
 
@@ -198,3 +216,251 @@ def test_kafka_unreachable_finalizes_nothing(drain, season, settings):
     assert "Kafka cannot tell" in result_.lagging
     assert Season.objects.get(id=season.id).status == SeasonStatus.CLOSING
     assert FinalStanding.objects.count() == 0
+
+
+# --- close_season waits until the season is closed ----------------------------------------------
+
+
+class _Lines(StringIO):
+    """A command's stdout that other threads can watch while the command runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            return super().write(text)
+
+    def text(self) -> str:
+        with self._lock:
+            return self.getvalue()
+
+
+class _CommandThread(threading.Thread):
+    """``close_season`` with ``args`` in a thread of its own, its outcome kept for the test."""
+
+    def __init__(self, *args: str) -> None:
+        super().__init__(daemon=True)
+        self.args = args
+        self.out = _Lines()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            call_command("close_season", *self.args, stdout=self.out)
+        except BaseException as exc:  # handed to the test thread
+            self.error = exc
+        finally:
+            connection.close()
+
+    def outcome(self, *, timeout: float) -> str:
+        self.join(timeout)
+        assert not self.is_alive(), f"close_season still running:\n{self.out.text()}"
+        if self.error is not None:
+            raise self.error
+        return self.out.text()
+
+
+def test_the_command_waits_for_the_drain_and_exits_0_once_closed(drain, season, board_redis):
+    topic, _, options = drain
+    queued = [result(season, 1, 50, END - timedelta(minutes=5)), result(season, 2, 70, END)]
+    publish_results(topic, queued)
+    assert season_statuses_sync().closing == (season.id,)
+
+    command = _CommandThread("--season", str(season.id), "--grace-seconds", "0", "--timeout", "90")
+    command.start()
+    # It is waiting on the queued results, and says so...
+    wait_until(
+        lambda: (
+            f"waiting for consumer group {options.group_id} to drain topic {topic}"
+            in command.out.text()
+        ),
+        timeout=30,
+        context=command.out.text,
+    )
+    assert command.is_alive()
+    assert Season.objects.get(id=season.id).status == SeasonStatus.CLOSING
+    # ... until the consumer has drained them; then it closes the season and exits 0.
+    consume_all(options, records=len(queued))
+    said = command.outcome(timeout=60)
+    assert f"season {season.id}: still closing after" in said
+    assert f"season {season.id} closed: 2 final standings, 2 reward grants" in said
+    assert Season.objects.get(id=season.id).status == SeasonStatus.CLOSED
+    assert standings(season) == [(1, 2, 70), (2, 1, 50)]
+
+
+def test_the_command_waits_through_the_grace(drain, season):
+    # Nothing queued (the topic is empty): only the grace after the switch to closing is left.
+    started = time.monotonic()
+    out = StringIO()
+    call_command(
+        "close_season",
+        "--season",
+        str(season.id),
+        "--grace-seconds",
+        "1",
+        "--timeout",
+        "30",
+        stdout=out,
+    )
+    assert time.monotonic() - started >= 1
+    said = out.getvalue()
+    assert "waiting for the grace for results published just after the end, until" in said
+    assert f"season {season.id} closed: 0 final standings" in said
+    assert Season.objects.get(id=season.id).status == SeasonStatus.CLOSED
+
+
+def test_the_command_waits_for_another_close_out_holding_the_season(drain, season):
+    season_statuses_sync()
+    release = threading.Event()
+
+    def hold_the_season() -> None:
+        # As a running close-out does while it copies the standings: the row locked.
+        try:
+            with transaction.atomic():
+                Season.objects.select_for_update(no_key=True).get(id=season.id)
+                release.wait(30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_season, daemon=True)
+    holder.start()
+    wait_until(lambda: _season_locked(season.id), timeout=10)
+    command = _CommandThread("--season", str(season.id), "--grace-seconds", "0", "--timeout", "60")
+    command.start()
+    try:
+        wait_until(
+            lambda: "waiting for another close-out of it to finish" in command.out.text(),
+            timeout=20,
+            context=command.out.text,
+        )
+        assert command.is_alive()
+    finally:
+        release.set()
+        holder.join(10)
+    said = command.outcome(timeout=30)
+    assert f"season {season.id} closed" in said
+    assert Season.objects.get(id=season.id).status == SeasonStatus.CLOSED
+
+
+def _season_locked(season_id: int) -> bool:
+    with transaction.atomic():
+        free = (
+            Season.objects.select_for_update(no_key=True, skip_locked=True)
+            .filter(id=season_id)
+            .exists()
+        )
+    return not free
+
+
+def test_the_command_times_out_with_exit_4_naming_what_lags(drain, season):
+    topic, _, options = drain
+    publish_results(topic, [result(season, 1, 50, END - timedelta(minutes=5))])
+    out = StringIO()
+    started = time.monotonic()
+    with pytest.raises(CommandError) as raised:
+        call_command(
+            "close_season",
+            "--season",
+            str(season.id),
+            "--grace-seconds",
+            "0",
+            "--timeout",
+            "1",
+            stdout=out,
+        )
+    assert 1 <= time.monotonic() - started < 20
+    assert raised.value.returncode == 4
+    message = str(raised.value)
+    assert message.startswith(
+        f"timed out: season {season.id} is not closed after 1 s (--timeout 1)"
+    )
+    assert f"consumer group {options.group_id} has not drained topic {topic}" in message
+    assert "lagging: partition" in message
+    assert f"waiting for consumer group {options.group_id} to drain topic {topic}" in (
+        out.getvalue()
+    )
+    assert Season.objects.get(id=season.id).status == SeasonStatus.CLOSING
+    assert (FinalStanding.objects.count(), RewardGrant.objects.count()) == (0, 0)
+
+
+def test_no_wait_exits_3_while_the_season_is_closing_and_0_once_closed(drain, season):
+    topic, _, _ = drain
+    # Within the grace (30 s by default): it switches the season to closing and returns at once.
+    started = time.monotonic()
+    with pytest.raises(CommandError, match=f"season {season.id} is closing") as raised:
+        call_command("close_season", "--season", str(season.id), "--no-wait", stdout=StringIO())
+    assert time.monotonic() - started < 10
+    assert raised.value.returncode == 3
+    assert Season.objects.get(id=season.id).status == SeasonStatus.CLOSING
+
+    # Past the grace, with results still queued: one look at the offsets, no wait.
+    publish_results(topic, [result(season, 1, 50, END - timedelta(minutes=5))])
+    with pytest.raises(CommandError, match=r"NOT finalized.*lagging: partition") as raised:
+        call_command(
+            "close_season",
+            "--season",
+            str(season.id),
+            "--no-wait",
+            "--grace-seconds",
+            "0",
+            stdout=StringIO(),
+        )
+    assert raised.value.returncode == 3
+    assert Season.objects.get(id=season.id).status == SeasonStatus.CLOSING
+
+    season_close(season_id=season.id, force=True)
+    out = StringIO()
+    call_command("close_season", "--season", str(season.id), "--no-wait", stdout=out)
+    assert f"season {season.id} was already closed" in out.getvalue()
+
+    with pytest.raises(CommandError, match="not allowed with argument"):
+        call_command("close_season", "--season", str(season.id), "--no-wait", "--timeout", "5")
+    with pytest.raises(CommandError, match="--timeout must be 0 or more"):
+        call_command("close_season", "--season", str(season.id), "--timeout", "-1")
+
+
+def test_no_wait_is_exit_status_3_of_the_process(drain, season, settings):
+    """The code a shell sees: manage.py run as a process, on this test's database."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", "close_season", "--season", str(season.id), "--no-wait"],
+        cwd=ROOT,
+        env=os.environ
+        | {
+            "DATABASE_URL": subprocess_database_url(),
+            "DJANGO_TEST_DATABASE_NAME": "",
+            "LEADERBOARD_KEY_PREFIX": settings.LEADERBOARD_KEY_PREFIX,
+            "KAFKA_MATCH_RESULTS_TOPIC": settings.KAFKA_MATCH_RESULTS_TOPIC,
+            "KAFKA_CONSUMER_GROUP": settings.KAFKA_CONSUMER_GROUP,
+            "SEASON_CLOSE_GRACE_SECONDS": "300",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stderr
+    assert f"season {season.id} is closing" in done.stderr
+    assert Season.objects.get(id=season.id).status == SeasonStatus.CLOSING
+
+
+def test_the_wait_reports_progress_once_per_interval(drain, season):
+    topic, _, _ = drain
+    publish_results(topic, [result(season, 1, 50, END - timedelta(minutes=5))])
+    heard: list[SeasonCloseProgress] = []
+    wait = season_close_wait(
+        season_id=season.id,
+        timeout_seconds=2.5,
+        grace_seconds=0,
+        on_progress=heard.append,
+        progress_every_seconds=0.5,
+    )
+    assert not wait.closed
+    assert wait.result.outcome == CloseOutcome.LAGGING
+    assert (wait.timeout_seconds, wait.waited_seconds >= 2.5) == (2.5, True)
+    # The drain is looked at every 0.25 s; one line per 0.5 s of it is passed on.
+    assert len(heard) >= 2, heard
+    assert {p.waiting_for for p in heard} == {CloseWaitingFor.DRAIN}
+    elapsed = [p.elapsed_seconds for p in heard]
+    assert all(later - earlier >= 0.5 for earlier, later in pairwise(elapsed)), elapsed
+    assert all(p.describe().startswith(f"season {season.id}: still closing after") for p in heard)

@@ -39,7 +39,10 @@ def pytest_terminal_summary(terminalreporter) -> None:
     if not OUTCOMES:
         return
     terminalreporter.section("fault suite")
-    header = "| case | fault | results | seconds to exact | lost | doubled | case seconds | note |"
+    header = (
+        "| case | fault | results | seconds to exact | lost | doubled | case seconds | note "
+        "| reads during the case |"
+    )
     terminalreporter.write_line(header)
     for o in OUTCOMES:
         # A case that never got exact (an xfail) records -1: "not exact", never a figure.
@@ -47,7 +50,8 @@ def pytest_terminal_summary(terminalreporter) -> None:
         lost, doubled = (o.lost, o.doubled) if o.lost >= 0 else ("-", "-")
         terminalreporter.write_line(
             f"| {o.case} | {o.fault} | {o.results} ({o.messages} messages) | "
-            f"{exact} | {lost} | {doubled} | {o.seconds} | {o.note} |"
+            f"{exact} | {lost} | {doubled} | {o.seconds} | {o.note} | "
+            f"{o.reads.describe() if o.reads is not None else '-'} |"
         )
     path = os.environ.get("FAULTS_REPORT")
     if path:

@@ -3,6 +3,7 @@ and the summary each case records (printed at the end of the run, see conftest.p
 
 from __future__ import annotations
 
+import contextlib
 import random
 import shutil
 import signal
@@ -125,6 +126,8 @@ class Outcome:
     doubled: int
     wrong_board_keys: int
     note: str = ""
+    # Reads during the case (``Reader``): None where the case did not read.
+    reads: ReadTally | None = None
 
     @classmethod
     def exact(
@@ -137,6 +140,7 @@ class Outcome:
         lost: int,
         doubled: int,
         note: str = "",
+        reads: ReadTally | None = None,
     ) -> Outcome:
         """A case that ended exact (every board and PostgreSQL equal to the reference)."""
         return cls(
@@ -150,6 +154,7 @@ class Outcome:
             doubled,
             0,
             note=note,
+            reads=reads,
         )
 
     @classmethod
@@ -296,6 +301,13 @@ class PrivateRedis:
                 raise AssertionError(f"private redis-server did not start:\n{log}")
             time.sleep(0.05)
 
+    def shutdown(self) -> None:
+        """A clean stop (SHUTDOWN: the AOF fsynced, nothing lost)."""
+        assert self.proc is not None
+        with contextlib.suppress(redis.exceptions.ConnectionError):
+            self.client().shutdown()
+        self.proc.wait(timeout=30)
+
     def kill(self) -> None:
         assert self.proc is not None
         self.proc.kill()
@@ -310,6 +322,119 @@ class PrivateRedis:
         files = sorted((self.dir / "appendonlydir").glob("*.incr.aof"))
         assert files, list(self.dir.rglob("*"))
         return files[-1]
+
+
+@dataclass
+class ReadTally:
+    ok: int = 0  # 200 (or 404 for a player never seen yet)
+    unavailable: int = 0  # 503 with Retry-After and a JSON reason
+    server_errors: int = 0  # any other 5xx, or a 503 without Retry-After
+    wrong: int = 0  # a 200 that contradicts an earlier 200 (a board served as truth, wrong)
+    examples: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return (
+            f"{self.ok + self.unavailable + self.server_errors} reads: {self.ok} answered, "
+            f"{self.unavailable} 503 with Retry-After, {self.server_errors} server errors, "
+            f"{self.wrong} wrong 200s"
+        )
+
+
+class Reader:
+    """Reads a stream's boards through the API on a thread, every ~20 ms, while a fault
+    happens, and tallies what the clients got. The stream's boards only ever improve (no void,
+    no ban): the main board is cumulative (a player's points never go down), laps is asc best
+    (a player's time never gets worse), and no board ever loses a player. So a 200 that shows
+    less than an earlier 200 is a wrong board served as truth: an empty or partial board, or
+    one rolled back. The boards list's size is held to the same (null only while recovering)."""
+
+    def __init__(self, stream: Stream, *, players: int = 5) -> None:
+        self.stream = stream
+        self.tally = ReadTally()
+        season = stream.season.id
+        self.laps_players = sorted({r.player_id for r in stream.distinct if r.board == LAPS})[
+            :players
+        ]
+        self.urls = [
+            f"/api/seasons/{season}/leaderboard/ranks?start=1&count=1000",
+            f"/api/seasons/{season}/leaderboard/top?limit=100",
+            f"/api/seasons/{season}/boards",
+            *(f"/api/seasons/{season}/boards/{LAPS}/players/{p}" for p in self.laps_players),
+        ]
+        self._points: dict[int, int] = {}  # main: the most points a 200 showed
+        self._laps: dict[int, int] = {}  # laps: the best (lowest) time a 200 showed
+        self._sizes: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Reader:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+    def _wrong(self, what: str) -> None:
+        self.tally.wrong += 1
+        if len(self.tally.examples) < 10:
+            self.tally.examples.append(what)
+
+    def _run(self) -> None:
+        from django.db import connection
+        from django.test import Client
+
+        client = Client()
+        try:
+            while not self._stop.wait(0.02):
+                for url in self.urls:
+                    self._read(client, url)
+        finally:
+            connection.close()
+
+    def _read(self, client: Any, url: str) -> None:
+        response = client.get(url)
+        status = response.status_code
+        if status == 503 and response.headers.get("Retry-After") and response.json().get("detail"):
+            self.tally.unavailable += 1
+            return
+        if status >= 500:
+            self.tally.server_errors += 1
+            if len(self.tally.examples) < 10:
+                self.tally.examples.append(f"{url}: {status}")
+            return
+        body = response.json()
+        if url.endswith("/boards"):
+            self._check_sizes(body)
+        elif f"/boards/{LAPS}/players/" in url:
+            player = int(url.rsplit("/", 1)[1])
+            if status == 404:
+                if player in self._laps:
+                    self._wrong(f"{url}: 404 after a 200")
+                    return
+            else:
+                points = int(body["points"])
+                if points > self._laps.get(player, points):
+                    self._wrong(f"{url}: {points} after {self._laps[player]}")
+                self._laps[player] = min(points, self._laps.get(player, points))
+        else:
+            for entry in body:
+                player, points = int(entry["playerId"]), int(entry["points"])
+                if points < self._points.get(player, points):
+                    self._wrong(f"{url}: player {player} {points} after {self._points[player]}")
+                self._points[player] = max(points, self._points.get(player, points))
+        self.tally.ok += 1
+
+    def _check_sizes(self, boards: list[dict[str, Any]]) -> None:
+        for listed in boards:
+            slug, size = listed["slug"], listed["size"]
+            if size is None:
+                if not listed.get("recovering"):
+                    self._wrong(f"boards list: {slug} size null, not recovering")
+                continue
+            if size < self._sizes.get(slug, size):
+                self._wrong(f"boards list: {slug} size {size} after {self._sizes[slug]}")
+            self._sizes[slug] = max(size, self._sizes.get(slug, size))
 
 
 class Publisher:

@@ -24,6 +24,7 @@ from .fault_helpers import (
     Outcome,
     PrivateRedis,
     Publisher,
+    Reader,
     board_differences,
     consumer,
     make_stream,
@@ -137,10 +138,12 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
     publisher = Publisher(topic, stream.messages, size=150, every=0.08)
     sizes = AofSizes(private_redis)
     beat = RecoveryBeat(settings, topic=topic, group=process.group).__enter__()
+    reader = Reader(stream)
     try:
         process.start()
         publisher.start()
         process.wait_for(lambda: _rows() > 0, timeout=60)
+        reader.__enter__()
         ingesting = time.monotonic()
         # Kill more than a second into the ingest, so that the cut takes the last second only.
         wait_until(lambda: time.monotonic() - ingesting > 3, timeout=10)
@@ -166,6 +169,7 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
         )
         process.stop()
     finally:
+        reader.__exit__()
         beat.__exit__()
         sizes.stop()
         process.kill_if_running()
@@ -179,8 +183,13 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
             lost=lost,
             doubled=doubled,
             note=f"{full - kept} of {full} AOF bytes cut",
+            reads=reader.tally,
         )
     )
+    # The restarted Redis holds the boards as they stood a second before the crash: without
+    # their checked key (never persisted) they answer 503 until the recovery has compared them,
+    # never a rolled-back board as truth.
+    _assert_reads_served_truth(reader)
 
 
 def _wait_exact_or_record(
@@ -215,9 +224,11 @@ def test_flushall_mid_ingest(
     publish_results(topic, first)
     publish_results(topic, second)
     beat = RecoveryBeat(settings, topic=topic, group=process.group).__enter__()
+    reader = Reader(stream)
     try:
         process.start()
         process.wait_for(lambda: _rows() >= len(first), timeout=60)
+        reader.__enter__()
         client.flushall()
         flushed = time.monotonic()
         assert board_differences(client, stream), "the flush must leave the boards wrong"
@@ -227,10 +238,78 @@ def test_flushall_mid_ingest(
         )
         process.stop()
     finally:
+        reader.__exit__()
         beat.__exit__()
         process.kill_if_running()
     record(
         Outcome.exact(
-            "Redis FLUSHALL", FLUSH_FAULT, stream, seconds=seconds, lost=lost, doubled=doubled
+            "Redis FLUSHALL",
+            FLUSH_FAULT,
+            stream,
+            seconds=seconds,
+            lost=lost,
+            doubled=doubled,
+            reads=reader.tally,
         )
     )
+    _assert_reads_served_truth(reader)
+
+
+def _assert_reads_served_truth(reader: Reader) -> None:
+    tally = reader.tally
+    assert tally.unavailable > 0, f"the fault must be seen by the reads: {tally.describe()}"
+    assert tally.ok > 0, tally.describe()
+    assert (tally.server_errors, tally.wrong) == (0, 0), (tally.describe(), tally.examples)
+
+
+RESTART_FAULT = "private Redis stopped (SHUTDOWN) mid-stream for 3 s, then started again"
+
+
+def test_redis_restarted_mid_stream(
+    kafka_topic_factory, private_redis, settings, tmp_path, record
+) -> None:
+    """Redis goes away and comes back whole (a clean restart: nothing lost) while results
+    flow and clients read: reads answer 503 with Retry-After meanwhile, never 500 and never a
+    board that contradicts an earlier answer; the boards end exact."""
+    stream = make_stream(count=6_000, players=800, seed=909)
+    topic, dlq = kafka_topic_factory("restart", partitions=2), kafka_topic_factory("restart-dlq")
+    process = _consumer_on(private_redis, topic, dlq, tmp_path / "consumer.log")
+    client = private_redis.client()
+    publisher = Publisher(topic, stream.messages, size=150, every=0.08)
+    beat = RecoveryBeat(settings, topic=topic, group=process.group).__enter__()
+    reader = Reader(stream)
+    try:
+        process.start()
+        publisher.start()
+        process.wait_for(lambda: _rows() > 0, timeout=60)
+        reader.__enter__()
+        wait_until(lambda: reader.tally.ok > 20, timeout=30)
+        private_redis.shutdown()
+        wait_until(lambda: reader.tally.unavailable > 5, timeout=30)
+        time.sleep(3)  # the outage lasts a while (a duration, not synchronisation)
+        private_redis.start()
+        restarted = time.monotonic()
+        publisher.join()
+        seconds, lost, doubled = _wait_exact_or_record(
+            record, "Redis restart", RESTART_FAULT, client, stream, process, since=restarted
+        )
+        # Reads go on once the boards are exact: those must be answered, and right.
+        answered = reader.tally.ok
+        wait_until(lambda: reader.tally.ok > answered + 20, timeout=30)
+        process.stop()
+    finally:
+        reader.__exit__()
+        beat.__exit__()
+        process.kill_if_running()
+    record(
+        Outcome.exact(
+            "Redis restart",
+            RESTART_FAULT,
+            stream,
+            seconds=seconds,
+            lost=lost,
+            doubled=doubled,
+            reads=reader.tally,
+        )
+    )
+    _assert_reads_served_truth(reader)

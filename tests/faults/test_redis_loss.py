@@ -27,7 +27,7 @@ from ingestion.consumer import IngestTotals, MatchResultConsumer
 from leaderboard import keys
 from leaderboard.models import ScoringRule
 from leaderboard.selectors import board_list_open
-from leaderboard.services import board_reconcile, boards_lost_get, boards_recover
+from leaderboard.services import board_recover, boards_lost_get, boards_recover
 from leaderboard.tasks import boards_recover_task, build_weekly_boards
 from tests.helpers import expected_board, main_board, make_live_season, wait_until
 from tests.ingestion.ingest_helpers import (
@@ -275,7 +275,8 @@ def test_lost_last_writes_are_found_by_the_full_reconcile_and_repaired(board_red
         )
         for player in range(1, 3001)
     )
-    boards_recover()
+    # Redis gets the board as PostgreSQL holds it (the results were stored behind its back).
+    board_recover(board=ref, reason="the test's stored results", now=now)
     assert not boards_lost_get(boards=board_list_open())
     key = keys.board(board_id=ref.id)
     assert board(board_redis, key) == expected_board(ref, MatchResult.objects.all())
@@ -289,17 +290,24 @@ def test_lost_last_writes_are_found_by_the_full_reconcile_and_repaired(board_red
     watermark = keys.ingest_applied_offsets(board_id=ref.id, topic=_topic())
     board_redis.hset(watermark, "0", "2900")
 
+    # ... and Redis comes back with a new run id, which the recovery notices.
+    board_redis.set(keys.redis_run_id_seen(), f"an-older-run {time.time() - 5:.3f}")
+    board_redis.delete(keys.board_checked(board_id=ref.id))  # never persisted
+
     started = time.monotonic()
-    result = board_reconcile(board_id=ref.id)
+    report = boards_recover()
     logger.warning(
         "lost last writes: 100 of 3000 players found and repaired in %.2f s",
         time.monotonic() - started,
     )
+    assert report.redis_restarted
+    (result,) = [r for r in report.reconciled if r.board_id == ref.id and r.day is None]
     assert result.full
     assert result.drift_found
-    assert result.rebuilt
     run = ReconcileRun.objects.get(pk=int(result.run_id or 0))
     assert run.mismatched_scores == 100
+    assert run.rebuilt
+    assert [r.board_id for r in report.recovered] == [ref.id]
     assert board(board_redis, key) == expected_board(ref, MatchResult.objects.all())
     # The watermark covers every stored result again: a replay counts none of them twice.
     assert board_redis.hget(watermark, "0") == b"3000"

@@ -25,7 +25,12 @@ from leaderboard import keys
 from leaderboard.models import Board, ScoringRule
 from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.selectors import BoardRef
-from leaderboard.services import board_rebuild, board_reconcile, boards_recover
+from leaderboard.services import (
+    board_mark_intact,
+    board_rebuild,
+    board_reconcile,
+    boards_recover,
+)
 from seasons.models import Season
 from tests.helpers import as_board, expected_board
 from tests.ingestion.ingest_helpers import Result
@@ -88,6 +93,7 @@ class IngestModel:
         self.now = datetime.now(UTC)
         # Results fall on the last three UTC days, all inside the season and none in the future.
         self.days = sorted({(self.now - timedelta(days=n)).date() for n in range(3)})
+        self.saved: list[tuple[Any, Any, Any]] | None = None
         self.mark_intact()
 
     # --- the game servers -----------------------------------------------------------------
@@ -224,9 +230,35 @@ class IngestModel:
             pipe.unlink(key)
         pipe.execute()
 
+    def checkpoint(self) -> None:
+        """Remember every key of this test as it is now (what an AOF fsynced now would hold:
+        not the checked keys, which are never persisted)."""
+        checked = {keys.board_checked(board_id=b.id).encode() for b in self.boards}
+        self.saved = [
+            (key, self.client.dump(key), self.client.pttl(key))
+            for key in self.client.scan_iter(match=keys.prefix_pattern(), count=1000)
+            if key not in checked
+        ]
+
+    def restart_from_checkpoint(self) -> None:
+        """Redis restarts from the last checkpoint: every write since is lost (boards and
+        watermarks together, as a short AOF or a lagging replica loses them), and it comes back
+        with a new run id."""
+        if self.saved is None:
+            return
+        self.lose_redis()
+        for key, value, ttl in self.saved:
+            if value is not None:
+                self.client.restore(key, max(int(ttl), 0), value, replace=True)
+        # The real server keeps its run id: the recovery is told of the restart the way it
+        # notices one, a run id it has not seen.
+        self.client.set(
+            keys.redis_run_id_seen(), f"an-older-run {datetime.now(UTC).timestamp():.3f}"
+        )
+
     def mark_intact(self) -> None:
         for board in self.boards:
-            self.client.set(keys.board_intact(board_id=board.id), "1")
+            board_mark_intact(board_id=board.id)
             watermark = keys.ingest_applied_offsets(board_id=board.id, topic=self.topic)
             self.client.hset(watermark, "recovered", "1")
 

@@ -82,15 +82,15 @@ class Result:
 
 
 def consumer_options(*, topic: str, dead_letter_topic: str, **overrides: Any) -> ConsumerOptions:
-    return ConsumerOptions.from_settings(
-        topic=topic,
-        dead_letter_topic=dead_letter_topic,
-        group_id=f"test-{uuid.uuid4().hex[:12]}",
-        poll_timeout_ms=100,
-        stats_interval_seconds=1.0,
-        backoff_max_seconds=1.0,
-        **overrides,
-    )
+    """Options for a test's consumer; an override of None keeps the setting's value."""
+    fields: dict[str, Any] = {
+        "group_id": f"test-{uuid.uuid4().hex[:12]}",
+        "poll_timeout_ms": 100,
+        "stats_interval_seconds": 1.0,
+        "backoff_max_seconds": 1.0,
+    }
+    fields.update(overrides)
+    return ConsumerOptions.from_settings(topic=topic, dead_letter_topic=dead_letter_topic, **fields)
 
 
 def publish(topic: str, messages: Iterable[tuple[bytes | None, bytes | None]]) -> int:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from urllib.parse import urlparse
 
@@ -61,22 +63,27 @@ def _committed_total(topic: str, group: str) -> int:
     return sum(o or 0 for o in committed_offsets(topic, group).values())
 
 
-@pytest.mark.usefixtures("single_node_redis")
-def test_redis_outage_waits_and_resumes_without_loss_or_double_count(
-    kafka_topic_factory, settings, board_redis, caplog
-) -> None:
-    caplog.set_level(logging.INFO, logger="ingestion")
-    season = make_season(rule=ScoringRule.CUMULATIVE)
-    topic, dlq = kafka_topic_factory("redis-down", partitions=2), kafka_topic_factory("dlq")
-    redis_port = urlparse(settings.CACHES["boards"]["LOCATION"]).port or 6379
-    proxy = TcpProxy(redis_port)
+# How soon after a dependency's return a consumer must be applying results again.
+RESUME_WITHIN_SECONDS = 5.0
+
+
+def _outage(seconds: float) -> None:
+    """Keep a dependency away this long: the outage's length, not a wait for anything."""
+    time.sleep(seconds)
+
+
+def _boards_through_proxy(settings) -> TcpProxy:
+    """Point the boards' Redis at a proxy in front of it (same database), to cut it at will."""
     boards = dict(settings.CACHES["boards"])
-    db = urlparse(boards["LOCATION"]).path
-    boards["LOCATION"] = f"redis://127.0.0.1:{proxy.port}{db}"
+    location = urlparse(boards["LOCATION"])
+    proxy = TcpProxy(location.port or 6379)
+    boards["LOCATION"] = f"redis://127.0.0.1:{proxy.port}{location.path}"
     settings.CACHES = {**settings.CACHES, "boards": boards}
-    options = consumer_options(topic=topic, dead_letter_topic=dlq)
-    consumer = MatchResultConsumer(options)
-    failures: list[BaseException] = []
+    return proxy
+
+
+def _runner(consumer: MatchResultConsumer, failures: list[BaseException]) -> Callable[[], None]:
+    """The consumer's run for a thread: what it raises is kept in ``failures``."""
 
     def run() -> None:
         try:
@@ -85,6 +92,36 @@ def test_redis_outage_waits_and_resumes_without_loss_or_double_count(
             failures.append(exc)
         finally:
             connection.close()
+
+    return run
+
+
+def _faults_proxy(settings) -> TcpProxy:
+    """A proxy in front of the broker's FAULTS listener, on the port that listener advertises."""
+    _proxy_host, proxy_port = settings.KAFKA_FAULTS_PROXY.rsplit(":", 1)
+    listener_port = int(settings.KAFKA_FAULTS_LISTENER.rsplit(":", 1)[1])
+    try:
+        socket.create_connection(("127.0.0.1", listener_port), timeout=2).close()
+    except OSError:
+        pytest.fail(
+            f"Kafka has no FAULTS listener on port {listener_port}: it was started with an older "
+            "configuration; restart it (make services-stop && make services)"
+        )
+    return TcpProxy(listener_port, listen_port=int(proxy_port))
+
+
+@pytest.mark.usefixtures("single_node_redis")
+def test_redis_outage_waits_and_resumes_without_loss_or_double_count(
+    kafka_topic_factory, settings, board_redis, caplog
+) -> None:
+    caplog.set_level(logging.INFO, logger="ingestion")
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    topic, dlq = kafka_topic_factory("redis-down", partitions=2), kafka_topic_factory("dlq")
+    proxy = _boards_through_proxy(settings)
+    options = consumer_options(topic=topic, dead_letter_topic=dlq)
+    consumer = MatchResultConsumer(options)
+    failures: list[BaseException] = []
+    run = _runner(consumer, failures)
 
     before = _results(season, 300, first_player=1)
     during = _results(season, 300, first_player=1000)
@@ -204,16 +241,7 @@ def test_kafka_outage_waits_and_resumes_without_loss_or_double_count(
     advertises the proxy's address), so cutting the proxy takes Kafka away from it alone."""
     season = make_season(rule=ScoringRule.CUMULATIVE)
     topic, dlq = kafka_topic_factory("kafka-down", partitions=2), kafka_topic_factory("dlq")
-    _proxy_host, proxy_port = settings.KAFKA_FAULTS_PROXY.rsplit(":", 1)
-    listener_port = int(settings.KAFKA_FAULTS_LISTENER.rsplit(":", 1)[1])
-    try:
-        socket.create_connection(("127.0.0.1", listener_port), timeout=2).close()
-    except OSError:
-        pytest.fail(
-            f"Kafka has no FAULTS listener on port {listener_port}: it was started with an older "
-            "configuration; restart it (make services-stop && make services)"
-        )
-    proxy = TcpProxy(listener_port, listen_port=int(proxy_port))
+    proxy = _faults_proxy(settings)
     group = f"test-kafka-down-{uuid.uuid4().hex[:8]}"
     log = tmp_path / "consumer.log"
     process = ConsumerProcess(topic=topic, dlq=dlq, group=group, log=log)
@@ -250,3 +278,87 @@ def test_kafka_outage_waits_and_resumes_without_loss_or_double_count(
     assert "Kafka is back" in log.read_text()
     assert MatchResult.objects.count() == len(before) + len(during) + len(after)
     assert_boards_match(board_redis, season, before + during + after)
+
+
+@pytest.mark.usefixtures("single_node_kafka")
+def test_after_a_long_kafka_outage_the_consumer_resumes_within_seconds_of_its_return(
+    kafka_topic_factory, settings, board_redis, tmp_path
+) -> None:
+    """A broker away for 35 s: kafka-python doubles its reconnect backoff from 50 ms on every
+    refused attempt, and with its default cap (30 s) the next attempt after the return came
+    16 s later, give or take its jitter (a consumer sat at 0 results/s after a broker restart).
+    With the consumer's cap (INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS) it is back within 5 s."""
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    topic, dlq = kafka_topic_factory("kafka-back", partitions=2), kafka_topic_factory("dlq")
+    proxy = _faults_proxy(settings)
+    group = f"test-kafka-back-{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "consumer.log"
+    process = ConsumerProcess(topic=topic, dlq=dlq, group=group, log=log)
+    process.env["KAFKA_BOOTSTRAP_SERVERS"] = settings.KAFKA_FAULTS_PROXY
+    # The settings' own backoff caps, as a deployment runs them.
+    del process.env["INGEST_BACKOFF_MAX_SECONDS"]
+    before = _results(season, 300, first_player=1)
+    during = _results(season, 300, first_player=1000)
+    publish_results(topic, before)
+    try:
+        process.start()
+        process.wait_for(lambda: _committed_total(topic, group) == len(before), timeout=60)
+        proxy.cut(refuse=True)  # as a stopped broker: every connection attempt refused
+        publish_results(topic, during)
+        process.wait_for(lambda: "waiting for Kafka" in log.read_text(), timeout=30)
+        _outage(35)
+        proxy.restore()
+        process.wait_for(
+            lambda: _committed_total(topic, group) > len(before), timeout=RESUME_WITHIN_SECONDS
+        )
+        process.drain_then_stop(topic=topic, group=group, timeout=60)
+    finally:
+        process.kill_if_running()
+        proxy.close()
+    assert MatchResult.objects.count() == len(before) + len(during)
+    assert_boards_match(board_redis, season, before + during)
+
+
+@pytest.mark.usefixtures("single_node_redis")
+def test_after_a_long_redis_outage_the_consumer_resumes_within_seconds_of_its_return(
+    kafka_topic_factory, settings, board_redis
+) -> None:
+    """The consumer's own backoff (INGEST_BACKOFF_MAX_SECONDS) doubles from 0.1 s up to its
+    cap while a dependency stays away: 15 s into an outage, a 10 s cap meant a wait that ended
+    about 8 s after the return. The default cap keeps the resume within 5 s."""
+    season = make_season(rule=ScoringRule.CUMULATIVE)
+    topic, dlq = kafka_topic_factory("redis-back", partitions=2), kafka_topic_factory("dlq")
+    proxy = _boards_through_proxy(settings)
+    options = consumer_options(topic=topic, dead_letter_topic=dlq, backoff_max_seconds=None)
+    assert options.backoff_max_seconds == settings.INGEST_BACKOFF_MAX_SECONDS
+    consumer = MatchResultConsumer(options)
+    failures: list[BaseException] = []
+    run = _runner(consumer, failures)
+
+    before = _results(season, 300, first_player=1)
+    during = _results(season, 300, first_player=1000)
+    publish_results(topic, before)
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        wait_until(lambda: _committed_total(topic, options.group_id) == len(before), timeout=60)
+        proxy.cut(refuse=True)
+        publish_results(topic, during)
+        wait_until(lambda: MatchResult.objects.count() > len(before), timeout=30)
+        _outage(15)
+        assert _committed_total(topic, options.group_id) == len(before)
+        proxy.restore()
+        wait_until(
+            lambda: _committed_total(topic, options.group_id) > len(before),
+            timeout=RESUME_WITHIN_SECONDS,
+        )
+        wait_until(
+            lambda: committed_offsets(topic, options.group_id) == end_offsets(topic), timeout=60
+        )
+    finally:
+        consumer.request_stop()
+        thread.join(timeout=60)
+        proxy.close()
+    assert not failures
+    assert consumer.totals.applied == len(before) + len(during)
+    assert_boards_match(board_redis, season, before + during)

@@ -1,6 +1,6 @@
 """Exactly once through every repair: a consumer frozen between its PostgreSQL commit and its
-Redis apply while the reconcile, rebuilds, the recovery and a Redis loss run, against a
-reference (tests/ingestion/exactly_once_model.py)."""
+Redis apply while the reconcile, rebuilds, the recovery, a loss of every key and a restart
+that loses the last writes run, against a reference (tests/ingestion/exactly_once_model.py)."""
 
 from __future__ import annotations
 
@@ -102,6 +102,8 @@ def _random_interleaving(seed: int, steps: int) -> None:
         "rebuild": 1,
         "recover": 1,
         "lose_redis": 0.3,
+        "checkpoint": 0.5,
+        "restart_from_checkpoint": 0.3,
     }
     names, weights = list(actions), list(actions.values())
     done: list[str] = []
@@ -124,6 +126,10 @@ def _random_interleaving(seed: int, steps: int) -> None:
             model.rebuild(board, day)
         elif action == "recover":
             model.recover()
+        elif action == "checkpoint":
+            model.checkpoint()
+        elif action == "restart_from_checkpoint":
+            model.restart_from_checkpoint()
         else:
             model.lose_redis()
         done.append(action)

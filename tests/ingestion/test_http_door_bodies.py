@@ -93,6 +93,29 @@ def test_malformed_json_is_400_in_the_door_shape(topic, door, body, reason):
         assert reason in payload["detail"]
 
 
+@pytest.mark.parametrize(
+    ("literal", "reason"),
+    [
+        # orjson reads it as the float 1e+30; the reason said "got float 1e+30".
+        ("1" + "0" * 30, "points is out of range: 1" + "0" * 30 + " is larger than the maximum"),
+        ("9" * 5000, "points is out of range: an integer of 5000 digits is larger than"),
+        ("1e30", "points must be an integer, got float 1e+30"),
+    ],
+)
+def test_an_integer_out_of_range_is_named_as_such_at_the_door(
+    topic, door, kafka_bootstrap, literal, reason
+):
+    fields = {key: json.dumps(value) for key, value in result().items()} | {"points": literal}
+    item = "{" + ",".join(f'"{key}":{value}' for key, value in fields.items()) + "}"
+    response = post_raw(door, f"[{item}]".encode())
+    assert response.status_code == 400, response.content
+    [invalid] = response.json()["invalid"]
+    assert invalid["index"] == 0
+    assert invalid["field"] == "points"
+    assert invalid["reason"].startswith(reason)
+    assert topic_size(topic, kafka_bootstrap) == 0
+
+
 def test_a_little_nesting_in_extra_fields_is_accepted(topic, door, kafka_bootstrap):
     response = door.post(URL, [result(extra={"tags": [{"k": ["v"]}]})], format="json")
     assert response.status_code == 202, response.content

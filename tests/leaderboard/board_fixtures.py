@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date
 
 from leaderboard import keys
+from leaderboard.services import board_mark_intact
 from seasons.models import Season
 from tests.helpers import as_board, main_board_id
 
@@ -28,7 +29,7 @@ def write_board(client, key: str, season: Season, entries: dict[int, tuple[int, 
     PostgreSQL has: these boards stand for the truth (no stored results behind them)."""
     board = as_board(season)
     codec = board.codec
-    client.set(keys.board_intact(board_id=board.id), "1")
+    board_mark_intact(board_id=board.id)
     client.zadd(
         key,
         {

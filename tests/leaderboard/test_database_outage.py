@@ -88,7 +88,10 @@ def _assert_503(response, *, json_body: bool = True) -> None:
     assert response["Retry-After"] == "5"
     if json_body:
         assert response["Content-Type"] == "application/json"
-        assert response.json() == {"detail": "the database is unavailable; retry later"}
+        assert response.json() == {
+            "detail": "the database is unavailable; retry later",
+            "code": "database_unavailable",
+        }
 
 
 def test_board_reads_keep_answering_and_postgresql_reads_are_503(season, pg_proxy) -> None:

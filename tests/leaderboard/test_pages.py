@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from django.utils.html import escape
 
+from leaderboard.tasks import refresh_top_snapshots
+from seasons.models import SeasonStatus
 from tests.helpers import make_season
 
 from .board_fixtures import write_season_board
@@ -119,3 +122,16 @@ def test_board_page_is_a_503_page_when_redis_is_down(client, monkeypatch):
     assert response.status_code == 503
     assert response["Retry-After"] == "5"
     assert "The leaderboard is unavailable" in response.content.decode()
+
+
+def test_the_live_top_list_carries_the_version_and_etag_of_its_entries(client, board_redis):
+    season = make_season(status=SeasonStatus.ACTIVE)
+    write_season_board(board_redis, season)
+    refresh_top_snapshots()
+    html = client.get(f"/seasons/{season.id}").content.decode()
+    api = client.get(f"/api/seasons/{season.id}/boards/main/top?limit=100")
+    assert api["X-Leaderboard-Source"] == "snapshot"
+    # live.js starts from them: it ignores an answer older than the list the page rendered,
+    # and its first poll sends the ETag (a 304 while nothing changed).
+    assert f'data-version="{api["X-Snapshot-Version"]}"' in html
+    assert f'data-etag="{escape(api["ETag"])}"' in html

@@ -1,14 +1,18 @@
-"""The filters that keep kafka-python's reconnect loop and Celery's every-second task from
-flooding the log."""
+"""The filters that keep kafka-python's reconnect loop and Celery's lines about the routine
+periodic tasks from flooding the log; the periodic tasks themselves are silent when idle."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+import leaderboard_project.settings
 from leaderboard_project.logfilters import QuietTasksFilter, RepeatedRecordsFilter
+from leaderboard_project.schedules import PERIODIC_TASKS
 
 
 class _Clock:
@@ -86,7 +90,7 @@ def test_the_settings_put_it_on_the_root_handler() -> None:
     )
 
 
-# --- Celery's per-run lines for the every-second task -------------------------------------------
+# --- Celery's per-run lines for the routine periodic tasks -------------------------------------
 
 SNAPSHOT_TASK = "leaderboard.tasks.refresh_top_snapshots"
 
@@ -152,14 +156,120 @@ def test_a_failure_of_the_snapshot_task_still_logs(collected) -> None:
     assert collected.lines == [f"Task {SNAPSHOT_TASK}[1] raised unexpected: boom"]
 
 
-def test_the_settings_quiet_the_snapshot_task_on_the_root_handler(settings) -> None:
-    assert settings.LOG_QUIET_TASKS == [SNAPSHOT_TASK]
-    quiet = [
-        f
-        for handler in logging.getLogger().handlers
-        for f in handler.filters
-        if isinstance(f, QuietTasksFilter)
-    ]
-    assert quiet
-    beat_line = _record("celery.beat", "Sending %s (%s)", "x", SNAPSHOT_TASK, level=logging.INFO)
-    assert quiet[0].filter(beat_line) is False
+# --- Routine periodic tasks: silent when there is nothing to do ----------------------------------
+
+
+class _Console(logging.Handler):
+    """What the console handler of settings.LOGGING lets through: the same filters."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        # The root's handlers also hold pytest's own; settings.LOGGING's is the one filtering.
+        [console] = [
+            handler
+            for handler in logging.getLogger().handlers
+            if any(isinstance(f, QuietTasksFilter) for f in handler.filters)
+        ]
+        for each in console.filters:
+            self.addFilter(each)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def lines(self, *, level: int = logging.INFO) -> list[str]:
+        return [
+            f"{r.levelname} {r.name} {r.getMessage()}" for r in self.records if r.levelno >= level
+        ]
+
+
+@pytest.fixture
+def console() -> Iterator[_Console]:
+    handler = _Console()
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)  # as LOG_LEVEL's default, whatever the test run set
+    yield handler
+    root.removeHandler(handler)
+    root.setLevel(level)
+
+
+def test_the_settings_quiet_every_periodic_task(settings, console) -> None:
+    assert [spec.task for spec in PERIODIC_TASKS] == settings.LOG_QUIET_TASKS
+    for spec in PERIODIC_TASKS:
+        _task_lines(spec.task)
+    assert console.lines() == []
+    # An on-demand task (queued by the close-out sweep, an admin action) keeps its lines.
+    _task_lines("closeout.tasks.season_close_task")
+    assert len(console.lines()) == 3
+
+
+def _run_periodic_tasks() -> None:
+    """Every registered periodic task once, traced as the worker traces it (its "succeeded"
+    line included)."""
+    from django.utils.module_loading import import_string
+
+    for spec in PERIODIC_TASKS:
+        outcome = import_string(spec.task).apply(kwargs=spec.kwargs)
+        assert outcome.successful(), (spec.task, outcome.traceback)
+
+
+# A rebuild reads PostgreSQL from a thread of its own: the rows must be committed.
+@pytest.mark.django_db(transaction=True)
+def test_idle_periodic_tasks_log_nothing_at_info(console, drained_match_results) -> None:
+    from tests.helpers import make_live_season, make_result
+
+    season = make_live_season()
+    make_result(season=season, player_id=1, points=10)
+    # The first runs have work (the boards are not in Redis yet, this Redis was never seen
+    # before) and say so; the next ones have none.
+    _run_periodic_tasks()
+    assert console.lines(level=logging.WARNING)
+    console.records.clear()
+
+    _run_periodic_tasks()
+    for spec in PERIODIC_TASKS:
+        _task_lines(spec.task)  # beat's and the worker's lines about the same runs
+    assert console.lines() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_periodic_task_that_did_something_says_so(console, drained_match_results) -> None:
+    from leaderboard import keys
+    from leaderboard.redis import get_board_redis
+    from leaderboard.tasks import boards_recover_task
+    from tests.helpers import main_board_id, make_live_season, make_result
+
+    season = make_live_season()
+    make_result(season=season, player_id=1, points=10)
+    boards_recover_task.apply()
+    console.records.clear()
+
+    board_id = main_board_id(season.id)
+    get_board_redis().delete(keys.board_intact(board_id=board_id))
+    boards_recover_task.apply()
+    [line] = console.lines()
+    assert line.startswith(
+        f"WARNING leaderboard.services.recovery recovered board {board_id} (intact key missing)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "quiet"),
+    [
+        ("", [spec.task for spec in PERIODIC_TASKS]),  # empty is unset: the default
+        ("none", []),
+        ("a.task, another.task", ["a.task", "another.task"]),
+    ],
+)
+def test_log_quiet_tasks_from_the_environment(monkeypatch, value, quiet) -> None:
+    monkeypatch.setenv("DJANGO_DEBUG", "true")
+    monkeypatch.setenv("LOG_QUIET_TASKS", value)
+    # A fresh run of the settings module's code, leaving the loaded module alone.
+    path = Path(leaderboard_project.settings.__file__)
+    fresh: dict[str, Any] = {"__name__": "fresh_settings", "__package__": "leaderboard_project"}
+    fresh["__file__"] = str(path)
+    exec(compile(path.read_text(), str(path), "exec"), fresh)  # noqa: S102 - our own settings
+    assert fresh["LOG_QUIET_TASKS"] == quiet
+    assert fresh["LOGGING"]["filters"]["quiet_tasks"]["tasks"] == quiet

@@ -62,8 +62,10 @@ def processes(tmp_path) -> Iterator[_Processes]:
 
 
 def _answers(port: int, path: str) -> bool:
+    # A generous timeout: a request the client gave up on is still answered, and counted, by
+    # the server (a health check waits on slow dependencies on a loaded machine).
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as response:
             return bool(response.status == 200)
     except OSError:
         return False

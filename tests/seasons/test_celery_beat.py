@@ -21,6 +21,8 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from closeout.models import FinalStanding, RewardGrant
 from closeout.services import reward_tier_create
 from leaderboard import keys
+from leaderboard.services import board_mark_intact
+from leaderboard_project.schedules import PERIODIC_TASKS
 from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
 from tests.helpers import as_board, main_board_id, subprocess_database_url, wait_until
@@ -84,7 +86,7 @@ def celery_processes(
 
 @pytest.mark.django_db(transaction=True)
 def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
-    celery_processes, board_redis
+    celery_processes, board_redis, tmp_path
 ) -> None:
     now = timezone.now()
     season = SeasonFactory.create(
@@ -120,7 +122,7 @@ def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
             "leaderboard.tasks.boards_recover_task",
         ]
     ).update(enabled=False)
-    board_redis.set(keys.board_intact(board_id=main_board_id(live.id)), "1")
+    board_mark_intact(board_id=main_board_id(live.id))
 
     celery_processes()
 
@@ -158,4 +160,16 @@ def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
     closed = Season.objects.get(id=season.id)
     assert closed.closed_at is not None
     assert closed.closed_at >= closing_since + timedelta(seconds=1)  # the drain grace
-    assert board_redis.exists(board) == 0
+    # The close-out unlinks the board's keys right after it commits the status: poll for it.
+    wait_until(lambda: board_redis.exists(board) == 0, timeout=30, every=0.2)
+
+    # The periodic tasks ran every second, yet neither beat nor the worker logged a routine line
+    # about them; the close-out they queued is no routine and was logged.
+    logs = (tmp_path / "worker.log").read_text() + (tmp_path / "beat.log").read_text()
+    routine = [
+        line
+        for line in logs.splitlines()
+        if any(spec.task in line for spec in PERIODIC_TASKS) and " INFO " in line
+    ]
+    assert routine == []
+    assert "Task closeout.tasks.season_close_task[" in logs

@@ -6,14 +6,21 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from closeout.services import CloseOutcome, season_close
+from closeout.services import SeasonCloseProgress, season_close_wait
+
+# Exit codes besides 0 (the season is closed) and 1 (an error: unknown season, bad arguments).
+# Both mean the season is still closing; nothing failed, the periodic close-out carries on.
+EXIT_STILL_CLOSING = 3  # --no-wait
+EXIT_TIMED_OUT = 4  # --timeout passed
 
 
 class Command(BaseCommand):
     help = (
-        "Close a season out: stop taking results after its end, wait for the consumer to drain "
-        "what is queued, copy the final standings, grant rewards, drop its Redis keys. Safe to "
-        "run again."
+        "Close a season out and wait until it is closed: stop taking results after its end, "
+        "wait for the consumer to drain what is queued, copy the final standings, grant "
+        "rewards, drop its Redis keys. Exits 0 once the season is closed, "
+        f"{EXIT_TIMED_OUT} if --timeout passes first, {EXIT_STILL_CLOSING} with --no-wait "
+        "while it is still closing. Safe to run again."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
@@ -25,12 +32,23 @@ class Command(BaseCommand):
             help="grace after the season started closing before the topic's end offsets are "
             "recorded (default SEASON_CLOSE_GRACE_SECONDS)",
         )
-        parser.add_argument(
-            "--drain-timeout-seconds",
+        wait = parser.add_mutually_exclusive_group()
+        wait.add_argument(
+            "--timeout",
             type=float,
             default=None,
-            help="how long to wait for the consumer group to commit up to those end offsets "
-            "(default SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS); exits 1 naming what still lags",
+            metavar="SECONDS",
+            help="how long to wait for the season to be closed: the grace, the consumer's "
+            "drain, another close-out of it running (default "
+            f"SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS); exits {EXIT_TIMED_OUT} saying what it still "
+            "waits for",
+        )
+        wait.add_argument(
+            "--no-wait",
+            action="store_true",
+            help="return at once: switch the season to closing, finalize it only if its grace "
+            f"has passed and the consumer has drained already; exits {EXIT_STILL_CLOSING} while "
+            "it is still closing (0 once closed)",
         )
         parser.add_argument(
             "--force",
@@ -43,20 +61,31 @@ class Command(BaseCommand):
         grace = options["grace_seconds"]
         if grace is not None and grace < 0:
             raise CommandError("--grace-seconds must be 0 or more")
-        drain_timeout = options["drain_timeout_seconds"]
-        if drain_timeout is not None and drain_timeout < 0:
-            raise CommandError("--drain-timeout-seconds must be 0 or more")
+        timeout = options["timeout"]
+        if timeout is not None and timeout < 0:
+            raise CommandError("--timeout must be 0 or more")
+        no_wait = options["no_wait"]
         try:
-            result = season_close(
+            wait = season_close_wait(
                 season_id=options["season_id"],
+                timeout_seconds=0.0 if no_wait else timeout,
                 grace_seconds=grace,
-                drain_timeout_seconds=drain_timeout,
                 force=options["force"],
+                on_progress=None if no_wait else self._progress,
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
-        if result.outcome == CloseOutcome.LAGGING:
-            raise CommandError(result.describe())
-        unfinished = result.outcome in (CloseOutcome.DRAINING, CloseOutcome.IN_PROGRESS)
-        style = self.style.WARNING if unfinished else self.style.SUCCESS
-        self.stdout.write(style(result.describe()))
+        if wait.closed:
+            self.stdout.write(self.style.SUCCESS(wait.result.describe()))
+        elif no_wait:
+            raise CommandError(wait.result.describe(), returncode=EXIT_STILL_CLOSING)
+        else:
+            raise CommandError(
+                f"timed out: season {options['season_id']} is not closed after "
+                f"{wait.waited_seconds:.0f} s (--timeout {wait.timeout_seconds:g}): "
+                f"{wait.result.describe()}",
+                returncode=EXIT_TIMED_OUT,
+            )
+
+    def _progress(self, progress: SeasonCloseProgress) -> None:
+        self.stdout.write(progress.describe())

@@ -7,6 +7,11 @@
 // connection (an SSE stream would pin a gunicorn sync worker per open page), and needs no new
 // server code. The cost, one small request a second per visible page, is what the API is
 // built to serve; polling stops while the tab is hidden.
+//
+// Never backwards: each top list carries a version (X-Snapshot-Version; the page's own list in
+// data-version), and two polls may be answered by two server processes, one of them a version
+// behind. An answer older than the list on screen is ignored, ETag included; the ETag sent
+// tells the server the version seen, so it answers no older one either.
 (function () {
   "use strict";
   var table = document.querySelector("table[data-live-url]");
@@ -18,9 +23,31 @@
   var tbody = table.tBodies[0];
   var INTERVAL_MS = 1000;
   var MAX_BACKOFF_MS = 10000;
-  var etag = null;
+  // The version and ETag of the list on screen: the server-rendered one's, then the newest
+  // answer's (null for the lists that carry no version: daily and weekly).
+  var version = toVersion(table.getAttribute("data-version"));
+  var etag = table.getAttribute("data-etag") || null;
   var failures = 0;
   var stopped = false;
+
+  // Versions are integers below 2^53 (microseconds): exact as JavaScript numbers.
+  function toVersion(text) {
+    if (!text || !/^[0-9]+$/.test(text)) { return null; }
+    return Number(text);
+  }
+
+  // An answer of version `got`: older than the list on screen?
+  function older(got) {
+    return got !== null && version !== null && got < version;
+  }
+
+  function adopt(got, tag) {
+    if (got !== null) {
+      version = got;
+      table.setAttribute("data-version", String(got));
+    }
+    if (tag) { etag = tag; }
+  }
 
   // What each player showed last: "rank:points", keyed by player id.
   function shown() {
@@ -94,10 +121,19 @@
     // no-store: the 304 comes back to this code (not a cached 200), so nothing is redrawn.
     fetch(url, { headers: headers, cache: "no-store", credentials: "omit" })
       .then(function (response) {
-        if (response.status === 304) { return null; }
+        var got = toVersion(response.headers.get("X-Snapshot-Version"));
+        if ((response.status === 304 || response.ok) && older(got)) { return null; }
+        if (response.status === 304) {
+          // The same entries, perhaps under a newer version.
+          adopt(got, response.headers.get("ETag"));
+          return null;
+        }
         if (response.ok) {
-          etag = response.headers.get("ETag");
-          return response.json();
+          var tag = response.headers.get("ETag");
+          return response.json().then(function (entries) {
+            adopt(got, tag);
+            return entries;
+          });
         }
         var error = new Error("HTTP " + response.status);
         error.status = response.status;
