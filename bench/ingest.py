@@ -11,7 +11,7 @@ Everything runs against the local services in one run, so the ratios compare lik
    - Kafka consume-only: kafka-python polling the backlog topic with the consumer's settings;
    - PostgreSQL bulk insert only: the consumer's own one-statement insert
      (``match_results_store``), batches of ``--batch``, no Kafka, no Redis;
-   - Redis pipelined script only: the consumer's own apply (``board_results_apply``: the
+   - Redis pipelined script only: the consumer's own apply (``board_groups_apply``: the
      ``apply_results`` Lua script by SHA, one call per partition, pipelined), no Kafka, no SQL;
 2. end-to-end drain: ``--backlog`` results already in the topic, then ``--consumers`` real
    ``manage.py consume_match_results`` processes in one group apply them: results/s applied;
@@ -106,9 +106,11 @@ from leaderboard.redis import BoardRedis, get_board_redis  # noqa: E402
 from leaderboard.selectors import main_board_get  # noqa: E402
 from leaderboard.services import (  # noqa: E402
     CountedResult,
+    ResultColumns,
     ResultRow,
     board_create,
-    board_results_apply,
+    board_groups_apply,
+    counted_groups,
     match_results_store,
     season_setup,
 )
@@ -122,6 +124,15 @@ class Latency:
     p50_ms: float | None
     p99_ms: float | None
     max_ms: float | None
+
+
+@dataclass
+class Profile:
+    samples: int
+    # (function, % of the samples): its own time (the innermost frame), and including callees.
+    self_percent: list[tuple[str, float]]
+    total_percent: list[tuple[str, float]]
+    files: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -146,6 +157,9 @@ class Report:
     # CPU seconds each kind of process used per 1,000 results during the end-to-end drain, and
     # the machine's share of busy CPU over it (where the time goes when the drain is CPU-bound).
     e2e_cpu_ms_per_1000: dict[str, float] = field(default_factory=dict)
+    # The same from the first applied batch on: the consumers' start-up (imports, connecting,
+    # joining the group: a fixed cost whatever the backlog) left out.
+    e2e_cpu_after_startup_ms_per_1000: dict[str, float] = field(default_factory=dict)
     e2e_cpu_busy_share: float | None = None
     # Which processes each kind of the CPU figures sums (e.g. "6 redis-server on 7000-7005"),
     # and, on a Redis Cluster, the Redis figure split into masters and replicas.
@@ -157,6 +171,9 @@ class Report:
     # Players on each board of the end-to-end season after its drain (dead letters would count
     # as handled in the watermarks: this shows the results reached every board).
     e2e_board_players: dict[str, int] = field(default_factory=dict)
+    # --profile: py-spy's samples of the consumers over the drain, the functions taking the
+    # largest shares (own time, and time including what they call), and the raw files.
+    e2e_profile: Profile | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -220,9 +237,16 @@ def _applied_total(topic: str, board_ids: list[int]) -> int:
 
 
 def _wait_applied(
-    topic: str, board_ids: list[int], target: int, *, timeout: float, desc: str
+    topic: str,
+    board_ids: list[int],
+    target: int,
+    *,
+    timeout: float,
+    desc: str,
+    on_first: Callable[[int], None] | None = None,
 ) -> tuple[float | None, float | None]:
-    """Poll until ``target`` records are applied: (first progress time, done time)."""
+    """Poll until ``target`` records are applied: (first progress time, done time).
+    ``on_first`` is called with the count applied when the first progress is seen."""
     first = None
     deadline = time.monotonic() + timeout
     with tqdm(total=target, desc=desc, unit="res", leave=False) as bar:
@@ -230,6 +254,8 @@ def _wait_applied(
             done = _applied_total(topic, board_ids)
             if done and first is None:
                 first = time.monotonic()
+                if on_first is not None:
+                    on_first(done)
             bar.update(done - bar.n)
             if done >= target:
                 return first, time.monotonic()
@@ -723,9 +749,11 @@ def run(args: argparse.Namespace) -> Report:
             for n, m in ((n, ceiling_results.one()) for n in range(args.ceiling_rows))
         ]
 
+        ceiling_chunks = [ResultColumns.of(chunk) for chunk in _chunks(ceiling, args.batch)]
+
         def pg_only(bar: tqdm) -> None:
-            for chunk in _chunks(ceiling, args.batch):
-                match_results_store(rows=chunk)
+            for chunk in ceiling_chunks:
+                match_results_store(results=chunk)
                 bar.update(len(chunk))
 
         report.pg_insert_only_per_s = _timed("postgres insert-only", len(ceiling), pg_only)
@@ -745,18 +773,23 @@ def run(args: argparse.Namespace) -> Report:
             for v in ceiling
         ]
 
+        # The columns the consumer hands over, made before the clock starts.
+        batches = []
+        for chunk in _chunks(counted, args.batch):
+            handled: dict[int, int] = {}
+            for c in chunk:
+                handled[c.partition] = max(handled.get(c.partition, -1), c.offset)
+            batches.append((counted_groups(chunk), handled, len(chunk)))
+
         def redis_only(bar: tqdm) -> None:
-            for chunk in _chunks(counted, args.batch):
-                handled: dict[int, int] = {}
-                for c in chunk:
-                    handled[c.partition] = max(handled.get(c.partition, -1), c.offset)
-                board_results_apply(
+            for groups, handled, size in batches:
+                board_groups_apply(
                     topic=f"{topic}-ceiling",
-                    results=chunk,
+                    groups=groups,
                     handled_offsets=handled,
                     boards={ceiling_board.id: ceiling_board},
                 )
-                bar.update(len(chunk))
+                bar.update(size)
 
         services = _service_pids(report)
         (cpu_before, parts_before) = _cpu_by_kind(set(), services)
@@ -798,19 +831,33 @@ def run(args: argparse.Namespace) -> Report:
                 )
             )
         pids = {c.pid for c in consumers}
+        profilers = _profilers_start(consumers) if args.profile else []
         # From here to the end of the drain (start-up included, which the consumers' share
         # carries: about a second of imports each).
         (cpu_before, parts_before), busy_before = _cpu_by_kind(pids, services), _machine_busy()
+        at_first: list[tuple[int, dict[str, float]]] = []
         first, done = _wait_applied(
-            topic, e2e_boards, len(backlog), timeout=args.timeout, desc="e2e drain"
+            topic,
+            e2e_boards,
+            len(backlog),
+            timeout=args.timeout,
+            desc="e2e drain",
+            on_first=lambda applied: at_first.append((applied, _cpu_by_kind(pids, services)[0])),
         )
         (cpu_after, parts_after), busy_after = _cpu_by_kind(pids, services), _machine_busy()
+        if profilers:
+            report.e2e_profile = _profilers_stop(profilers)
         if done is None or first is None:
             report.notes.append("the consumers did not apply the backlog within the timeout")
             return report
         report.e2e_drain_per_s = len(backlog) / (done - first)
         report.e2e_drain_incl_startup_per_s = len(backlog) / (done - started)
         report.e2e_cpu_ms_per_1000 = _per_1000(cpu_before, cpu_after, len(backlog))
+        if at_first and at_first[0][0] < len(backlog):
+            applied, cpu_first = at_first[0]
+            report.e2e_cpu_after_startup_ms_per_1000 = _per_1000(
+                cpu_first, cpu_after, len(backlog) - applied
+            )
         report.e2e_cpu_parts_ms_per_1000 = _per_1000(parts_before, parts_after, len(backlog))
         busy = busy_after[0] - busy_before[0]
         client = get_board_redis()
@@ -908,6 +955,78 @@ def run(args: argparse.Namespace) -> Report:
             except subprocess.TimeoutExpired:
                 process.kill()
         _cleanup(admin, [topic, f"{topic}.dlq"], list(seasons))
+
+
+# --- profiling (--profile) --------------------------------------------------------------------
+
+PROFILE_RATE = 250  # py-spy samples per second and consumer
+
+
+def _profilers_start(
+    consumers: Sequence[subprocess.Popen[bytes]],
+) -> list[tuple[Path, subprocess.Popen[bytes]]]:
+    """One ``py-spy record`` per consumer process, attached by pid, until ``_profilers_stop``.
+
+    Samples only the thread holding the GIL (``--gil``: the Python work, not the waits on
+    sockets) without pausing the process (``--nonblocking``); the output is py-spy's "raw"
+    format, collapsed stacks, which flamegraph.pl or speedscope.app also read.
+    """
+    spy = Path(sys.executable).with_name("py-spy")
+    if not spy.exists():
+        raise RuntimeError(f"--profile needs py-spy ({spy}): pip install -e '.[dev]'")
+    profilers = []
+    for n, consumer in enumerate(consumers):
+        out = RESULTS_DIR / f"ingest-{RUN_TAG}-consumer{n}.pyspy.txt"
+        log = (RESULTS_DIR / f"ingest-{RUN_TAG}-consumer{n}.pyspy.log").open("wb")
+        command = [str(spy), "record", "--pid", str(consumer.pid), "--rate", str(PROFILE_RATE)]
+        command += ["--gil", "--nonblocking", "--format", "raw", "--output", str(out)]
+        profilers.append((out, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)))
+    return profilers
+
+
+def _profilers_stop(profilers: list[tuple[Path, subprocess.Popen[bytes]]]) -> Profile:
+    """Stop the profilers (SIGINT: py-spy writes its file) and sum their samples."""
+    for _, process in profilers:
+        process.send_signal(signal.SIGINT)
+    for _, process in profilers:
+        process.wait(timeout=60)
+    stacks: dict[str, int] = {}
+    for out, _ in profilers:
+        if not out.exists():
+            continue
+        for line in out.read_text().splitlines():
+            stack, _, count = line.rpartition(" ")
+            if stack:
+                stacks[stack] = stacks.get(stack, 0) + int(count)
+    profile = profile_summary(stacks)
+    profile.files = [str(out.relative_to(ROOT)) for out, _ in profilers]
+    return profile
+
+
+def profile_summary(stacks: dict[str, int], *, top: int = 15) -> Profile:
+    """Shares of the samples per function (``name (file)``, lines merged) from collapsed stacks:
+    its own ("self": the innermost frame) and including its callees ("total")."""
+    total = sum(stacks.values())
+    own: dict[str, int] = {}
+    inclusive: dict[str, int] = {}
+    for stack, count in stacks.items():
+        frames = [_frame_name(frame) for frame in stack.split(";")]
+        own[frames[-1]] = own.get(frames[-1], 0) + count
+        for frame in set(frames):
+            inclusive[frame] = inclusive.get(frame, 0) + count
+
+    def ranked(counts: dict[str, int]) -> list[tuple[str, float]]:
+        best = sorted(counts.items(), key=lambda item: -item[1])[:top]
+        return [(name, round(100 * n / max(total, 1), 1)) for name, n in best]
+
+    return Profile(samples=total, self_percent=ranked(own), total_percent=ranked(inclusive))
+
+
+def _frame_name(frame: str) -> str:
+    """``func (path/to/file.py:12)`` -> ``func (file.py)``: one entry per function."""
+    name, _, where = frame.partition(" (")
+    path = where.rsplit(":", 1)[0].rstrip(")")
+    return f"{name} ({'/'.join(Path(path).parts[-2:])})" if path else name
 
 
 def _describe_services(client: BoardRedis, bootstrap: list[str]) -> dict[str, str]:
@@ -1019,11 +1138,33 @@ def render(report: Report) -> str:
                 for part, ms in report.e2e_cpu_parts_ms_per_1000.items()
             ),
         ]
+    if report.e2e_cpu_after_startup_ms_per_1000:
+        lines += [
+            "",
+            "The same from the first applied batch on (the consumers' start-up left out):",
+            *(
+                f"- {kind}: {ms:,.1f}"
+                for kind, ms in report.e2e_cpu_after_startup_ms_per_1000.items()
+            ),
+        ]
     if report.redis_apply_only_cpu_ms_per_1000:
         lines += [
             "",
             "CPU during the Redis apply-only ceiling (ms per 1,000 results):",
             *(f"- {k}: {ms:,.1f}" for k, ms in report.redis_apply_only_cpu_ms_per_1000.items()),
+        ]
+    if report.e2e_profile:
+        profile = report.e2e_profile
+        lines += [
+            "",
+            f"py-spy profile of the consumers over the drain ({profile.samples} samples "
+            f"at {PROFILE_RATE}/s; the profiler's own CPU is not in the figures above, but it "
+            "slows the consumers: compare CPU per result on runs without --profile):",
+            "- own time (innermost frame):",
+            *(f"  - {pct:.1f}% {name}" for name, pct in profile.self_percent),
+            "- including callees:",
+            *(f"  - {pct:.1f}% {name}" for name, pct in profile.total_percent),
+            *(f"- raw stacks: {path}" for path in profile.files),
         ]
     if report.e2e_board_players:
         players = ", ".join(f"{slug} {n:,}" for slug, n in report.e2e_board_players.items())
@@ -1065,6 +1206,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--burst-producers", type=int, default=2, help="simulate_matches processes (python)"
     )
     parser.add_argument("--timeout", type=float, default=300, help="max wait per drain")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the consumers with py-spy during the end-to-end drain (a dev extra): the "
+        "report lists the functions taking the largest shares, and the raw stacks go to "
+        "bench/results/ingest-<tag>-consumer<n>.pyspy.txt (flamegraph.pl and speedscope read "
+        "them)",
+    )
     parser.add_argument(
         "--cluster",
         action="store_true",

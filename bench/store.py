@@ -47,7 +47,12 @@ from tqdm import tqdm  # noqa: E402
 
 from leaderboard.models import MatchResult  # noqa: E402
 from leaderboard.selectors import main_board_get  # noqa: E402
-from leaderboard.services import ResultRow, match_results_store, season_setup  # noqa: E402
+from leaderboard.services import (  # noqa: E402
+    ResultColumns,
+    ResultRow,
+    match_results_store,
+    season_setup,
+)
 from seasons.models import Season  # noqa: E402
 
 _FK = "bench_store_season_fk"
@@ -89,7 +94,7 @@ def _store(results: list[ResultRow], batch: int, label: str) -> tuple[float, flo
     """(backend CPU, wall) seconds to store ``results`` in batches."""
     cpu, wall = _backend_cpu_seconds(), time.monotonic()
     for start in tqdm(range(0, len(results), batch), desc=label, unit="batch", leave=False):
-        match_results_store(rows=results[start : start + batch])
+        match_results_store(results=ResultColumns.of(results[start : start + batch]))
     return _backend_cpu_seconds() - cpu, time.monotonic() - wall
 
 

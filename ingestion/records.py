@@ -1,22 +1,34 @@
-"""The values a batch passes through, from the Kafka record to the stored result.
+"""The records a batch arrives as, and the dead letters it sets aside.
 
-Kept free of kafka-python types (the consumer copies what it needs out of each record) and of
-Django, so the batch handler, the dead-letter sink and the tests share them.
+Kept free of kafka-python types and of Django, so the batch handler, the dead-letter sink and
+the tests share them. The results themselves travel through the batch column by column
+(``services.batch``), not as one object each.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
-from .schema import MatchResultMessage
 
-# The per-result values of the hot path are typed NamedTuples, not frozen dataclasses: as
-# immutable, and about three times cheaper to build (a frozen dataclass sets each field through
-# object.__setattr__), which counts at 20,000 results a second.
+class Record(Protocol):
+    """What the handler reads of a Kafka record: kafka-python's ``ConsumerRecord`` as polled
+    (no copy per record), or a ``ConsumedRecord``."""
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def offset(self) -> int: ...
+
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def value(self) -> bytes | None: ...
 
 
 class ConsumedRecord(NamedTuple):
-    """One Kafka record as the handler needs it."""
+    """A Kafka record made by hand (tests, benchmarks, a replay)."""
 
     partition: int
     offset: int
@@ -25,25 +37,6 @@ class ConsumedRecord(NamedTuple):
 
 
 class DeadLetter(NamedTuple):
-    record: ConsumedRecord
+    record: Record
     code: str
     reason: str
-
-
-class ValidResult(NamedTuple):
-    partition: int
-    offset: int
-    message: MatchResultMessage
-    board_id: int
-
-
-class StoredResult(NamedTuple):
-    """A valid result after the insert: new, or found already stored."""
-
-    result: ValidResult
-    xid: int | None  # the inserting transaction (None: legacy rows stored without it)
-    # True when the stored row came from this very message (same partition and offset): it
-    # was inserted now, or earlier and then the process died before it reached the boards.
-    from_this_message: bool
-    # Voided, or the player is banned from the season: stored, but not counted.
-    excluded: bool

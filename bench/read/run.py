@@ -14,8 +14,11 @@
    beside a bare Django view.
 
 Results are printed as Markdown and saved under bench/results/. Nothing here runs in the test
-suite. It uses Redis db ``--redis-db`` (default 12: the benchmark's own) and the PostgreSQL
-database ``--database`` (created if missing); ``--cleanup`` drops both data sets at the end.
+suite. It uses Redis db ``--redis-db`` (default 12: the benchmark's own) of the Redis that
+``REDIS_URL`` names and the PostgreSQL database ``--database`` (created if missing) on the
+server ``DATABASE_URL`` names, like every process of the project (defaults: the local services'
+ports), so it runs beside another checkout's services; ``--cleanup`` drops both data sets at
+the end.
 
 Cluster mode: ``--cluster`` (or ``LB_REDIS_MODE=cluster`` exported, as for every process of
 the project; the flag also sets ``LB_KAFKA_BROKERS=3``, which the read path does not use) puts
@@ -42,6 +45,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -50,6 +54,8 @@ SEASON_ID = 1
 SEED = 20261130
 MAX_POINTS = 1_000_000
 PG_TABLE = "bench_read_scores"
+# As in leaderboard_project/settings.py when REDIS_URL is not set.
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 def parse_args() -> argparse.Namespace:
@@ -79,16 +85,30 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def _redis_db_url(url: str, db: int) -> str:
+    """``url`` (a redis:// URL) with its database number replaced by ``db``."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{db}", parts.query, parts.fragment))
+
+
 def configure(args: argparse.Namespace) -> None:
-    """Environment for this process and the gunicorn it starts (settings.py reads it)."""
+    """Environment for this process and the gunicorn it starts (settings.py reads it).
+
+    The servers are the ones the environment names (``REDIS_URL``, ``DATABASE_URL``), as for
+    every process of the project; only the Redis db and the database are the bench's own.
+    """
+    from bench.database import bench_database_url
+
     if args.cluster:
         os.environ.update({"LB_REDIS_MODE": "cluster", "LB_KAFKA_BROKERS": "3"})
+    redis_url = os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
     # In cluster mode the boards are on the cluster and REDIS_URL serves nothing of this bench.
     os.environ.update(
         {
             "DJANGO_SETTINGS_MODULE": "bench.read.settings",
-            "REDIS_URL": f"redis://127.0.0.1:6379/{args.redis_db}",
-            "DATABASE_URL": f"postgres://leaderboard:leaderboard@127.0.0.1:5432/{args.database}",
+            "REDIS_URL": _redis_db_url(redis_url, args.redis_db),
+            # Created on that server if it does not exist.
+            "DATABASE_URL": bench_database_url(name=args.database),
             "LEADERBOARD_KEY_PREFIX": "bench",
             "DJANGO_DEBUG": "false",
             "DJANGO_SECRET_KEY": "bench-read-only-not-a-secret-" + "x" * 32,
@@ -96,16 +116,6 @@ def configure(args: argparse.Namespace) -> None:
             "LOG_LEVEL": "WARNING",
         }
     )
-    import psycopg
-
-    with psycopg.connect(
-        "postgres://leaderboard:leaderboard@127.0.0.1:5432/leaderboard", autocommit=True
-    ) as conn:
-        exists = conn.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [args.database]
-        ).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{args.database}"')
     import django
 
     django.setup()

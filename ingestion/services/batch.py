@@ -6,29 +6,35 @@ statement (``leaderboard.services.match_results_store``), and apply what must co
 boards in one pipelined Redis round trip. It is idempotent: running it again on the same
 records (a retry, or a redelivery after a crash) adds nothing twice. docs/ingestion.md explains
 why.
+
+The results travel through the steps column by column (one list per field, index i being one
+result), not as an object per result: at tens of thousands of results a second, building and
+reading per-result objects was a large share of the consumer's CPU.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC
 from functools import partial
+from itertools import groupby
+from typing import TypeVar
 
 from leaderboard.board_scores import LatestResults, latest_results_get
 from leaderboard.models import ScoringRule
 from leaderboard.selectors import BoardRef
 from leaderboard.services import (
     BoardsDeleted,
-    CountedResult,
-    ResultRow,
-    board_results_apply,
+    CountedGroup,
+    ResultColumns,
+    StoredBatch,
+    board_groups_apply,
     match_results_store,
 )
 
 from ..dead_letters import DeadLetterSink
-from ..records import ConsumedRecord, DeadLetter, StoredResult, ValidResult
+from ..records import DeadLetter, Record
 from ..retrying import Retrying, run_once
 from ..schema import UNEXPECTED, MatchResultMessage, MessageRejected, message_decode
 from ..stats import BatchOutcome
@@ -36,132 +42,192 @@ from .checks import messages_check_boards
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
+
+def _pick(column: list[T], indices: list[int]) -> list[T]:
+    """``column`` at ``indices``: a slice (made in C) when they are one run, as they usually
+    are (records come partition by partition)."""
+    first, last = indices[0], indices[-1]
+    if last - first + 1 == len(indices):
+        return column[first : last + 1]
+    return [column[i] for i in indices]
+
 
 # --- 1. decode and validate ----------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class DecodedBatch:
-    valid: list[ValidResult]
+    """The valid results of a batch, column by column, and what was set aside."""
+
+    results: ResultColumns
     dead_letters: list[DeadLetter]
     boards: dict[int, BoardRef]
 
 
-def match_results_decode(*, records: Sequence[ConsumedRecord]) -> DecodedBatch:
+def match_results_decode(*, records: Sequence[Record]) -> DecodedBatch:
     """Validate every record; one season and board query per batch."""
-    parsed: list[tuple[ConsumedRecord, MatchResultMessage]] = []
+    parsed: list[Record] = []
+    messages: list[MatchResultMessage] = []
     letters: list[DeadLetter] = []
     for record in records:
         try:
-            parsed.append((record, message_decode(record.value)))
+            message = message_decode(record.value)
         except MessageRejected as exc:
             letters.append(DeadLetter(record, exc.code, exc.reason))
+            continue
         except Exception as exc:
             # Untrusted bytes met a case the checks do not foresee: one message must never
             # stop the consumer, so it goes to the dead-letter topic and the bug to the log.
             logger.exception("unexpected error validating offset %d", record.offset)
             letters.append(DeadLetter(record, UNEXPECTED, f"{type(exc).__name__}: {exc}"))
-    boards, checked, rejected = messages_check_boards(
-        messages=list(enumerate(m for _, m in parsed))
+            continue
+        parsed.append(record)
+        messages.append(message)
+    checked = messages_check_boards(messages=messages)
+    board_ids = checked.board_ids
+    if checked.rejected:
+        for index, rejection in checked.rejected:
+            letters.append(DeadLetter(parsed[index], rejection.code, rejection.reason))
+        keep = [i for i, board_id in enumerate(board_ids) if board_id is not None]
+        parsed = [parsed[i] for i in keep]
+        messages = [messages[i] for i in keep]
+        board_ids = [board_ids[i] for i in keep]
+    results = ResultColumns(
+        [m.match_id for m in messages],
+        [m.player_id for m in messages],
+        [m.season_id for m in messages],
+        board_ids,  # type: ignore[arg-type]  # the rejected (None) were left out above
+        [m.points for m in messages],
+        [m.achieved_at for m in messages],
+        [r.partition for r in parsed],
+        [r.offset for r in parsed],
     )
-    for index, rejection in rejected:
-        letters.append(DeadLetter(parsed[index][0], rejection.code, rejection.reason))
-    valid = [
-        ValidResult(parsed[index][0].partition, parsed[index][0].offset, parsed[index][1], board_id)
-        for index, board_id in checked
-    ]
-    return DecodedBatch(valid, letters, boards)
-
-
-# --- 2. store ------------------------------------------------------------------------------
-
-
-def _store(results: Sequence[ValidResult]) -> list[StoredResult]:
-    """Store the valid results; what the table holds for each, in order.
-
-    Raises BoardsDeleted, storing nothing, if a board of the batch no longer exists.
-    """
-    rows = [
-        ResultRow(
-            m.match_id,
-            m.player_id,
-            m.season_id,
-            r.board_id,
-            m.points,
-            m.achieved_at,
-            r.partition,
-            r.offset,
-        )
-        for r in results
-        for m in (r.message,)
-    ]
-    return [
-        StoredResult(r, s.xid, s.from_this_message, s.excluded)
-        for r, s in zip(results, match_results_store(rows=rows), strict=True)
-    ]
+    return DecodedBatch(results, letters, checked.boards)
 
 
 # --- 3. apply ------------------------------------------------------------------------------
 
 
-def _counted(
-    stored: Sequence[StoredResult],
-    *,
-    boards: Mapping[int, BoardRef],
-    latest: LatestResults,
-) -> tuple[list[CountedResult], int, int]:
-    """(candidates for the boards, duplicates, excluded) as PostgreSQL decides them.
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    groups: list[CountedGroup]  # one per (partition, board) with results to apply
+    duplicates: int  # results another message stored
+    excluded: int  # stored by this message, left off by the rules (banned, voided, not latest)
+
+
+def _counted(decoded: DecodedBatch, stored: StoredBatch, latest: LatestResults) -> _Counted:
+    """The results to put on the boards, grouped per (partition, board), as PostgreSQL decides.
 
     A result is a candidate iff it was stored by this very message (now, or before a crash).
     Under the latest rule it then counts only where PostgreSQL holds it as the player's latest
     result (season-long, and of its day): an older result delivered later changes nothing,
     whatever the order of delivery. Whether a candidate already reached its board is not
     decided here: the apply script decides it, atomically with the write (docs/ingestion.md).
+
+    Column by column: in the usual batch (every row inserted now, no latest-rule board) no step
+    here runs Python code per result beyond building the ticks and days.
     """
-    counted: list[CountedResult] = []
+    results = decoded.results
+    boards = decoded.boards
+    partitions, offsets, board_ids = (
+        results.kafka_partitions,
+        results.kafka_offsets,
+        results.board_ids,
+    )
+    n = len(results)
+    # The storing transaction of each row; None: every row was inserted now, by stored.xid.
+    xids: list[int] | None = None
     duplicates = excluded = 0
-    for s in stored:
-        r = s.result
-        m = r.message
-        if not s.from_this_message:
-            duplicates += 1
-            continue
-        if s.excluded or s.xid is None:
-            excluded += 1
-            continue
-        board = boards[r.board_id]
-        day = m.achieved_at.astimezone(UTC).date()
-        season_long = daily = True
-        if board.rule == ScoringRule.LATEST:
-            season_long = latest.season_long.get((board.id, m.player_id)) == m.match_id
-            daily = latest.daily.get((board.id, m.player_id, day)) == m.match_id
-            if not (season_long or daily):
+    candidates: Sequence[int] = range(n)
+    if stored.others or stored.banned:
+        xids = [stored.xid] * n
+        keep: list[int] = []
+        for i in range(n):
+            row = stored.row(partition=partitions[i], offset=offsets[i])
+            if not row.from_this_message:
+                duplicates += 1
+            elif row.excluded or row.xid is None:
+                excluded += 1
+            else:
+                keep.append(i)
+                xids[i] = row.xid
+        candidates = keep
+    latest_boards = {b.id for b in boards.values() if b.rule == ScoringRule.LATEST}
+    days = [at.date() for at in results.achieved_at]  # achieved_at is in UTC (the schema's)
+    # Under the latest rule: where each candidate counts (season-long, daily).
+    flags: dict[int, tuple[bool, bool]] = {}
+    if latest_boards:
+        keep = []
+        for i in candidates:
+            if board_ids[i] not in latest_boards:
+                keep.append(i)
+                continue
+            player, match_id = results.player_ids[i], results.match_ids[i]
+            season_long = latest.season_long.get((board_ids[i], player)) == match_id
+            daily = latest.daily.get((board_ids[i], player, days[i])) == match_id
+            if season_long or daily:
+                keep.append(i)
+                flags[i] = (season_long, daily)
+            else:
                 # Stored, but a later result of the player holds the board: not counted.
                 excluded += 1
-                continue
-        counted.append(
-            CountedResult(
-                partition=r.partition,
-                offset=r.offset,
-                board_id=board.id,
-                player_id=m.player_id,
-                points=m.points,
-                ticks=board.codec.ticks(m.achieved_at - board.season.starts_at),
-                day=day,
-                xid=s.xid,
-                season_long=season_long,
-                daily=daily,
+        candidates = keep
+    if not candidates:
+        return _Counted([], duplicates, excluded)
+    # Candidates per (partition, board): contiguous runs of the batch (records come partition
+    # by partition; one board per season in the usual case), found in C.
+    group_of = list(zip(partitions, board_ids, strict=True))
+    where: dict[tuple[int, int], list[int]] = {}
+    for key, run in groupby(candidates, key=group_of.__getitem__):
+        where.setdefault(key, []).extend(run)
+    groups: list[CountedGroup] = []
+    for (partition, board_id), indices in where.items():
+        board = boards[board_id]
+        starts_at = board.season.starts_at
+        resolution = board.codec.resolution_seconds
+        achieved = _pick(results.achieved_at, indices)
+        group_xids = [stored.xid] * len(indices) if xids is None else _pick(xids, indices)
+        groups.append(
+            CountedGroup(
+                partition,
+                board_id,
+                _pick(offsets, indices),
+                _pick(results.player_ids, indices),
+                _pick(results.points, indices),
+                # The codec's ticks (ScoreCodec.ticks): whole seconds since the season's start
+                # per tick of its resolution (the window check put achieved_at in the season).
+                [
+                    ((e := at - starts_at).days * 86_400 + e.seconds) // resolution
+                    for at in achieved
+                ],
+                _pick(days, indices),
+                group_xids,
+                [flags[i][0] for i in indices] if board_id in latest_boards else None,
+                [flags[i][1] for i in indices] if board_id in latest_boards else None,
             )
         )
-    return counted, duplicates, excluded
+    return _Counted(groups, duplicates, excluded)
 
 
-def _latest_of(stored: Sequence[StoredResult], boards: Mapping[int, BoardRef]) -> LatestResults:
+def _latest_of(decoded: DecodedBatch, stored: StoredBatch) -> LatestResults:
     """PostgreSQL's latest result of each (latest-rule board, player) and (.., day) in the batch."""
+    latest_boards = {b.id for b in decoded.boards.values() if b.rule == ScoringRule.LATEST}
+    if not latest_boards:
+        return LatestResults({}, {})
+    results = decoded.results
     candidates = {
-        (s.result.board_id, s.result.message.player_id, s.result.message.achieved_at)
-        for s in stored
-        if s.from_this_message and boards[s.result.board_id].rule == ScoringRule.LATEST
+        (board_id, player, at)
+        for p, o, player, at, board_id in zip(
+            results.kafka_partitions,
+            results.kafka_offsets,
+            results.player_ids,
+            results.achieved_at,
+            results.board_ids,
+            strict=True,
+        )
+        if board_id in latest_boards and stored.row(partition=p, offset=o).from_this_message
     }
     if not candidates:
         return LatestResults({}, {})
@@ -174,7 +240,7 @@ def _latest_of(stored: Sequence[StoredResult], boards: Mapping[int, BoardRef]) -
 def match_results_ingest(
     *,
     topic: str,
-    records: Sequence[ConsumedRecord],
+    records: Sequence[Record],
     dead_letters: DeadLetterSink,
     retrying: Retrying = run_once,
 ) -> BatchOutcome:
@@ -187,12 +253,15 @@ def match_results_ingest(
         return BatchOutcome(0, 0, 0, 0, 0)
     handled: dict[int, int] = {}
     for record in records:
-        handled[record.partition] = max(handled.get(record.partition, -1), record.offset)
+        partition = record.partition
+        if record.offset > handled.get(partition, -1):
+            handled[partition] = record.offset
 
     while True:
         decoded = retrying("PostgreSQL", lambda: match_results_decode(records=records))
         try:
-            stored = retrying("PostgreSQL", partial(_store, decoded.valid))
+            # 2. store
+            stored = retrying("PostgreSQL", partial(match_results_store, results=decoded.results))
             break
         except BoardsDeleted as exc:
             # Staff deleted a season or board that had no results yet: validating again turns
@@ -201,22 +270,22 @@ def match_results_ingest(
     if decoded.dead_letters:
         retrying("Kafka", lambda: dead_letters.publish(letters=decoded.dead_letters))
     # Read after the batch committed: it decides which results hold a latest-rule board.
-    latest = retrying("PostgreSQL", lambda: _latest_of(stored, decoded.boards))
+    latest = retrying("PostgreSQL", lambda: _latest_of(decoded, stored))
 
     def apply() -> tuple[int, int, int]:
-        counted, duplicates, excluded = _counted(stored, boards=decoded.boards, latest=latest)
-        if not counted:
-            return 0, duplicates, excluded
+        counted = _counted(decoded, stored, latest)
+        if not counted.groups:
+            return 0, counted.duplicates, counted.excluded
         # The script of each (partition, board) call is the exactly-once decision: it writes
         # only offsets above the board's watermark and moves the watermark in the same atomic
         # call; the offsets it reports covered (a redelivery, a retry after a lost reply, a
         # partition's other owner) are dropped and the rest sent again.
-        outcome = board_results_apply(
-            topic=topic, results=counted, handled_offsets=handled, boards=decoded.boards
+        outcome = board_groups_apply(
+            topic=topic, groups=counted.groups, handled_offsets=handled, boards=decoded.boards
         )
-        # An overflowing cumulative sum is logged by board_results_apply; the result stays
+        # An overflowing cumulative sum is logged by board_groups_apply; the result stays
         # stored and counted as applied here (the rebuild reports it too).
-        return outcome.applied, duplicates + outcome.already_applied, excluded
+        return outcome.applied, counted.duplicates + outcome.already_applied, counted.excluded
 
     applied, duplicates, excluded = retrying("Redis", apply)
     return BatchOutcome(

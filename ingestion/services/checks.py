@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from leaderboard.selectors import BoardRef, boards_of_seasons
 from seasons.models import Season
 
 from ..schema import (
+    SEASON_STATUSES_REJECTING,
     UNEXPECTED,
     MatchResultMessage,
     MessageRejected,
@@ -32,30 +34,56 @@ def latest_achieved_at() -> datetime:
     return timezone.now() + timedelta(seconds=settings.INGEST_MAX_FUTURE_SKEW_SECONDS)
 
 
-def messages_check_boards(
-    *, messages: Sequence[tuple[int, MatchResultMessage]]
-) -> tuple[dict[int, BoardRef], list[tuple[int, int]], list[tuple[int, MessageRejected]]]:
-    """Check each (index, message) against its season and board, one query for the lot
-    (statuses change: no cache). Returns the boards, (index, board id) of the valid ones and
-    (index, rejection) of the others."""
-    seasons = Season.objects.in_bulk({message.season_id for _, message in messages})
-    boards = boards_of_seasons(season_ids=set(seasons))
+@dataclass(frozen=True, slots=True)
+class BoardsChecked:
+    boards: dict[int, BoardRef]  # every board of the messages' seasons, by id
+    board_ids: list[int | None]  # per message, in order: its board, or None when rejected
+    rejected: list[tuple[int, MessageRejected]]  # (index of the message, why)
+
+
+def messages_check_boards(*, messages: Sequence[MatchResultMessage]) -> BoardsChecked:
+    """Check each message against its season and board, one query for the lot (statuses
+    change: no cache).
+
+    What passes is decided per (season, board) once: the board and the bounds a message must
+    be within (the season's window, the board codec's points, now plus the allowed skew). A
+    message within them passes; any other goes through the schema's checks
+    (``message_check_board``, ``message_check_not_future``), which decide it and word its
+    rejection. The shortcut passes exactly what those checks pass.
+    """
+    seasons = Season.objects.in_bulk({message.season_id for message in messages})
+    by_key = boards_of_seasons(season_ids=set(seasons))
     not_after = latest_achieved_at()
-    valid: list[tuple[int, int]] = []
+    # (season id, board slug) -> (board id, earliest and latest achievedAt, most points).
+    accepting = {
+        key: (board.id, season.starts_at, min(season.ends_at, not_after), board.codec.max_points)
+        for key, board in by_key.items()
+        if (season := seasons.get(key[0])) is not None
+        and season.status not in SEASON_STATUSES_REJECTING
+    }
+    board_ids: list[int | None] = []
     rejected: list[tuple[int, MessageRejected]] = []
-    for index, message in messages:
-        board = boards.get((message.season_id, message.board))
+    for index, message in enumerate(messages):
         try:
+            bounds = accepting.get((message.season_id, message.board))
+            if bounds is not None:
+                board_id, earliest, latest, max_points = bounds
+                if earliest <= message.achieved_at <= latest and message.points <= max_points:
+                    board_ids.append(board_id)
+                    continue
+            board = by_key.get((message.season_id, message.board))
             message_check_board(message, seasons.get(message.season_id), board)
             message_check_not_future(message, not_after=not_after)
         except MessageRejected as exc:
             rejected.append((index, exc))
+            board_ids.append(None)
             continue
         except Exception as exc:
             # A bug, not bad input: the message is set aside (and the bug logged), never a stop.
             logger.exception("unexpected error checking message %d of the batch", index)
             rejected.append((index, MessageRejected(UNEXPECTED, f"{type(exc).__name__}: {exc}")))
+            board_ids.append(None)
             continue
         assert board is not None
-        valid.append((index, board.id))
-    return {board.id: board for board in boards.values()}, valid, rejected
+        board_ids.append(board.id)
+    return BoardsChecked({board.id: board for board in by_key.values()}, board_ids, rejected)

@@ -64,21 +64,22 @@ def match_results_submit(*, items: Sequence[object]) -> int:
     bad item's index and reason) and nothing is published. Returns the count acknowledged by
     Kafka; raises ``MatchResultsUnpublished`` when Kafka does not acknowledge in time.
     """
-    messages: list[tuple[int, MatchResultMessage]] = []
+    indices: list[int] = []
+    messages: list[MatchResultMessage] = []
     rejected: list[RejectedItem] = []
     for index, item in enumerate(items):
         try:
-            messages.append((index, message_validate(item)))
+            messages.append(message_validate(item))
+            indices.append(index)
         except MessageRejected as exc:
             rejected.append(RejectedItem(index, exc.code, exc.reason, exc.field))
-    _, _, board_rejections = messages_check_boards(messages=messages)
-    for index, rejection in board_rejections:
-        rejected.append(RejectedItem(index, rejection.code, rejection.reason, rejection.field))
+    for n, rejection in messages_check_boards(messages=messages).rejected:
+        rejected.append(RejectedItem(indices[n], rejection.code, rejection.reason, rejection.field))
     if rejected:
         raise MatchResultsRejected(sorted(rejected, key=lambda item: item.index))
     try:
         return _http_producer().send_many(
-            [message for _, message in messages],
+            messages,
             topic=settings.KAFKA_MATCH_RESULTS_TOPIC,
             timeout=10,
         )

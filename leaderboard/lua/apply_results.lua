@@ -12,15 +12,23 @@
 -- ARGV[4..7]         the board's spec: rule, order, time_bits, max_points
 -- ARGV[8]            number of key groups n
 -- ARGV[9..8+n]       per key group: expire_at (unix seconds, 0 = none)
--- ARGV[9+n]          the results, one string: "group_index member points ticks xid" entries
---                    separated by ";" (one argument instead of five per result: packing
---                    arguments was the client's largest cost)
+-- ARGV[9+n]          number of results m
+-- ARGV[10+n..15+n]   the results, one argument per column, each m numbers separated by spaces:
+--                    member (player id), points, ticks, xid (the storing transaction), the key
+--                    group it counts on season-long and the one it counts on daily (0: none).
+--                    Columns rather than an argument per value, and no per-result work left to
+--                    the caller: packing arguments was the client's largest cost.
+--
+-- The script collapses the results per (key group, member, xid) under the board's rule before
+-- writing: cumulative sums them (so a sum that overflows is left out whole), best and latest
+-- write each (ZADD GT keeps the better one; latest receives one result per key and player).
 --
 -- Returns {0, applied_offset} when some of these offsets are already on the board (a
 -- redelivery, a retry after a lost reply, or another consumer of the partition got there
--- first: the caller drops them and calls again), or
--- {1, changed, overflow...} where overflow lists "group_index member" of cumulative sums the
--- codec cannot hold (those results are left out; nothing is clamped).
+-- first: the caller drops them and calls again), or {1, changed, overflow...} where overflow
+-- lists "group_index member" of cumulative sums the codec cannot hold (those results are left
+-- out; nothing is clamped). This answer is the only exactly-once decision: the caller reads no
+-- watermark of its own.
 --
 -- A result the last finished rebuild of a key could see (its xid visible in the done key's
 -- snapshot) is on that key already: it is left out of that key, not counted twice.
@@ -43,15 +51,13 @@ local ngroups = tonumber(ARGV[8])
 -- old Python against this file) must fail loudly: parsed leniently, its results would match
 -- nothing and the watermark would move past them, losing them without a word.
 local spec_error = check_spec(rule, order, time_bits, max_points)
-if spec_error or not ngroups or #ARGV ~= 9 + ngroups or #KEYS ~= 1 + 5 * ngroups then
-  return redis.error_reply('apply_results: expected 9 + n arguments and 1 + 5n keys for n = '
+if spec_error or not ngroups or #ARGV ~= 15 + ngroups or #KEYS ~= 1 + 5 * ngroups
+    or not tonumber(ARGV[9 + ngroups]) then
+  return redis.error_reply('apply_results: expected 15 + n arguments and 1 + 5n keys for n = '
     .. tostring(ARGV[8]) .. ', got ' .. #ARGV .. ' and ' .. #KEYS
     .. (spec_error and (' (' .. spec_error .. ')') or '')
     .. ' (caller and script of different versions?)')
 end
-local packed = ARGV[9 + ngroups]
-local _, separators = string.gsub(packed, ';', '')
-local expected_entries = (packed == '') and 0 or separators + 1
 local groups = {}
 for i = 1, ngroups do
   local k = 1 + (i - 1) * 5
@@ -62,22 +68,70 @@ for i = 1, ngroups do
   }
 end
 
+-- The results, column by column, into entries {group, member, points, ticks, xid}: one per
+-- key group a result counts on, collapsed per (group, member, xid) under the cumulative rule.
+local count = tonumber(ARGV[9 + ngroups])
+local column = {}
+for c = 1, 6 do
+  column[c] = string.gmatch(ARGV[9 + ngroups + c], '%d+')
+end
+local members, points_of, ticks_of, xids, season_long, daily =
+  column[1], column[2], column[3], column[4], column[5], column[6]
+local entries = {}
+local collapsed = {}  -- cumulative: "group member xid" -> its entry
+local function add(i, member, points, ticks, sxid)
+  if rule == 'cumulative' then
+    local slot = i .. ' ' .. member .. ' ' .. sxid
+    local e = collapsed[slot]
+    if e then
+      e[3] = e[3] + points
+      if ticks > e[4] then
+        e[4] = ticks
+      end
+      return
+    end
+    e = {i, member, points, ticks, tonumber(sxid)}
+    collapsed[slot] = e
+    entries[#entries + 1] = e
+  else
+    entries[#entries + 1] = {i, member, points, ticks, tonumber(sxid)}
+  end
+end
+for _ = 1, count do
+  local member, spoints, sticks, sxid = members(), points_of(), ticks_of(), xids()
+  local sl, dl = tonumber(season_long() or ''), tonumber(daily() or '')
+  if not (member and spoints and sticks and sxid and sl and dl)
+      or sl > ngroups or dl > ngroups then
+    return redis.error_reply('apply_results: ' .. count .. ' results sent, a column is short '
+      .. 'or names a key group outside 1..' .. ngroups)
+  end
+  local points, ticks = tonumber(spoints), tonumber(sticks)
+  if sl > 0 then
+    add(sl, member, points, ticks, sxid)
+  end
+  if dl > 0 then
+    add(dl, member, points, ticks, sxid)
+  end
+end
+for c = 1, 6 do
+  if column[c]() then
+    return redis.error_reply('apply_results: ' .. count .. ' results sent, column ' .. c
+      .. ' has more')
+  end
+end
+
 -- Pass 1: compute every cumulative score, with no write, so an overflow cannot leave half a
 -- batch applied. best and latest cannot overflow: their writes are collected as they come.
 local current = {}   -- "i member" -> score (false = not on the board)
 local dirty = {}
 local order_of = {}
-local entries = {}
+local counted = {}
 local overflow = {}
-local parsed = 0
-for si, member, spoints, sticks, sxid in string.gmatch(packed, '(%d+) (%d+) (%d+) (%d+) (%d+)') do
-  parsed = parsed + 1
-  local i = tonumber(si)
+for _, e in ipairs(entries) do
+  local i, member, points, ticks = e[1], e[2], e[3], e[4]
   local group = groups[i]
-  local points = tonumber(spoints)
-  local ticks = tonumber(sticks)
   local ok = true
-  if group.done and xid_visible(tonumber(sxid), group.done) then
+  if group.done and xid_visible(e[5], group.done) then
     ok = false  -- already on this key: the rebuild that replaced it counted it
   elseif rule ~= 'cumulative' then
     local writes = group.writes
@@ -105,13 +159,8 @@ for si, member, spoints, sticks, sxid in string.gmatch(packed, '(%d+) (%d+) (%d+
     end
   end
   if ok then
-    entries[#entries + 1] = {i, member, points, ticks, tonumber(sxid)}
+    counted[#counted + 1] = e
   end
-end
-
-if parsed ~= expected_entries then
-  return redis.error_reply('apply_results: ' .. expected_entries .. ' entries sent, '
-    .. parsed .. ' well-formed')
 end
 
 -- Pass 2: write, one ZADD per key group and up to ZADD_PAIRS members (a call from Lua into
@@ -144,7 +193,7 @@ end
 -- The rebuild protocol (docs/ingestion.md): while a board is being rebuilt, remember every
 -- result its snapshot may not contain, whether or not it changed the live board.
 local markers = {}
-for _, e in ipairs(entries) do
+for _, e in ipairs(counted) do
   local group = groups[e[1]]
   local marker = markers[e[1]]
   if marker == nil then

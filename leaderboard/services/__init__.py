@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from .apply import (
     BoardsApplied,
+    CountedGroup,
     CountedResult,
     applied_offsets_get,
+    board_groups_apply,
     board_results_apply,
+    counted_groups,
     daily_board_expire_at,
 )
 from .boards import SCORE_FIELDS, board_create, board_update, season_setup
@@ -72,7 +75,14 @@ from .recovery import (
     boards_recovering_get,
 )
 from .repair import BoardRepaired, boards_lost_writes_repair
-from .results import BoardsDeleted, ResultRow, RowStored, match_results_store
+from .results import (
+    BoardsDeleted,
+    ResultColumns,
+    ResultRow,
+    RowStored,
+    StoredBatch,
+    match_results_store,
+)
 from .unlink import season_keys_unlink
 
 __all__ = [
@@ -98,18 +108,22 @@ __all__ = [
     "BoardsCorrected",
     "BoardsDeleted",
     "Correction",
+    "CountedGroup",
     "CountedResult",
     "RebuildInProgressError",
     "RebuildResult",
     "ReconcileResult",
     "RecoveryReport",
+    "ResultColumns",
     "ResultRow",
     "RowStored",
+    "StoredBatch",
     "WeeklyBuildError",
     "applied_offsets_get",
     "board_all_rebuild",
     "board_create",
     "board_days_in_window",
+    "board_groups_apply",
     "board_mark_intact",
     "board_rebuild",
     "board_reconcile",
@@ -122,6 +136,7 @@ __all__ = [
     "boards_reconcile_live_seasons",
     "boards_recover",
     "boards_recovering_get",
+    "counted_groups",
     "daily_board_expire_at",
     "daily_boards_existing",
     "match_result_void",

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django.conf import settings
 
 from leaderboard import keys
-from leaderboard.models import ScoringRule
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import ScriptCall, get_script, scripts_pipelined
 from leaderboard.selectors import BoardRef
@@ -21,11 +20,9 @@ logger = logging.getLogger(__name__)
 
 
 class CountedResult(NamedTuple):
-    """One stored result that must now count on its board (season-long and/or daily).
-
-    A NamedTuple (immutable, typed) rather than a frozen dataclass: one is built per ingested
-    result, and it is about three times cheaper to build.
-    """
+    """One stored result that must count on its board (season-long and/or daily), as a row:
+    what tests, benchmarks and one-off callers hand to ``board_results_apply``. Ingestion builds
+    ``CountedGroup`` columns directly."""
 
     partition: int
     offset: int
@@ -39,6 +36,70 @@ class CountedResult(NamedTuple):
     # (season-long, and of its day), as PostgreSQL decides; under best and cumulative, both.
     season_long: bool = True
     daily: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CountedGroup:
+    """The results of one Kafka partition that must now count on one board, column by column
+    (index i of every list is one result): no object per result."""
+
+    partition: int
+    board_id: int
+    offsets: list[int]
+    players: list[int]
+    points: list[int]
+    ticks: list[int]
+    days: list[date]  # the UTC day of each result's achieved_at
+    xids: list[int]  # the PostgreSQL transaction that stored each (rebuild protocol)
+    # Where each counts (latest rule: where it is the player's latest result, as PostgreSQL
+    # decides); None: every result counts season-long and daily (best, cumulative).
+    season_long: list[bool] | None = None
+    daily: list[bool] | None = None
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def above(self, offset: int) -> CountedGroup:
+        """The results whose offset is above ``offset``."""
+        keep = [i for i, o in enumerate(self.offsets) if o > offset]
+
+        def pick(column: list[Any] | None) -> list[Any] | None:
+            return None if column is None else [column[i] for i in keep]
+
+        return CountedGroup(
+            self.partition,
+            self.board_id,
+            [self.offsets[i] for i in keep],
+            [self.players[i] for i in keep],
+            [self.points[i] for i in keep],
+            [self.ticks[i] for i in keep],
+            [self.days[i] for i in keep],
+            [self.xids[i] for i in keep],
+            pick(self.season_long),
+            pick(self.daily),
+        )
+
+
+def counted_groups(results: Iterable[CountedResult]) -> list[CountedGroup]:
+    """``CountedResult`` rows as the columns of their (partition, board)."""
+    rows: dict[tuple[int, int], list[CountedResult]] = defaultdict(list)
+    for r in results:
+        rows[(r.partition, r.board_id)].append(r)
+    return [
+        CountedGroup(
+            partition,
+            board_id,
+            [r.offset for r in group],
+            [r.player_id for r in group],
+            [r.points for r in group],
+            [r.ticks for r in group],
+            [r.day for r in group],
+            [r.xid for r in group],
+            [r.season_long for r in group],
+            [r.daily for r in group],
+        )
+        for (partition, board_id), group in rows.items()
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,59 +121,57 @@ def daily_board_expire_at(*, day: date, now: datetime) -> int:
     return int((max(end_of_day, now) + ttl).timestamp())
 
 
-def _collapse(
-    results: Sequence[CountedResult], board: BoardRef, board_key: str
-) -> dict[tuple[str, int, int], tuple[int, int]]:
-    """One write per (key, player, xid): the batch's contribution under the board's rule.
-
-    xid stays in the key because a rebuild running meanwhile must see each transaction's results
-    apart (a cumulative sum mixing counted and uncounted ones would double the counted part).
-    """
-    merged: dict[tuple[str, int, int], tuple[int, int]] = {}
-    rule = board.rule
-    sign = -1 if board.ascending else 1
-    for r in results:
-        for key, counts in (
-            (board_key, r.season_long),
-            (keys.daily_board(board_id=board.id, day=r.day), r.daily),
-        ):
-            if not counts:
-                continue
-            slot = (key, r.player_id, r.xid)
-            old = merged.get(slot)
-            if old is None or rule == ScoringRule.LATEST:
-                # latest: the caller sends at most one result per key and player.
-                merged[slot] = (r.points, r.ticks)
-            elif rule == ScoringRule.BEST:
-                # The better value for the board's order; equal values: the earlier.
-                if (sign * r.points, -r.ticks) > (sign * old[0], -old[1]):
-                    merged[slot] = (r.points, r.ticks)
-            else:
-                merged[slot] = (old[0] + r.points, max(old[1], r.ticks))
-    return merged
+def _joined(numbers: list[int]) -> str:
+    """The numbers as one space-separated argument (the script's column format)."""
+    if numbers and numbers.count(numbers[0]) == len(numbers):
+        # One value throughout (the storing transaction, usually): formatted once.
+        return " ".join([str(numbers[0])] * len(numbers))
+    return " ".join(map(str, numbers))
 
 
 def _script_args(
-    *,
-    board: BoardRef,
-    partition: int,
-    results: Sequence[CountedResult],
-    handled_offset: int,
+    *, board: BoardRef, group: CountedGroup, handled_offset: int, now: datetime
 ) -> tuple[list[str], list[str], list[str | int]]:
-    """(key group names in script order, KEYS after the watermark, ARGV) of one call."""
+    """(key group names in script order, KEYS after the watermark, ARGV) of one call.
+
+    Per-result work stays in C (joins of the columns); keys and expiries are made once per key
+    group, not per result.
+    """
     board_key = keys.board(board_id=board.id)
-    groups: dict[str, date | None] = {}
-    for r in results:
-        if r.season_long:
-            groups.setdefault(board_key, None)
-        if r.daily:
-            groups.setdefault(keys.daily_board(board_id=board.id, day=r.day), r.day)
-    now = datetime.now(UTC)
-    index: dict[str, int] = {}
-    key_args: list[str] = []
+    n = len(group)
+    names: list[str] = []
     expiries: list[str | int] = []
-    for n, (key, day) in enumerate(groups.items(), start=1):
-        index[key] = n
+    if group.season_long is None:
+        names.append(board_key)
+        expiries.append(0)
+        season_long = " ".join(["1"] * n)
+    elif any(group.season_long):
+        names.append(board_key)
+        expiries.append(0)
+        season_long = " ".join(["1" if counts else "0" for counts in group.season_long])
+    else:
+        season_long = " ".join(["0"] * n)
+    counted_days = (
+        group.days
+        if group.daily is None
+        else [day for day, counts in zip(group.days, group.daily, strict=True) if counts]
+    )
+    day_index: dict[date, str] = {}
+    for day in dict.fromkeys(counted_days):
+        names.append(keys.daily_board(board_id=board.id, day=day))
+        expiries.append(daily_board_expire_at(day=day, now=now))
+        day_index[day] = str(len(names))
+    if group.daily is None:
+        daily = " ".join(map(day_index.__getitem__, group.days))
+    else:
+        daily = " ".join(
+            [
+                day_index[day] if counts else "0"
+                for day, counts in zip(group.days, group.daily, strict=True)
+            ]
+        )
+    key_args: list[str] = []
+    for key in names:
         key_args += [
             key,
             keys.rebuild_marker(board_key=key),
@@ -120,23 +179,90 @@ def _script_args(
             keys.rebuild_delta(board_key=key),
             keys.rebuild_done(board_key=key),
         ]
-        expiries.append(0 if day is None else daily_board_expire_at(day=day, now=now))
-    entries = ";".join(
-        f"{index[key]} {player} {points} {ticks} {xid}"
-        for (key, player, xid), (points, ticks) in _collapse(results, board, board_key).items()
-    )
     codec = board.codec
     head: list[str | int] = [
-        partition,
-        min(r.offset for r in results),
+        group.partition,
+        min(group.offsets),
         handled_offset,
         board.rule,
         board.order,
         codec.time_bits,
         codec.max_points,
-        len(groups),
+        len(names),
     ]
-    return list(groups), key_args, [*head, *expiries, entries]
+    columns: list[str | int] = [
+        n,
+        _joined(group.players),
+        _joined(group.points),
+        _joined(group.ticks),
+        _joined(group.xids),
+        season_long,
+        daily,
+    ]
+    return names, key_args, [*head, *expiries, *columns]
+
+
+def board_groups_apply(
+    *,
+    topic: str,
+    groups: Sequence[CountedGroup],
+    handled_offsets: Mapping[int, int],
+    boards: Mapping[int, BoardRef],
+) -> BoardsApplied:
+    """Put results on their boards (season-long and daily), exactly once per Kafka offset.
+
+    ``handled_offsets`` maps each partition in the batch to the highest offset the caller has
+    dealt with (applied, rejected or found to be a duplicate). One script call per partition and
+    board (``groups``: one each), all pipelined: each checks the board's applied-offset
+    watermark for the partition, writes the board and moves its watermark atomically, touching
+    keys of that board's slot only (docs/ingestion.md). The script alone decides what is
+    already on the board: a call whose lowest offset its watermark covers writes nothing and
+    returns the watermark; its offsets at or below it are dropped (``already_applied``) and the
+    rest sent again.
+    """
+    client = get_board_redis()
+    script = get_script(client, "apply_results")
+    pending = [group for group in groups if len(group)]
+    applied = 0
+    already = 0
+    overflowed: list[str] = []
+    now = datetime.now(UTC)
+    while pending:
+        pending.sort(key=lambda group: (group.partition, group.board_id))
+        group_names: list[list[str]] = []
+        calls: list[ScriptCall] = []
+        for group in pending:
+            names, key_args, args = _script_args(
+                board=boards[group.board_id],
+                group=group,
+                handled_offset=handled_offsets[group.partition],
+                now=now,
+            )
+            group_names.append(names)
+            watermark = keys.ingest_applied_offsets(board_id=group.board_id, topic=topic)
+            calls.append(ScriptCall(script=script, keys=[watermark, *key_args], args=args))
+        # Each call touches one board's slot; a cluster pipeline sends them grouped per node.
+        replies = scripts_pipelined(client, calls)
+        retry: list[CountedGroup] = []
+        for group, names, reply in zip(pending, group_names, replies, strict=True):
+            if int(reply[0]) == 1:
+                applied += len(group)
+                for item in reply[2:]:
+                    group_index, member = item.decode().split(" ", 1)
+                    overflowed.append(f"{names[int(group_index) - 1]} {member}")
+                continue
+            # Covered up to the watermark: a redelivery, a retry after a lost reply, or another
+            # consumer (the partition moved during a rebalance) applied part of it.
+            remaining = group.above(int(reply[1]))
+            already += len(group) - len(remaining)
+            if len(remaining):
+                retry.append(remaining)
+        pending = retry
+    if overflowed:
+        logger.error(
+            "cumulative points overflow the codec; results left off the board: %s", overflowed
+        )
+    return BoardsApplied(applied=applied, already_applied=already, overflowed=tuple(overflowed))
 
 
 def board_results_apply(
@@ -146,63 +272,13 @@ def board_results_apply(
     handled_offsets: Mapping[int, int],
     boards: Mapping[int, BoardRef],
 ) -> BoardsApplied:
-    """Put results on their boards (season-long and daily), exactly once per Kafka offset.
-
-    ``handled_offsets`` maps each partition in the batch to the highest offset the caller has
-    dealt with (applied, rejected or found to be a duplicate). One script call per partition and
-    board, all pipelined: each checks the board's applied-offset watermark for the partition,
-    writes the board and moves its watermark atomically, touching keys of that board's slot only
-    (docs/ingestion.md). The script alone decides what is already on the board: a call whose
-    lowest offset its watermark covers writes nothing and returns the watermark; its offsets at
-    or below it are dropped (``already_applied``) and the rest sent again.
-    """
-    client = get_board_redis()
-    script = get_script(client, "apply_results")
-    pending: dict[tuple[int, int], list[CountedResult]] = defaultdict(list)
-    for r in results:
-        pending[(r.partition, r.board_id)].append(r)
-    applied = 0
-    already = 0
-    overflowed: list[str] = []
-    while pending:
-        order = sorted(pending)
-        group_names: list[list[str]] = []
-        calls: list[ScriptCall] = []
-        for partition, board_id in order:
-            board = boards[board_id]
-            names, key_args, args = _script_args(
-                board=board,
-                partition=partition,
-                results=pending[(partition, board_id)],
-                handled_offset=handled_offsets[partition],
-            )
-            group_names.append(names)
-            watermark = keys.ingest_applied_offsets(board_id=board_id, topic=topic)
-            calls.append(ScriptCall(script=script, keys=[watermark, *key_args], args=args))
-        # Each call touches one board's slot; a cluster pipeline sends them grouped per node.
-        replies = scripts_pipelined(client, calls)
-        retry: dict[tuple[int, int], list[CountedResult]] = {}
-        for slot, names, reply in zip(order, group_names, replies, strict=True):
-            batch = pending[slot]
-            if int(reply[0]) == 1:
-                applied += len(batch)
-                for item in reply[2:]:
-                    group_index, member = item.decode().split(" ", 1)
-                    overflowed.append(f"{names[int(group_index) - 1]} {member}")
-                continue
-            # Covered up to the watermark: a redelivery, a retry after a lost reply, or another
-            # consumer (the partition moved during a rebalance) applied part of it.
-            applied_offset = int(reply[1])
-            remaining = [r for r in batch if r.offset > applied_offset]
-            already += len(batch) - len(remaining)
-            if remaining:
-                retry[slot] = remaining
-        pending = defaultdict(list, retry)
-    if overflowed:
-        logger.error(
-            "cumulative points overflow the codec; results left off the board: %s", overflowed
-        )
-    return BoardsApplied(applied=applied, already_applied=already, overflowed=tuple(overflowed))
+    """``board_groups_apply`` for results given as rows."""
+    return board_groups_apply(
+        topic=topic,
+        groups=counted_groups(results),
+        handled_offsets=handled_offsets,
+        boards=boards,
+    )
 
 
 def applied_offsets_get(

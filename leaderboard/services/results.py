@@ -8,7 +8,8 @@ stored, so the caller can decide what counts (docs/ingestion.md, "Exactly once")
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
@@ -19,7 +20,7 @@ from seasons.models import Season
 
 
 class ResultRow(NamedTuple):
-    """One result to store, in the order of the staging table's columns."""
+    """One result to store, as a row (tests and benchmarks build them by hand)."""
 
     match_id: uuid.UUID
     player_id: int
@@ -31,6 +32,42 @@ class ResultRow(NamedTuple):
     kafka_offset: int
 
 
+@dataclass(frozen=True, slots=True)
+class ResultColumns:
+    """Results to store, column by column (index i of every list is one result), in the order
+    of the staging table's columns: what ingestion hands over, with no object per result."""
+
+    match_ids: list[uuid.UUID]
+    player_ids: list[int]
+    season_ids: list[int]
+    board_ids: list[int]
+    points: list[int]
+    achieved_at: list[datetime]
+    kafka_partitions: list[int]
+    kafka_offsets: list[int]
+
+    @classmethod
+    def of(cls, rows: Iterable[ResultRow]) -> ResultColumns:
+        rows = list(rows)
+        return cls(*([list(column) for column in zip(*rows, strict=True)] or [[]] * 8))
+
+    def __len__(self) -> int:
+        return len(self.kafka_offsets)
+
+    def rows(self) -> Iterator[tuple[uuid.UUID, int, int, int, int, datetime, int, int]]:
+        return zip(
+            self.match_ids,
+            self.player_ids,
+            self.season_ids,
+            self.board_ids,
+            self.points,
+            self.achieved_at,
+            self.kafka_partitions,
+            self.kafka_offsets,
+            strict=True,
+        )
+
+
 class RowStored(NamedTuple):
     """What the table holds for one result of the batch after the insert."""
 
@@ -40,6 +77,30 @@ class RowStored(NamedTuple):
     from_this_message: bool
     # Voided, or the player is banned from the season: stored, but not counted.
     excluded: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBatch:
+    """What the table holds for a batch after the insert, without an object per result: the
+    rows it inserted are the rule, the others (and the banned) the exceptions.
+
+    Rows are named by the Kafka record that carried them, (kafka_partition, kafka_offset).
+    """
+
+    xid: int  # the transaction that inserted the batch's new rows
+    # Rows this insert did not create (stored before, or by another row of the batch carrying
+    # the same result): what the table holds for each.
+    others: dict[tuple[int, int], RowStored]
+    # Rows inserted now whose player is banned from the season.
+    banned: frozenset[tuple[int, int]]
+
+    def row(self, *, partition: int, offset: int) -> RowStored:
+        """What the table holds for the row of (partition, offset)."""
+        key = (partition, offset)
+        other = self.others.get(key)
+        if other is not None:
+            return other
+        return RowStored(self.xid, True, key in self.banned)
 
 
 _TABLE = MatchResult._meta.db_table
@@ -56,45 +117,73 @@ LOCK_BOARDS_SQL = f"""
     WHERE b.id = ANY(%s) ORDER BY b.id FOR KEY SHARE OF b, s
 """  # noqa: S608
 
-# The batch goes in by COPY into a per-connection temp table, then one INSERT ... SELECT with
-# conflicts ignored: measured about twice as fast as one INSERT over unnest(<arrays>), whose
-# per-element array adaptation dominates (docs/ingestion.md). pg_current_xact_id records the
-# transaction for rebuilds running meanwhile.
+# The batch goes in by binary COPY into a per-connection temp table, then one INSERT ... SELECT
+# with conflicts ignored: measured about twice as fast as one INSERT over unnest(<arrays>),
+# whose per-element array adaptation dominates (docs/ingestion.md); binary rather than text
+# COPY because formatting each value as text was most of the client's cost of this step.
+# pg_current_xact_id records the transaction for rebuilds running meanwhile.
 _STAGE = "ingest_match_result_stage"
+_STAGE_COLUMNS = (
+    ("match_id", "uuid"),
+    ("player_id", "int8"),
+    ("season_id", "int4"),
+    ("board_id", "int8"),
+    ("points", "int8"),
+    ("achieved_at", "timestamptz"),
+    ("kafka_partition", "int4"),
+    ("kafka_offset", "int8"),
+)
 _STAGE_SQL = f"""
     CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (
-        match_id uuid, player_id bigint, season_id integer, board_id bigint, points bigint,
-        achieved_at timestamptz, kafka_partition integer, kafka_offset bigint
+        {", ".join(f"{name} {kind}" for name, kind in _STAGE_COLUMNS)}
     ) ON COMMIT DELETE ROWS
 """
-_COPY_SQL = f"COPY {_STAGE} FROM STDIN"
+_COPY_SQL = f"COPY {_STAGE} FROM STDIN (FORMAT BINARY)"
+_COPY_TYPES = [kind for _, kind in _STAGE_COLUMNS]
+# One row back, not one per result: the transaction, how many rows were inserted and which of
+# them are a banned player's (rare). Which rows conflicted is asked only when some did.
 _INSERT_SQL = f"""
-    INSERT INTO {_TABLE} (match_id, player_id, season_id, board_id, points, achieved_at,
-                          ingested_at, void_reason, kafka_partition, kafka_offset, ingest_xid)
-    SELECT s.match_id, s.player_id, s.season_id, s.board_id, s.points, s.achieved_at, now(), '',
-           s.kafka_partition, s.kafka_offset, pg_current_xact_id()::text::bigint
-    FROM {_STAGE} s
-    ON CONFLICT (match_id, player_id, board_id) DO NOTHING
-    RETURNING kafka_partition, kafka_offset, ingest_xid, EXISTS (
-        SELECT 1 FROM {_BANS} b
-        WHERE b.season_id = {_TABLE}.season_id AND b.player_id = {_TABLE}.player_id
+    WITH inserted AS (
+        INSERT INTO {_TABLE} (match_id, player_id, season_id, board_id, points, achieved_at,
+                              ingested_at, void_reason, kafka_partition, kafka_offset,
+                              ingest_xid)
+        SELECT s.match_id, s.player_id, s.season_id, s.board_id, s.points, s.achieved_at, now(),
+               '', s.kafka_partition, s.kafka_offset, pg_current_xact_id()::text::bigint
+        FROM {_STAGE} s
+        ON CONFLICT (match_id, player_id, board_id) DO NOTHING
+        RETURNING kafka_partition, kafka_offset, season_id, player_id
+    ), banned AS (
+        SELECT i.kafka_partition, i.kafka_offset FROM inserted i
+        WHERE EXISTS (
+            SELECT 1 FROM {_BANS} b WHERE b.season_id = i.season_id AND b.player_id = i.player_id
+        )
     )
-"""  # noqa: S608 -- table names are constants, every value comes in by COPY
-
-_EXISTING_SQL = f"""
-    SELECT r.match_id, r.player_id, r.board_id, r.kafka_partition, r.kafka_offset, r.ingest_xid,
-           r.voided_at IS NOT NULL OR EXISTS (
-               SELECT 1 FROM {_BANS} b
-               WHERE b.season_id = r.season_id AND b.player_id = r.player_id
-           )
-    FROM {_TABLE} r
-    JOIN unnest(%s::uuid[], %s::bigint[], %s::bigint[]) AS t(match_id, player_id, board_id)
-      ON r.match_id = t.match_id AND r.player_id = t.player_id AND r.board_id = t.board_id
+    SELECT pg_current_xact_id()::text::bigint, (SELECT count(*) FROM inserted),
+           ARRAY(SELECT kafka_partition FROM banned ORDER BY kafka_partition, kafka_offset),
+           ARRAY(SELECT kafka_offset FROM banned ORDER BY kafka_partition, kafka_offset)
+"""  # noqa: S608 -- table names come from the models, every value comes in by COPY
+# The staged rows this transaction did not insert, and what the table holds for each (a later
+# statement: its snapshot sees rows other transactions committed while the insert waited on
+# them). LIMIT 1 keeps each lookup a probe of the unique index, whatever the planner thinks of
+# the temp table's size. No stored row (deleted meanwhile): reported as not this message's.
+_OTHERS_SQL = f"""
+    SELECT s.kafka_partition, s.kafka_offset, r.kafka_partition, r.kafka_offset, r.ingest_xid,
+           r.excluded
+    FROM {_STAGE} s
+    LEFT JOIN LATERAL (
+        SELECT r.kafka_partition, r.kafka_offset, r.ingest_xid,
+               r.voided_at IS NOT NULL OR EXISTS (
+                   SELECT 1 FROM {_BANS} b
+                   WHERE b.season_id = r.season_id AND b.player_id = r.player_id
+               ) AS excluded
+        FROM {_TABLE} r
+        WHERE r.match_id = s.match_id AND r.player_id = s.player_id AND r.board_id = s.board_id
+        LIMIT 1
+    ) r ON true
+    WHERE r.ingest_xid IS DISTINCT FROM %s
+       OR r.kafka_partition IS DISTINCT FROM s.kafka_partition
+       OR r.kafka_offset IS DISTINCT FROM s.kafka_offset
 """  # noqa: S608
-
-
-# kafka_partition, kafka_offset, ingest_xid, excluded (voided or banned) of a stored row.
-_StoredRow = tuple[int | None, int | None, int | None, bool]
 
 
 class BoardsDeleted(Exception):
@@ -105,57 +194,40 @@ class BoardsDeleted(Exception):
         self.board_ids = board_ids
 
 
-def match_results_store(*, rows: Sequence[ResultRow]) -> list[RowStored]:
-    """Insert the batch (conflicts on (match_id, player_id, board) ignored) and say, for each
-    row in order, what the table holds for it.
+def match_results_store(*, results: ResultColumns) -> StoredBatch:
+    """Insert the batch (conflicts on (match_id, player_id, board) ignored) and say what the
+    table holds for its rows, each named by its (kafka_partition, kafka_offset).
 
     Raises BoardsDeleted, storing nothing, if a board of the batch no longer exists.
     """
-    if not rows:
-        return []
+    if not len(results):
+        return StoredBatch(0, {}, frozenset())
     with transaction.atomic(), connection.cursor() as cursor:
-        board_ids = {r.board_id for r in rows}
+        board_ids = set(results.board_ids)
         cursor.execute(LOCK_BOARDS_SQL, [sorted(board_ids)])
         gone = board_ids - {row[0] for row in cursor.fetchall()}
         if gone:
             raise BoardsDeleted(gone)
         cursor.execute(_STAGE_SQL)
         with cursor.cursor.copy(_COPY_SQL) as copy:
-            for r in rows:
-                copy.write_row(r)
+            copy.set_types(_COPY_TYPES)
+            write_row = copy.write_row
+            for row in results.rows():
+                write_row(row)
         cursor.execute(_INSERT_SQL)
-        # Inserted now, keyed by the message that won the row (a Kafka record is one result,
-        # so its partition and offset name it; cheaper to match on than the uuid pair).
-        inserted: dict[tuple[int, int], tuple[int | None, bool]] = {
-            (row[0], row[1]): (row[2], bool(row[3])) for row in cursor.fetchall()
-        }
-        # The rest conflicted: stored before, or by another message of this batch carrying the
-        # same result. The stored row says which message it came from.
-        missing = {
-            (r.match_id, r.player_id, r.board_id)
-            for r in rows
-            if (r.kafka_partition, r.kafka_offset) not in inserted
-        }
-        existing: dict[tuple[uuid.UUID, int, int], _StoredRow] = {}
-        if missing:
-            cursor.execute(
-                _EXISTING_SQL,
-                [list(column) for column in zip(*missing, strict=True)],
-            )
-            existing = {
-                (row[0], row[1], row[2]): (row[3], row[4], row[5], row[6]) for row in cursor
-            }
-    stored: list[RowStored] = []
-    for r in rows:
-        new = inserted.get((r.kafka_partition, r.kafka_offset))
-        if new is not None:
-            xid, banned = new
-            stored.append(RowStored(xid, True, banned))
-            continue
-        # Absent only if deleted in between; treat it as not ours to count.
-        partition, offset, xid, excluded = existing.get(
-            (r.match_id, r.player_id, r.board_id), (None, None, None, True)
-        )
-        same_message = (partition, offset) == (r.kafka_partition, r.kafka_offset)
-        stored.append(RowStored(xid, same_message, excluded))
-    return stored
+        summary = cursor.fetchone()
+        assert summary is not None
+        xid, inserted, banned_partitions, banned_offsets = summary
+        banned = frozenset(zip(banned_partitions, banned_offsets, strict=True))
+        others: dict[tuple[int, int], RowStored] = {}
+        if inserted < len(results):
+            # Some rows conflicted: stored before, or by another row of this batch carrying the
+            # same result. The stored row says which message it came from.
+            cursor.execute(_OTHERS_SQL, [xid])
+            for partition, offset, stored_partition, stored_offset, stored_xid, excluded in cursor:
+                if stored_partition is None:
+                    others[(partition, offset)] = RowStored(None, False, True)
+                    continue
+                same_message = (stored_partition, stored_offset) == (partition, offset)
+                others[(partition, offset)] = RowStored(stored_xid, same_message, bool(excluded))
+    return StoredBatch(int(xid), others, banned)

@@ -17,7 +17,7 @@ from ingestion.services import batch as batch_handler
 from ingestion.services import match_results_ingest
 from leaderboard import keys
 from leaderboard.models import MatchResult, PlayerBan, ScoringRule
-from leaderboard.services import match_results_store
+from leaderboard.services import ResultColumns, match_results_store
 from seasons.models import Season
 from tests.helpers import main_board_id, make_season, subprocess_database_url
 
@@ -48,7 +48,7 @@ def test_a_result_stored_by_its_second_message_before_a_crash_is_applied_once(
     other = Result(uuid.uuid4(), 9, season.id, 2, season.starts_at + timedelta(hours=6))
     # Two messages carry the same result (a game-server retry) on two partitions. The second
     # one's consumer stored it, then died before Redis.
-    match_results_store(rows=[result.row(partition=1, offset=20)])
+    match_results_store(results=ResultColumns.of([result.row(partition=1, offset=20)]))
 
     # The redelivery meets the first message before the one that stored the row.
     batch = [_record(result, 0, 10), _record(other, 0, 11), _record(result, 1, 20)]
@@ -162,7 +162,7 @@ def test_a_season_deleted_between_validation_and_storing_turns_its_results_into_
 def test_a_season_with_results_cannot_be_deleted_or_renumbered_even_in_sql() -> None:
     season = make_season()
     result = Result(uuid.uuid4(), 1, season.id, 10, season.starts_at + timedelta(hours=1))
-    match_results_store(rows=[result.row(partition=0, offset=1)])
+    match_results_store(results=ResultColumns.of([result.row(partition=0, offset=1)]))
 
     with pytest.raises(ProtectedError):
         season.delete()
@@ -189,7 +189,7 @@ def test_a_batch_being_stored_holds_off_a_season_delete_which_then_fails() -> No
     other = psycopg.connect(subprocess_database_url(), autocommit=True)
     try:
         with transaction.atomic():
-            match_results_store(rows=[result.row(partition=0, offset=1)])
+            match_results_store(results=ResultColumns.of([result.row(partition=0, offset=1)]))
             other.execute("SET lock_timeout = '200ms'")
             with pytest.raises(psycopg.errors.LockNotAvailable):
                 other.execute("DELETE FROM seasons_season WHERE id = %s", [season.id])

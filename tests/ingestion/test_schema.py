@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ingestion import schema
 from ingestion.schema import MatchResultMessage, MessageRejected
@@ -320,3 +323,112 @@ def test_the_codec_maximum_itself_is_accepted() -> None:
     season = _season()
     message = schema.message_validate(_good(points=_MAIN.codec.max_points))
     _check(message, season)
+
+
+# --- the fast path and the checked path answer alike ----------------------------------------
+
+_UUIDS = [MATCH, MATCH.upper(), MATCH.replace("-", ""), "{" + MATCH + "}", "urn:uuid:" + MATCH]
+_FIELD_VALUES: dict[str, list[object]] = {
+    "matchId": [*_UUIDS, MATCH[:-1] + "g", "", 12, None, [MATCH]],
+    "playerId": [1, 42, 0, -1, (1 << 63) - 1, 1 << 63, 1 << 64, True, 1.0, "42", None],
+    "seasonId": [12, 0, (1 << 63) - 1, 1 << 63, False, 12.5, None],
+    "points": [0, 1518, -1, schema.POINTS_CEILING, schema.POINTS_CEILING + 1, 1 << 60, 1e3, "5"],
+    "achievedAt": [
+        "2026-10-12T10:15:00Z",
+        "2026-10-12T10:15:00.123456Z",
+        "2026-10-12T12:15:00+02:00",
+        "2026-10-12T05:45:00.000001-04:30",
+        "2026-10-12T10:15:00-00:00",
+        "2026-10-12T10:15:00.5Z",
+        "2026-10-12T10:15:00.1234567Z",
+        "2026-10-12T10:15:00.1234567+02:00",
+        "2026-10-12T10:15:00+0200",
+        "2026-10-12T10:15:00.123456+0000",
+        "2026-10-12t10:15:00Z",
+        "2026-10-12 10:15:00Z",
+        "2026-10-12T10:15:00z",
+        "2026-10-12X10:15:00Z",
+        "2026-W41-1T10:15:00Z",
+        "2026-10-12T10:15Z",
+        "2026-10-12T10:15:00",
+        "2026-02-30T10:15:00Z",
+        "2026-10-12T24:00:00Z",
+        "2026-10-12T23:59:60Z",
+        "2026-10-12T10:15:00+24:00",
+        "2026-10-12T10:15:00+23:59",
+        "2026-10-12T1a:15:00Z",
+        "2026-10-12T10:15:00.12345aZ",
+        "0001-01-01T00:00:00+01:00",
+        "9999-12-31T23:59:59-01:00",
+        "2026-10-12T10:15:00Z\n",
+        "\u0662\u0660\u0662\u0666-10-12T10:15:00Z",
+        1760000000,
+        None,
+    ],
+    "board": ["main", "lap-times", "a" * 32, "a" * 33, "Main", "", "main\n", "é", None, 5],
+}
+
+
+@st.composite
+def _raw_messages(draw: st.DrawFn) -> bytes:
+    # Mostly valid fields (the first of each list), so that one odd field, key or byte decides.
+    body: dict[str, object] = {}
+    for name, values in _FIELD_VALUES.items():
+        if draw(st.integers(0, 19)) == 0 or (name == "board" and draw(st.booleans())):
+            continue  # a field left out
+        odd = draw(st.integers(0, 3)) == 0
+        body[name] = draw(st.sampled_from(values)) if odd else values[0]
+    if draw(st.integers(0, 4)) == 0:
+        body[draw(st.sampled_from(["extra", "matchid", "note"]))] = draw(
+            st.sampled_from([1, "x", [1, 2], {"a": None}, 1e300, "\u00e9"])
+        )
+    raw = json.dumps(body, ensure_ascii=draw(st.booleans())).encode()
+    mutation = draw(st.integers(0, 9))
+    if mutation == 0:  # a byte changed, dropped or added
+        at = draw(st.integers(0, len(raw)))
+        raw = raw[:at] + draw(st.binary(max_size=2)) + raw[at + draw(st.integers(0, 1)) :]
+    elif mutation == 1:  # a duplicate key, which JSON decoders resolve to the last one
+        name = draw(st.sampled_from(list(_FIELD_VALUES)))
+        value = json.dumps(draw(st.sampled_from(_FIELD_VALUES[name])))
+        raw = raw.replace(b"{", f'{{"{name}": {value}, '.encode(), 1)
+    elif mutation == 2:  # a key written with an escape
+        raw = raw.replace(b'"playerId"', b'"player\\u0049d"')
+    elif mutation == 3:  # bytes that are not UTF-8, in a field no check reads
+        raw = raw.replace(b"{", b'{"skipped": "\xff\xfe", ', 1)
+    return raw
+
+
+def _answer(decode: Callable[[bytes | None], MatchResultMessage], raw: bytes | None) -> object:
+    try:
+        return decode(raw)
+    except MessageRejected as exc:
+        return (exc.code, exc.reason, exc.field)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_raw_messages())
+def test_the_fast_path_decides_as_the_checked_path(raw: bytes) -> None:
+    """Every input gets the same answer from both: the same message, or the same rejection
+    (code, reason, field). The fast path takes a message only when the checked path would."""
+    assert _answer(schema.message_decode, raw) == _answer(schema.message_decode_checked, raw)
+
+
+@pytest.mark.parametrize(
+    "achieved_at",
+    [
+        "2026-10-12T10:15:00Z",
+        "2026-10-12T10:15:00.123456Z",
+        "2026-10-12T12:15:00+02:00",
+        "2026-10-12T10:15:00.123456+00:00",
+    ],
+)
+def test_the_shapes_producers_send_take_the_fast_path(monkeypatch, achieved_at: str) -> None:
+    def checked(raw: bytes | None) -> MatchResultMessage:
+        raise AssertionError("took the checked path")
+
+    expected = schema.message_validate(_good(achievedAt=achieved_at, board="lap-times"))
+    monkeypatch.setattr(schema, "message_decode_checked", checked)
+    raw = json.dumps(_good(achievedAt=achieved_at, board="lap-times")).encode()
+    message = schema.message_decode(raw)
+    assert message == expected
+    assert message.achieved_at.tzinfo is UTC

@@ -144,8 +144,12 @@ def test_a_cumulative_overflow_is_left_out_not_clamped(board_redis) -> None:
     [
         # The layout before results were packed into one argument: five arguments per result.
         "one-argument-per-field",
-        # A packed entry that does not parse (negative points).
-        "malformed-entry",
+        # The layout before results went as columns: one packed entry string.
+        "packed-entries",
+        # Columns of different lengths (the daily one is short).
+        "short-column",
+        # A result naming a key group the call does not have.
+        "unknown-key-group",
     ],
 )
 def test_a_caller_of_another_argument_layout_fails_and_moves_nothing(board_redis, layout) -> None:
@@ -172,8 +176,12 @@ def test_a_caller_of_another_argument_layout_fails_and_moves_nothing(board_redis
     args: list[str | int]
     if layout == "one-argument-per-field":
         args = [*head, 1, 42, 100, 7, 500, 1, 43, 90, 8, 500]
+    elif layout == "packed-entries":
+        args = [*head, "1 42 100 7 500;1 43 90 8 500"]
+    elif layout == "short-column":
+        args = [*head, 2, "42 43", "100 90", "7 8", "500 500", "1 1", "1"]
     else:
-        args = [*head, "1 42 100 7 500;1 43 -90 8 500"]
+        args = [*head, 2, "42 43", "100 90", "7 8", "500 500", "1 2", "0 0"]
     script = get_script(board_redis, "apply_results")
 
     with pytest.raises(ResponseError, match="apply_results"):

@@ -19,6 +19,11 @@ class Command(BaseCommand):
         "Consume match results from Kafka into PostgreSQL and the Redis boards, exactly once. "
         "SIGTERM/SIGINT finish and commit the batch in hand, then exit 0."
     )
+    # Django's system checks import the whole URL conf (DRF, drf-spectacular, every view) and
+    # walk the admin: about a quarter of a consumer's start-up CPU, for a process that serves
+    # neither. `manage.py migrate`, which runs before the processes start (`make run`), and
+    # `manage.py check` run them.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--topic", help="default: KAFKA_MATCH_RESULTS_TOPIC")
