@@ -103,7 +103,7 @@ from ingestion.schema import MatchResultMessage  # noqa: E402
 from leaderboard import keys  # noqa: E402
 from leaderboard.models import MAIN_BOARD, BoardOrder, MatchResult, ScoringRule  # noqa: E402
 from leaderboard.redis import BoardRedis, get_board_redis  # noqa: E402
-from leaderboard.selectors import main_board_get  # noqa: E402
+from leaderboard.selectors.boards import main_board_get  # noqa: E402
 from leaderboard.services import (  # noqa: E402
     CountedResult,
     ResultColumns,

@@ -65,10 +65,10 @@ from ingestion.records import ConsumedRecord  # noqa: E402
 from ingestion.schema import MatchResultMessage  # noqa: E402
 from ingestion.services import match_results_ingest  # noqa: E402
 from leaderboard import keys  # noqa: E402
-from leaderboard.board_scores import board_scores_zadd_chunks  # noqa: E402
 from leaderboard.models import MatchResult  # noqa: E402
 from leaderboard.redis import get_board_redis  # noqa: E402
-from leaderboard.selectors import main_board_get  # noqa: E402
+from leaderboard.selectors.boards import main_board_get  # noqa: E402
+from leaderboard.selectors.scores import board_scores_zadd_chunks  # noqa: E402
 from leaderboard.services import (  # noqa: E402
     REBUILD_SORTED_RUNS,
     board_rebuild,

@@ -46,7 +46,7 @@ from django.db import connection  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from leaderboard.models import MatchResult  # noqa: E402
-from leaderboard.selectors import main_board_get  # noqa: E402
+from leaderboard.selectors.boards import main_board_get  # noqa: E402
 from leaderboard.services import (  # noqa: E402
     ResultColumns,
     ResultRow,

@@ -11,9 +11,9 @@ from datetime import datetime
 from django.conf import settings
 from kafka import KafkaConsumer, TopicPartition
 
-from leaderboard.board_scores import board_scores_top
 from leaderboard.models import MAIN_BOARD, Board
-from leaderboard.selectors import BoardRef
+from leaderboard.selectors.boards import BoardRef
+from leaderboard.selectors.scores import board_scores_top
 from seasons.models import Season, SeasonStatus
 
 from .models import FinalStanding

@@ -20,9 +20,10 @@ from django.utils.safestring import SafeString, mark_safe
 from seasons.admin import ReadOnlyAdmin, SeasonAdminBase, confirmed_action
 from seasons.models import Season
 
-from .board_scores import match_results_of_player
 from .models import MAIN_BOARD, Board, MatchResult, PlayerBan, RebuildRun, ReconcileRun
-from .selectors import BoardOverview, board_list, board_overview_get
+from .selectors.boards import board_list
+from .selectors.overview import BoardOverview, board_overview_get
+from .selectors.results import match_results_of_player
 from .services import (
     SCORE_FIELDS,
     Correction,

@@ -38,22 +38,23 @@ from seasons.selectors import season_get_cached
 
 from . import openapi
 from .models import BOARD_SLUG_PATTERN, MAIN_BOARD
-from .selectors import (
+from .selectors.boards import (
     BoardRef,
-    RankingEntry,
-    TopList,
-    board_around_get,
-    board_friends_get,
     board_get_cached,
     board_list_cached,
+    season_list_with_main_rule,
+)
+from .selectors.rankings import (
+    RankingEntry,
+    board_around_get,
+    board_friends_get,
     board_player_get,
     board_ranks_get,
-    board_sizes_known_get,
-    board_top_get,
     daily_board_top_get,
-    season_list_with_main_rule,
     weekly_board_top_get,
 )
+from .selectors.sizes import board_sizes_known_get
+from .selectors.top import TopList, board_top_get
 from .serializers import (
     AroundQuerySerializer,
     DayPathSerializer,
@@ -187,7 +188,7 @@ def board_or_404(season_id: int, slug: str) -> BoardRef:
 _rendered: LRUCache[tuple[int, int, int], tuple[bytes, str]] = LRUCache(maxsize=512)
 _rendered_lock = threading.Lock()
 
-# The version of a top list (leaderboard.selectors.TopList.version), on 200s and 304s.
+# The version of a top list (leaderboard.selectors.top.TopList.version), on 200s and 304s.
 VERSION_HEADER = "X-Snapshot-Version"
 # Digits of a version in an ETag: microseconds since 1970 have 16 until the year 2286.
 _VERSION_DIGITS = 16

@@ -86,7 +86,7 @@ IF_NONE_MATCH = OpenApiParameter(
     OpenApiParameter.HEADER,
     description="An ETag of an earlier answer: 304 without a body when it still matches.",
 )
-# The top lists: versioned (leaderboard.selectors.TopList.version).
+# The top lists: versioned (leaderboard.selectors.top.TopList.version).
 TOP_ETAG = OpenApiParameter(
     "ETag",
     OpenApiTypes.STR,

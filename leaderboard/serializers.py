@@ -8,7 +8,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from .selectors import TOP_SNAPSHOT_SIZE, PlayerStanding, RankingEntry
+from .selectors.rankings import PlayerStanding, RankingEntry
+from .selectors.top import TOP_SNAPSHOT_SIZE
 
 # Player ids are positive integers that fit PostgreSQL's bigint.
 MAX_ID = 2**63 - 1

@@ -9,7 +9,7 @@ admin, the ingestion door). Three causes, each with its own ``code`` in the JSON
 - ``redis_unavailable``: the boards' Redis (standalone or cluster) down, restarting, loading its
   dataset, busy or failing over (``leaderboard.redis.redis_unavailable``);
 - ``board_recovering``: Redis answers but lost the board, which is being rebuilt
-  (``leaderboard.selectors.BoardUnavailableError``).
+  (``leaderboard.selectors.rankings.BoardUnavailableError``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from django.conf import settings
 from seasons.memo import DATABASE_UNREACHABLE
 
 from .redis import redis_unavailable
-from .selectors import BoardUnavailableError
+from .selectors.rankings import BoardUnavailableError
 
 DATABASE_UNAVAILABLE_DETAIL = "the database is unavailable; retry later"
 REDIS_UNAVAILABLE_DETAIL = "the boards' Redis is unavailable; retry later"

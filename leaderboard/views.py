@@ -26,17 +26,15 @@ from seasons.selectors import SeasonRef, season_get_cached, season_list
 
 from .apis import top_list_etag
 from .models import MAIN_BOARD
-from .selectors import (
-    BoardRef,
+from .selectors.boards import BoardRef, board_get_cached, board_list_cached
+from .selectors.rankings import (
     board_around_get,
-    board_get_cached,
-    board_list_cached,
     board_player_get,
     board_ranks_get,
-    board_top_get,
     daily_board_top_get,
     weekly_board_top_get,
 )
+from .selectors.top import board_top_get
 from .serializers import DayPathSerializer, IdField, RanksQuerySerializer, WeekPathSerializer
 from .services import weekly_board_ensure
 from .throttling import throttled_page

@@ -24,13 +24,10 @@ from redis.exceptions import RedisError
 from ingestion.dead_letter_tail import dead_letters_latest
 from ingestion.history import ingest_history_get
 from ingestion.selectors import ingest_consumer_stats_list
-from leaderboard.selectors import (
-    BoardRef,
-    board_list_live,
-    board_runs_latest,
-    board_sizes_get,
-    top_snapshot_times_get,
-)
+from leaderboard.selectors.boards import BoardRef, board_list_live
+from leaderboard.selectors.runs import board_runs_latest
+from leaderboard.selectors.sizes import board_sizes_get
+from leaderboard.selectors.top import top_snapshot_times_get
 from seasons.selectors import SeasonRef
 
 from .charts import time_chart_svg

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import connection
 
 from leaderboard.redis import get_board_redis
-from leaderboard.selectors import board_list_open
+from leaderboard.selectors.boards import board_list_open
 from leaderboard.services import boards_lost_get, boards_recovering_get
 
 

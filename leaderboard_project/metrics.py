@@ -32,7 +32,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from leaderboard.selectors import board_list_live, board_sizes_get, top_snapshot_times_get
+from leaderboard.selectors.boards import board_list_live
+from leaderboard.selectors.sizes import board_sizes_get
+from leaderboard.selectors.top import top_snapshot_times_get
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from leaderboard.models import MAIN_BOARD, Board, ScoringRule
-from leaderboard.selectors import BoardRef
+from leaderboard.selectors.boards import BoardRef
 from seasons.models import Season
 from seasons.selectors import SeasonRef
 

@@ -152,7 +152,7 @@ def load(args: argparse.Namespace, season: Any) -> None:
 
     from leaderboard import keys
     from leaderboard.redis import get_board_redis
-    from leaderboard.selectors import main_board_get
+    from leaderboard.selectors.boards import main_board_get
     from leaderboard.services import board_mark_intact
 
     client = get_board_redis()
@@ -238,10 +238,11 @@ def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[s
     import psycopg
     from django.conf import settings
 
-    from leaderboard import keys, selectors
+    from leaderboard import keys
     from leaderboard.redis import get_board_redis
+    from leaderboard.selectors import boards, rankings
 
-    ref = selectors.board_get_cached(season_id=SEASON_ID)
+    ref = boards.board_get_cached(season_id=SEASON_ID)
     assert ref is not None
     client = get_board_redis()
     key = keys.board(board_id=ref.id)
@@ -264,16 +265,16 @@ def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[s
         lambda: client.zmscore(key, [str(p) for p in friends()]), n
     )
     results["selector: top 100 (live, Lua)"] = timed(
-        lambda: selectors.board_page_get(board=ref, board_key=key, start=0, count=100), n
+        lambda: rankings.board_page_get(board=ref, board_key=key, start=0, count=100), n
     )
     results["selector: player entry (Lua)"] = timed(
-        lambda: selectors.board_player_get(board=ref, player_id=player()), n
+        lambda: rankings.board_player_get(board=ref, player_id=player()), n
     )
     results["selector: around r=5 (Lua)"] = timed(
-        lambda: selectors.board_around_get(board=ref, player_id=player(), radius=5), n
+        lambda: rankings.board_around_get(board=ref, player_id=player(), radius=5), n
     )
     results["selector: friends 200 (Lua)"] = timed(
-        lambda: selectors.board_friends_get(board=ref, player_ids=friends()), max(1, n // 4)
+        lambda: rankings.board_friends_get(board=ref, player_ids=friends()), max(1, n // 4)
     )
     if args.skip_pg:
         return results

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 from kafka.errors import KafkaError
 
-from leaderboard.selectors import BoardRef, board_list
+from leaderboard.selectors.boards import BoardRef, board_list
 from leaderboard.services import season_keys_unlink
 from seasons.models import Season, SeasonStatus
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from leaderboard.selectors import BoardRef, board_list
+from leaderboard.selectors.boards import BoardRef, board_list
 from seasons.models import Season, SeasonStatus
 
 from ..models import FinalStanding, GrantStatus, RewardGrant, RewardTier

@@ -21,9 +21,9 @@ from functools import partial
 from itertools import groupby
 from typing import TypeVar
 
-from leaderboard.board_scores import LatestResults, latest_results_get
 from leaderboard.models import ScoringRule
-from leaderboard.selectors import BoardRef
+from leaderboard.selectors.boards import BoardRef
+from leaderboard.selectors.results import LatestResults, latest_results_get
 from leaderboard.services import (
     BoardsDeleted,
     CountedGroup,

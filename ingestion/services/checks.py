@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from leaderboard.selectors import BoardRef, boards_of_seasons
+from leaderboard.selectors.boards import BoardRef, boards_of_seasons
 from seasons.models import Season
 
 from ..schema import (

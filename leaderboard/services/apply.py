@@ -14,7 +14,7 @@ from django.conf import settings
 from leaderboard import keys
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import ScriptCall, get_script, scripts_pipelined
-from leaderboard.selectors import BoardRef
+from leaderboard.selectors.boards import BoardRef
 
 logger = logging.getLogger(__name__)
 

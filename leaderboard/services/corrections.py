@@ -11,10 +11,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from leaderboard import keys
-from leaderboard.board_scores import board_days_with_results
 from leaderboard.models import Board, MatchResult, PlayerBan
 from leaderboard.redis import BoardRedis, get_board_redis
-from leaderboard.selectors import BoardRef, board_get, board_list
+from leaderboard.selectors.boards import BoardRef, board_get, board_list
+from leaderboard.selectors.days import board_days_with_results
 from seasons.models import Season, SeasonStatus
 
 from .derived import weekly_board_build

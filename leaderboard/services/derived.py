@@ -18,7 +18,8 @@ from leaderboard import keys
 from leaderboard.models import ScoringRule
 from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.scripts import get_script
-from leaderboard.selectors import TOP_SNAPSHOT_SIZE, BoardRef, board_list_live, board_top_read
+from leaderboard.selectors.boards import BoardRef, board_list_live
+from leaderboard.selectors.top import TOP_SNAPSHOT_SIZE, board_top_read
 
 from .rebuild import spec_args
 

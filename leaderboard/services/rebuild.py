@@ -21,11 +21,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from leaderboard import keys
-from leaderboard.board_scores import board_scores_zadd_chunks
 from leaderboard.models import RebuildRun, RunStatus
 from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.scripts import get_script
-from leaderboard.selectors import BoardRef, board_get
+from leaderboard.selectors.boards import BoardRef, board_get
+from leaderboard.selectors.scores import board_scores_zadd_chunks
 
 from .apply import daily_board_expire_at
 

@@ -17,22 +17,21 @@ from typing import Literal, cast
 from django.conf import settings
 
 from leaderboard import keys
-from leaderboard.board_scores import (
+from leaderboard.codec import CodecError
+from leaderboard.models import ReconcileRun
+from leaderboard.redis import BoardRedis, get_board_redis
+from leaderboard.scripts import get_script
+from leaderboard.selectors.boards import BoardRef, board_get, board_list_live
+from leaderboard.selectors.days import board_days_last_ingested
+from leaderboard.selectors.members import (
     MemberCounts,
-    board_days_last_ingested,
     board_member_count,
     board_member_counts,
     board_players_ingested_since,
     board_players_sample,
     board_players_uncovered,
-    board_scores_chunks,
-    board_scores_for_players,
 )
-from leaderboard.codec import CodecError
-from leaderboard.models import ReconcileRun
-from leaderboard.redis import BoardRedis, get_board_redis
-from leaderboard.scripts import get_script
-from leaderboard.selectors import BoardRef, board_get, board_list_live
+from leaderboard.selectors.scores import board_scores_chunks, board_scores_for_players
 from seasons.selectors import SeasonRef
 
 from .apply import daily_board_expire_at

@@ -30,10 +30,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from leaderboard import keys
-from leaderboard.board_scores import board_stored_offsets
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import get_script
-from leaderboard.selectors import BoardRef, board_list_open
+from leaderboard.selectors.boards import BoardRef, board_list_open
+from leaderboard.selectors.offsets import board_stored_offsets
 
 from .corrections import daily_boards_existing
 from .derived import weekly_board_build

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from datetime import date
 
 from leaderboard import keys
-from leaderboard.board_scores import OffsetGap, boards_days_with_results_in_gaps
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import get_script
-from leaderboard.selectors import board_list_live
+from leaderboard.selectors.boards import board_list_live
+from leaderboard.selectors.offsets import OffsetGap, boards_days_with_results_in_gaps
 
 from .apply import applied_offsets_get
 from .rebuild import board_rebuild

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from leaderboard import keys
 from leaderboard.redis import get_board_redis
-from leaderboard.selectors import board_list
+from leaderboard.selectors.boards import board_list
 
 
 def season_keys_unlink(*, season_id: int) -> int:

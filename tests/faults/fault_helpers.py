@@ -23,7 +23,7 @@ import redis
 
 from leaderboard import keys
 from leaderboard.models import BoardOrder, MatchResult, ScoringRule
-from leaderboard.selectors import BoardRef
+from leaderboard.selectors.boards import BoardRef
 from seasons.models import Season, SeasonStatus
 from tests.factories import board_factory
 from tests.helpers import as_board, expected_board, make_season

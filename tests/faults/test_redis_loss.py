@@ -26,7 +26,7 @@ from django.utils import timezone
 from ingestion.consumer import IngestTotals, MatchResultConsumer
 from leaderboard import keys
 from leaderboard.models import ScoringRule
-from leaderboard.selectors import board_list_open
+from leaderboard.selectors.boards import board_list_open
 from leaderboard.services import board_recover, boards_lost_get, boards_recover
 from leaderboard.tasks import boards_recover_task, build_weekly_boards
 from tests.helpers import expected_board, main_board, make_live_season, wait_until

@@ -17,7 +17,7 @@ from django.conf import settings
 
 from leaderboard import keys
 from leaderboard.redis import get_board_read_redis, get_board_redis
-from leaderboard.selectors import (
+from leaderboard.selectors.rankings import (
     board_around_get,
     board_friends_get,
     board_player_get,

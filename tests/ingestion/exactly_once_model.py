@@ -24,7 +24,7 @@ from ingestion.services import match_results_ingest
 from leaderboard import keys
 from leaderboard.models import Board, ScoringRule
 from leaderboard.redis import BoardRedis, get_board_redis
-from leaderboard.selectors import BoardRef
+from leaderboard.selectors.boards import BoardRef
 from leaderboard.services import (
     board_mark_intact,
     board_rebuild,

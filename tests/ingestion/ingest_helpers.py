@@ -25,7 +25,7 @@ from ingestion.consumer import ConsumerOptions
 from leaderboard import keys
 from leaderboard.models import Board
 from leaderboard.redis import BoardRedis
-from leaderboard.selectors import BoardRef
+from leaderboard.selectors.boards import BoardRef
 from leaderboard.services import ResultRow
 from seasons.models import Season
 from tests.helpers import (

@@ -10,7 +10,7 @@ from django.db import connection, transaction
 
 from leaderboard.models import Board, MatchResult
 from leaderboard.redis import BoardRedis
-from leaderboard.selectors import BoardRef
+from leaderboard.selectors.boards import BoardRef
 from leaderboard.services import CountedResult, board_results_apply
 from seasons.models import Season
 from tests.helpers import as_board

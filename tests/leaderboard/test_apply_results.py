@@ -8,7 +8,7 @@ import pytest
 
 from leaderboard import keys
 from leaderboard.models import BoardOrder, ScoringRule, board_codec
-from leaderboard.selectors import BoardRef
+from leaderboard.selectors.boards import BoardRef
 from leaderboard.services import CountedResult, board_results_apply
 from seasons.selectors import SeasonRef
 

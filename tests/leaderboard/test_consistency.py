@@ -10,7 +10,7 @@ import pytest
 
 from leaderboard import keys
 from leaderboard.redis import get_board_redis
-from leaderboard.selectors import board_around_get, board_player_get
+from leaderboard.selectors.rankings import board_around_get, board_player_get
 from seasons.selectors import SeasonRef
 from tests.helpers import as_board, main_board_id, make_season
 

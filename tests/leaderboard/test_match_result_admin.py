@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from leaderboard.board_scores import match_results_of_player
+from leaderboard.selectors.results import match_results_of_player
 from tests.helpers import main_board_id, make_result, make_season
 
 pytestmark = pytest.mark.django_db

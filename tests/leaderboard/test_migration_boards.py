@@ -36,7 +36,8 @@ from rest_framework import serializers
 from closeout.models import FinalStanding, RewardGrant, RewardTier
 from leaderboard.codec import ScoreCodec
 from leaderboard.models import Board, MatchResult, RebuildRun, ReconcileRun
-from leaderboard.selectors import BoardRef, top_snapshot_memo_clear
+from leaderboard.selectors.boards import BoardRef
+from leaderboard.selectors.top import top_snapshot_memo_clear
 from leaderboard.services import board_all_rebuild
 from seasons.memo import process_memos_clear
 from seasons.selectors import SeasonRef

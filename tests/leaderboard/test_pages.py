@@ -111,13 +111,14 @@ def test_daily_and_weekly_tabs_show_those_boards_live(client, board_redis):
 def test_board_page_is_a_503_page_when_redis_is_down(client, monkeypatch):
     import redis
 
-    from leaderboard import selectors
+    from leaderboard.selectors import rankings, top
 
     season = make_season()
     # A real client on a port nothing listens on: the read fails as it does when Redis is gone.
     dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
-    monkeypatch.setattr(selectors, "get_board_redis", lambda: dead)
-    monkeypatch.setattr(selectors, "get_board_read_redis", lambda: dead)  # the read selectors'
+    monkeypatch.setattr(top, "get_board_redis", lambda: dead)
+    monkeypatch.setattr(top, "get_board_read_redis", lambda: dead)  # the read selectors'
+    monkeypatch.setattr(rankings, "get_board_read_redis", lambda: dead)
     response = client.get(f"/seasons/{season.id}")
     assert response.status_code == 503
     assert response["Retry-After"] == "5"

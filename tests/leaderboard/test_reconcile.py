@@ -159,7 +159,7 @@ def test_reconcile_days_cover_this_week_within_the_season():
 def test_an_old_day_with_a_late_result_is_in_the_window_its_board_expires_after():
     """Ingestion keeps a daily board DAILY_TTL days after its last write: a day of two months
     ago that got a result yesterday is in Redis, so the checks after a Redis loss cover it."""
-    from leaderboard.selectors import board_get
+    from leaderboard.selectors.boards import board_get
 
     now = timezone.now()
     season = make_season(

@@ -313,6 +313,6 @@ def test_a_closed_season_board_reports_its_size_without_an_intact_key(client, bo
 
 
 def _boards(season) -> list[int]:
-    from leaderboard.selectors import board_list
+    from leaderboard.selectors.boards import board_list
 
     return [board.id for board in board_list(season_id=season.id)]

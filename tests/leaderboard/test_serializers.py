@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from leaderboard.selectors import PlayerStanding, RankingEntry
+from leaderboard.selectors.rankings import PlayerStanding, RankingEntry
 from leaderboard.serializers import PlayerStandingSerializer, RankingEntrySerializer
 
 

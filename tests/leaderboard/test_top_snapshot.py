@@ -7,9 +7,10 @@ import random
 
 import pytest
 
-from leaderboard import keys, selectors
-from leaderboard.selectors import TOP_SNAPSHOT_SIZE, board_top_read, top_snapshot_memo_clear
-from leaderboard.selectors import TopListStates as TopStates
+from leaderboard import keys
+from leaderboard.selectors import top as top_selectors
+from leaderboard.selectors.top import TOP_SNAPSHOT_SIZE, board_top_read, top_snapshot_memo_clear
+from leaderboard.selectors.top import TopListStates as TopStates
 from leaderboard.services import derived, top_snapshot_refresh
 from leaderboard.tasks import refresh_top_snapshots
 from seasons.models import SeasonStatus
@@ -269,16 +270,16 @@ def test_a_process_behind_the_version_a_client_has_seen_catches_up(
     url = f"/api/seasons/{season.id}/leaderboard/top?limit=3"
     first_process, second_process = TopStates(maxsize=10), TopStates(maxsize=10)
     refresh_top_snapshots()
-    monkeypatch.setattr(selectors, "_top_states", first_process)
+    monkeypatch.setattr(top_selectors, "_top_states", first_process)
     old = client.get(url)
     write_season_board(board_redis, season, {77: (900, 0)})
     refresh_top_snapshots()
-    monkeypatch.setattr(selectors, "_top_states", second_process)
+    monkeypatch.setattr(top_selectors, "_top_states", second_process)
     new = client.get(url)
     assert version_of(new) > version_of(old)
     assert new.json()[0] == entry(1, 77, 900)
 
-    monkeypatch.setattr(selectors, "_top_states", first_process)
+    monkeypatch.setattr(top_selectors, "_top_states", first_process)
     # Without the client's word, the first process may still serve the version it holds...
     assert version_of(client.get(url)) == version_of(old)
     # ...but not to a client that has seen a newer one: it checks Redis at once, and its body
@@ -313,7 +314,7 @@ def test_processes_stay_within_one_version_and_a_client_never_goes_backwards(
         for offset in sorted(rng.uniform(0.05, 0.95) for _ in range(6)):
             now[0] = 1000.0 + second + offset
             process = rng.choice(processes)
-            monkeypatch.setattr(selectors, "_top_states", process)
+            monkeypatch.setattr(top_selectors, "_top_states", process)
             # Another client, who sends nothing: the process serves what it holds.
             anyone = client.get(url)
             assert stored.index(version_of(anyone)) >= len(stored) - 2

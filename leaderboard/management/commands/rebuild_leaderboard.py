@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from leaderboard.selectors import BoardRef, board_list
+from leaderboard.selectors.boards import BoardRef, board_list
 from leaderboard.services import (
     RebuildInProgressError,
     RebuildResult,

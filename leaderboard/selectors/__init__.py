@@ -1,0 +1,16 @@
+"""Reads, one module per question they answer.
+
+- ``boards``: which boards exist (``BoardRef``, lookups and lists, memoized or fresh);
+- ``rankings``: a board's ranks in Redis (pages, a player, around a player, friends, the daily
+  and weekly boards);
+- ``top``: the top list, from the per-second snapshot or the live board;
+- ``sizes``: how many players each board holds in Redis;
+- ``overview``: what staff see of a board;
+- ``runs``: the latest rebuild and reconcile runs;
+- ``scores``: each player's board score computed from PostgreSQL (rebuild, reconcile,
+  close-out);
+- ``members``: which and how many players a board holds per PostgreSQL (reconcile);
+- ``days``: the UTC days a board has results on;
+- ``results``: stored match results (a player's, each player's latest);
+- ``offsets``: the Kafka offsets of stored results (recovery, the failover gap search).
+"""

@@ -1,0 +1,136 @@
+"""Which boards exist: ``BoardRef`` (a board detached from the ORM), lookups and lists, memoized
+per process for the read path or fresh from PostgreSQL for tasks and services."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+
+from seasons.memo import ProcessMemo, process_memo
+from seasons.models import Season, SeasonStatus
+from seasons.selectors import SeasonRef
+
+from ..codec import ScoreCodec
+from ..models import MAIN_BOARD, Board, BoardOrder
+
+
+@dataclass(frozen=True, slots=True)
+class BoardRef:
+    """What the read path and the board services need of a board, detached from the ORM."""
+
+    id: int
+    slug: str
+    name: str
+    order: str
+    rule: str
+    codec: ScoreCodec
+    season: SeasonRef
+
+    @property
+    def season_id(self) -> int:
+        return self.season.id
+
+    @property
+    def ascending(self) -> bool:
+        return self.order == BoardOrder.ASC
+
+    @classmethod
+    def from_model(cls, board: Board) -> BoardRef:
+        return cls(
+            id=board.id,
+            slug=board.slug,
+            name=board.name,
+            order=board.order,
+            rule=board.rule,
+            codec=board.codec,
+            season=SeasonRef.from_model(board.season),
+        )
+
+
+_boards: ProcessMemo[tuple[int, str], BoardRef | None] = process_memo(
+    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS",
+    fallback_setting="LEADERBOARD_SEASON_FALLBACK_SECONDS",
+)
+
+
+def board_get_cached(*, season_id: int, slug: str = MAIN_BOARD) -> BoardRef | None:
+    """The season's board ``slug``, or None if either does not exist; memoized per process for
+    LEADERBOARD_SEASON_CACHE_SECONDS (a board's codec never changes; the season's status and
+    dates only matter at that scale)."""
+
+    def load() -> BoardRef | None:
+        board = Board.objects.select_related("season").filter(season_id=season_id, slug=slug)
+        found = board.first()
+        return BoardRef.from_model(found) if found is not None else None
+
+    return _boards.get((season_id, slug), load)
+
+
+_board_lists: ProcessMemo[int, tuple[BoardRef, ...]] = process_memo(
+    ttl_setting="LEADERBOARD_SEASON_CACHE_SECONDS",
+    fallback_setting="LEADERBOARD_SEASON_FALLBACK_SECONDS",
+)
+
+
+def board_list_cached(*, season_id: int) -> tuple[BoardRef, ...]:
+    """``board_list`` memoized per process like ``board_get_cached``: the boards list and the
+    board pages read their sizes and entries from Redis, so with the list memoized they keep
+    answering while PostgreSQL is down (seasons/memo.py: stale on error)."""
+    return _board_lists.get(season_id, lambda: tuple(board_list(season_id=season_id)))
+
+
+def board_get(*, board_id: int) -> BoardRef:
+    """The board by id, fresh from PostgreSQL (tasks and services; Board.DoesNotExist if gone)."""
+    return BoardRef.from_model(Board.objects.select_related("season").get(pk=board_id))
+
+
+def main_board_get(*, season_id: int) -> BoardRef:
+    """The season's main board, fresh from PostgreSQL (Board.DoesNotExist if none)."""
+    board = Board.objects.select_related("season").get(season_id=season_id, slug=MAIN_BOARD)
+    return BoardRef.from_model(board)
+
+
+def board_list(*, season_id: int) -> list[BoardRef]:
+    """The season's boards, ``main`` first, then in creation order."""
+    boards = Board.objects.select_related("season").filter(season_id=season_id).order_by("id")
+    refs = [BoardRef.from_model(board) for board in boards]
+    return sorted(refs, key=lambda ref: ref.slug != MAIN_BOARD)
+
+
+def boards_of_seasons(*, season_ids: set[int]) -> dict[tuple[int, str], BoardRef]:
+    """Every board of the given seasons by (season id, slug), fresh from PostgreSQL (ingestion
+    validates each batch against it: statuses change, so no memo)."""
+    boards = Board.objects.select_related("season").filter(season_id__in=season_ids)
+    return {(board.season_id, board.slug): BoardRef.from_model(board) for board in boards}
+
+
+def board_list_live() -> list[BoardRef]:
+    """The boards of every season whose boards still move: active, or closing while the
+    consumer drains its last results."""
+    boards = (
+        Board.objects.select_related("season")
+        .filter(season__status__in=[SeasonStatus.ACTIVE, SeasonStatus.CLOSING])
+        .order_by("season_id", "id")
+    )
+    return [BoardRef.from_model(board) for board in boards]
+
+
+def board_list_open() -> list[BoardRef]:
+    """The boards Redis must hold: those of every season not closed yet (a scheduled season's
+    boards are read, empty, before its start; a closed season's keys are dropped)."""
+    boards = (
+        Board.objects.select_related("season")
+        .exclude(season__status=SeasonStatus.CLOSED)
+        .order_by("season_id", "id")
+    )
+    return [BoardRef.from_model(board) for board in boards]
+
+
+def season_list_with_main_rule() -> QuerySet[Season]:
+    """Every season (most recent start first), annotated with its main board's rule and its
+    number of boards (the seasons list of the API)."""
+    main_rule = Board.objects.filter(season_id=OuterRef("pk"), slug=MAIN_BOARD).values("rule")[:1]
+    return Season.objects.annotate(rule=Subquery(main_rule), boards_count=Count("boards")).order_by(
+        "-starts_at", "-id"
+    )

@@ -1,0 +1,197 @@
+"""A board's ranks in Redis: pages, a player's standing, around a player, friends, and the daily and
+weekly boards.
+
+Ranks are 1-based competition ranks on the composite score: players whose encoded scores are
+identical (same points reached in the same tick) share a rank, and Redis's member-lexical
+order among them never decides one. Every read that needs more than one command is one Lua
+script, so its ranks come from a single board state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, cast
+
+from .. import keys
+from ..codec import ScoreCodec
+from ..redis import get_board_read_redis, reads_from_replicas
+from ..scripts import read_script_call
+from ._guards import guard_keys
+from .boards import BoardRef
+
+
+@dataclass(frozen=True, slots=True)
+class RankingEntry:
+    rank: int
+    player_id: int
+    points: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerStanding:
+    entry: RankingEntry
+    # Players on the board.
+    total: int
+    # Share of the board ranked at or below the player, in percent (rank 1 -> 100.0).
+    percentile: float
+    # Points the player must add to their score to pass the next player up; None at rank 1.
+    points_to_next_rank: int | None
+
+
+def ranked_entries(
+    *, flat: list[bytes], start: int, first_rank: int, codec: ScoreCodec
+) -> list[RankingEntry]:
+    """Entries from a ``member, score, ...`` slice that begins at 0-based ``start``.
+
+    An entry whose score differs from the previous one ranks at its position + 1 (every entry
+    above it scores strictly higher); an equal score shares the previous entry's rank.
+    """
+    entries: list[RankingEntry] = []
+    previous: bytes | None = None
+    rank = first_rank
+    for offset in range(0, len(flat), 2):
+        member, score = flat[offset], flat[offset + 1]
+        if previous is not None and score != previous:
+            rank = start + offset // 2 + 1
+        previous = score
+        entries.append(
+            RankingEntry(rank=rank, player_id=int(member), points=codec.decode_points(score))
+        )
+    return entries
+
+
+class BoardUnavailableError(RuntimeError):
+    """Redis does not hold the board as PostgreSQL has it (lost, or being recovered): answer
+    "try again shortly", never an empty or partial board."""
+
+    def __init__(self, board: BoardRef) -> None:
+        super().__init__(
+            f"board {board.slug!r} of season {board.season_id} is being recovered from the "
+            "source of truth; try again in a few seconds"
+        )
+        self.board = board
+
+
+def _board_read(board: BoardRef, script: str, *, key: str, args: Sequence[str | int]) -> Any:
+    """Run the read script on ``key`` of ``board`` (a replica's when reads may use them),
+    guarded by the board's intact key."""
+    reply = read_script_call(
+        get_board_read_redis(),
+        script,
+        keys=[key, *guard_keys(board, on_master=not reads_from_replicas())],
+        args=args,
+    )
+    # The scripts answer -1 (an integer; their other replies are lists or nil) when the
+    # board's intact key is missing.
+    if reply == -1:
+        raise BoardUnavailableError(board)
+    return reply
+
+
+def board_page_get(
+    *, board: BoardRef, board_key: str, start: int, count: int
+) -> list[RankingEntry]:
+    """``count`` entries of a board from 0-based position ``start`` (one atomic script)."""
+    if count <= 0:
+        return []
+    first_rank, flat = _board_read(
+        board, "board_page", key=board_key, args=[start, start + count - 1]
+    )
+    codec = board.codec
+    return ranked_entries(flat=flat, start=start, first_rank=int(first_rank), codec=codec)
+
+
+def board_ranks_get(*, board: BoardRef, start_rank: int, count: int) -> list[RankingEntry]:
+    """A page of the board from the 1-based position ``start_rank``."""
+    return board_page_get(
+        board=board, board_key=keys.board(board_id=board.id), start=start_rank - 1, count=count
+    )
+
+
+def daily_board_top_get(*, board: BoardRef, day: date, limit: int) -> list[RankingEntry]:
+    return board_page_get(
+        board=board, board_key=keys.daily_board(board_id=board.id, day=day), start=0, count=limit
+    )
+
+
+def weekly_board_top_get(
+    *, board: BoardRef, iso_year: int, iso_week: int, limit: int
+) -> list[RankingEntry]:
+    return board_page_get(
+        board=board,
+        board_key=keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week),
+        start=0,
+        count=limit,
+    )
+
+
+def _player_script(*, board: BoardRef, player_id: int, radius: int) -> list[object] | None:
+    result = _board_read(
+        board, "board_player", key=keys.board(board_id=board.id), args=[str(player_id), radius]
+    )
+    return cast(list[object] | None, result)
+
+
+def board_player_get(*, board: BoardRef, player_id: int) -> PlayerStanding | None:
+    """The player's standing on the board, or None if they have no score."""
+    result = _player_script(board=board, player_id=player_id, radius=-1)
+    if result is None:
+        return None
+    rank, score, total, next_score = (
+        int(cast(int, result[0])),
+        cast(bytes, result[1]),
+        int(cast(int, result[2])),
+        cast(bytes | None, result[3]),
+    )
+    codec = board.codec
+    points = codec.decode_points(score)
+    to_next = None
+    if next_score is not None:
+        # How far the value must move to pass the next player up: up on a desc board, down on
+        # an asc one.
+        gap = codec.decode_points(next_score) - points
+        to_next = (-gap if board.ascending else gap) + 1
+    return PlayerStanding(
+        entry=RankingEntry(rank=rank, player_id=player_id, points=points),
+        total=total,
+        percentile=round((total - rank + 1) * 100 / total, 2),
+        points_to_next_rank=to_next,
+    )
+
+
+def board_around_get(*, board: BoardRef, player_id: int, radius: int) -> list[RankingEntry]:
+    """Entries from the player's position - radius to + radius; [] if they have no score."""
+    result = _player_script(board=board, player_id=player_id, radius=radius)
+    if result is None:
+        return []
+    start, first_rank = int(cast(int, result[4])), int(cast(int, result[5]))
+    window = cast(list[bytes], result[6])
+    return ranked_entries(flat=window, start=start, first_rank=first_rank, codec=board.codec)
+
+
+def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[RankingEntry]:
+    """The listed players' global entries, best first; players without a score left out."""
+    if not player_ids:
+        return []
+    flat: list[bytes] = _board_read(
+        board,
+        "board_friends",
+        key=keys.board(board_id=board.id),
+        args=[str(pid) for pid in player_ids],
+    )
+    codec = board.codec
+    entries = [
+        RankingEntry(
+            rank=int(flat[offset + 2]),
+            player_id=int(flat[offset]),
+            points=codec.decode_points(flat[offset + 1]),
+        )
+        for offset in range(0, len(flat), 3)
+    ]
+    # Within a shared rank, the board's own order (ZREVRANGE: member bytes descending), so
+    # the friends list agrees with the top list and the pages.
+    entries.sort(key=lambda entry: str(entry.player_id), reverse=True)
+    entries.sort(key=lambda entry: entry.rank)
+    return entries

@@ -1,0 +1,258 @@
+"""The top list of a board.
+
+It is served from a snapshot that ``leaderboard.tasks.refresh_top_snapshots`` writes every
+second; each process keeps it in memory and checks its version in Redis at most once per
+``LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS`` (sooner when a client has seen a newer one).
+A missing or stale snapshot falls back to the live board, so a late task never yields an empty
+list. Every top list carries a version on the Redis clock, and a process never serves an older
+one than it served before.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from cachetools import LRUCache
+from django.conf import settings
+
+from seasons.memo import process_state_register
+
+from .. import keys
+from ..redis import get_board_read_redis, get_board_redis
+from ..scripts import get_script, read_script_call
+from ._guards import guard_keys
+from .boards import BoardRef
+from .rankings import BoardUnavailableError, RankingEntry, ranked_entries
+
+logger = logging.getLogger(__name__)
+
+# The snapshot holds this many entries, which is also the largest top list served.
+TOP_SNAPSHOT_SIZE = 1000
+
+TopSource = Literal["snapshot", "live"]
+
+
+@dataclass(frozen=True, slots=True)
+class TopList:
+    entries: tuple[RankingEntry, ...]
+    source: TopSource
+    # When the board was as listed, in microseconds of the boards' Redis clock (board_top.lua),
+    # whether the list comes from the snapshot or was read live: a larger version is a later
+    # state of the board, and equal versions list equal entries.
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopSnapshot:
+    board_id: int
+    generated_at: float
+    entries: tuple[RankingEntry, ...]
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopRead:
+    """A board's top entries and the Redis clock at that read, taken in one script."""
+
+    version: int
+    # False when Redis may have lost the board (its intact key is missing): no entries then.
+    intact: bool
+    entries: tuple[RankingEntry, ...]
+
+
+def board_top_read(*, board: BoardRef, count: int) -> TopRead:
+    """The board's top ``count`` entries with the Redis clock at that read, in one script on the
+    board's master: a snapshot is taken with it, and a live top list is read with it, so their
+    versions come from one clock and order them as the board's states (docs/read-api.md)."""
+    seconds, micros, intact, flat = get_script(get_board_redis(), "board_top")(
+        keys=[keys.board(board_id=board.id), *guard_keys(board)], args=[count]
+    )
+    return TopRead(
+        version=int(seconds) * 1_000_000 + int(micros),
+        intact=bool(int(intact)),
+        entries=tuple(ranked_entries(flat=flat, start=0, first_rank=1, codec=board.codec)),
+    )
+
+
+def top_snapshot_decode(*, raw: bytes | str, board_id: int) -> TopSnapshot | None:
+    """Parse a stored snapshot; None (and a warning) if it is unreadable or another board's."""
+    try:
+        body = json.loads(raw)
+        snapshot = TopSnapshot(
+            board_id=int(body["boardId"]),
+            generated_at=float(body["generatedAt"]),
+            entries=tuple(
+                RankingEntry(rank=int(rank), player_id=int(player), points=int(points))
+                for rank, player, points in body["entries"]
+            ),
+            version=int(body["version"]),
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        logger.warning("unreadable top snapshot of board %s: %s", board_id, exc)
+        return None
+    if snapshot.board_id != board_id:
+        logger.warning("top snapshot under board %s holds board %s", board_id, snapshot.board_id)
+        return None
+    return snapshot
+
+
+@dataclass(slots=True)
+class _TopState:
+    """What one process knows of one board's top list."""
+
+    # The newest snapshot version read from Redis (0: none yet), and that snapshot (None when
+    # Redis had none: dropped for a board not intact, expired, or unreadable).
+    version: int
+    snapshot: TopSnapshot | None
+    # The states' clock (time.monotonic) at the last check against Redis (-inf: never).
+    checked_at: float
+    # The newest version this process has served for the board, from the snapshot or live.
+    served: int
+
+
+class TopListStates:
+    """Per process, per board: the snapshot served from memory, and the versions that keep what
+    the process serves from going backwards (a board's state only moves forward)."""
+
+    def __init__(self, *, maxsize: int, clock: Callable[[], float] = time.monotonic) -> None:
+        # The clock of the checks' times (a test drives its own).
+        self.clock = clock
+        self._states: LRUCache[int, _TopState] = LRUCache(maxsize=maxsize)
+        # cachetools' caches are not thread-safe, and the states are updated in place.
+        self._lock = threading.Lock()
+
+    def get(self, board_id: int) -> _TopState:
+        """A copy of the board's state (a fresh one if the process knows nothing of it)."""
+        with self._lock:
+            state = self._states.get(board_id)
+            if state is None:
+                return _TopState(version=0, snapshot=None, checked_at=-math.inf, served=0)
+            return _TopState(state.version, state.snapshot, state.checked_at, state.served)
+
+    def checked(
+        self, board_id: int, *, at: float, version: int | None, snapshot: TopSnapshot | None
+    ) -> _TopState:
+        """Record a check against Redis: ``version`` None when Redis had no version (the
+        snapshot is gone), else the stored version with its snapshot. A version older than the
+        one held (a replica behind, or a concurrent check that saw a newer one) changes
+        nothing but the time of the check."""
+        with self._lock:
+            state = self._states.get(board_id)
+            if state is None:
+                state = self._states[board_id] = _TopState(
+                    version=0, snapshot=None, checked_at=at, served=0
+                )
+            state.checked_at = max(state.checked_at, at)
+            if version is None:
+                state.snapshot = None
+            elif version > state.version:
+                state.version, state.snapshot = version, snapshot
+            return _TopState(state.version, state.snapshot, state.checked_at, state.served)
+
+    def served(self, board_id: int, version: int) -> None:
+        with self._lock:
+            state = self._states.get(board_id)
+            if state is None:
+                state = self._states[board_id] = _TopState(
+                    version=0, snapshot=None, checked_at=-math.inf, served=0
+                )
+            state.served = max(state.served, version)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._states.clear()
+
+
+_top_states = TopListStates(maxsize=1000)
+process_state_register(_top_states)
+
+
+def _top_snapshot_check(*, board_id: int, held: int) -> tuple[int | None, TopSnapshot | None]:
+    """The stored version and, if newer than ``held``, its snapshot (one small script: the
+    snapshot itself is read once per version, not once per check)."""
+    reply = read_script_call(
+        get_board_read_redis(),
+        "top_snapshot_read",
+        keys=[keys.top_snapshot(board_id=board_id), keys.top_snapshot_version(board_id=board_id)],
+        args=[held],
+    )
+    if not reply:
+        return None, None
+    version = int(reply[0])
+    if len(reply) == 1:
+        return version, None
+    raw = reply[1]
+    return version, None if raw is None else top_snapshot_decode(raw=raw, board_id=board_id)
+
+
+def _top_snapshot_fresh(snapshot: TopSnapshot | None) -> bool:
+    return (
+        snapshot is not None
+        and time.time() - snapshot.generated_at <= settings.LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS
+    )
+
+
+def top_snapshot_get(*, board_id: int, at_least: int = 0) -> TopSnapshot | None:
+    """The newest snapshot this process has read of the board, checked against Redis at most
+    once per LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS, and at once when the one held would
+    be served but is older than ``at_least`` (a version a client has already seen: a newer
+    snapshot exists). Never an older snapshot than one read before."""
+    now = _top_states.clock()
+    state = _top_states.get(board_id)
+    due = now - state.checked_at >= settings.LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS
+    behind = _top_snapshot_fresh(state.snapshot) and state.version < at_least
+    if due or behind:
+        version, snapshot = _top_snapshot_check(board_id=board_id, held=state.version)
+        state = _top_states.checked(board_id, at=now, version=version, snapshot=snapshot)
+    return state.snapshot
+
+
+def top_snapshot_memo_clear() -> None:
+    _top_states.clear()
+
+
+def board_top_get(*, board: BoardRef, limit: int, at_least: int = 0) -> TopList:
+    """The top ``limit`` entries: from the snapshot when it is fresh and no older than any list
+    this process served or the client saw (``at_least``, a version), else from the live board.
+
+    Within one process the versions served never decrease; a client that passes the newest
+    version it has seen never gets an older list (docs/read-api.md, "Versions").
+    """
+    # A version from the future is no client's: ignored rather than let it force live reads.
+    horizon = (time.time() + settings.LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS) * 1_000_000
+    floor = max(at_least if at_least <= horizon else 0, _top_states.get(board.id).served)
+    snapshot = top_snapshot_get(board_id=board.id, at_least=floor)
+    if (
+        snapshot is not None
+        and limit <= TOP_SNAPSHOT_SIZE
+        and snapshot.version >= floor
+        and _top_snapshot_fresh(snapshot)
+    ):
+        top = TopList(entries=snapshot.entries[:limit], source="snapshot", version=snapshot.version)
+    else:
+        read = board_top_read(board=board, count=limit)
+        if not read.intact:
+            raise BoardUnavailableError(board)
+        top = TopList(entries=read.entries, source="live", version=read.version)
+    _top_states.served(board.id, top.version)
+    return top
+
+
+def top_snapshot_times_get(*, boards: list[BoardRef]) -> dict[int, float | None]:
+    """When each board's top-list snapshot was written (unix time; None: no readable snapshot),
+    read from Redis in one round trip (staff dashboard: a stale snapshot means beat is stuck)."""
+    pipe = get_board_redis().pipeline(transaction=False)
+    for board in boards:
+        pipe.get(keys.top_snapshot(board_id=board.id))
+    times: dict[int, float | None] = {}
+    for board, raw in zip(boards, pipe.execute(), strict=True):
+        snapshot = None if raw is None else top_snapshot_decode(raw=raw, board_id=board.id)
+        times[board.id] = None if snapshot is None else snapshot.generated_at
+    return times
