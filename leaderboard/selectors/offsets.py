@@ -50,15 +50,15 @@ def boards_days_with_results_in_gaps(*, gaps: Sequence[OffsetGap]) -> dict[int, 
     """
     if not gaps:
         return {}
-    sql = """
+    sql = f"""
         SELECT DISTINCT m.board_id, (m.achieved_at AT TIME ZONE 'UTC')::date
-        FROM ingestion_matchresult m
+        FROM {RESULTS} m
         JOIN unnest(%s::bigint[], %s::int[], %s::bigint[], %s::bigint[])
              AS g(board_id, part, low, high)
           ON m.board_id = g.board_id AND m.kafka_partition = g.part
          AND m.kafka_offset > g.low AND m.kafka_offset < g.high
         WHERE m.voided_at IS NULL
-    """
+    """  # noqa: S608
     params = [
         [gap.board_id for gap in gaps],
         [gap.partition for gap in gaps],
