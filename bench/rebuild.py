@@ -65,7 +65,7 @@ from ingestion.records import ConsumedRecord  # noqa: E402
 from ingestion.schema import MatchResultMessage  # noqa: E402
 from ingestion.services import match_results_ingest  # noqa: E402
 from leaderboard import keys  # noqa: E402
-from leaderboard.models import MatchResult  # noqa: E402
+from leaderboard.models import MatchResult, PlayerBan  # noqa: E402
 from leaderboard.redis import get_board_redis  # noqa: E402
 from leaderboard.selectors.boards import main_board_get  # noqa: E402
 from leaderboard.selectors.scores import board_scores_zadd_chunks  # noqa: E402
@@ -109,9 +109,9 @@ def generate(*, season: Season, players: int, results: int, step: int = 1_000_00
     (rebuild_index,) = MatchResult._meta.indexes
     with connection.cursor() as cur:
         cur.execute(f'DROP INDEX IF EXISTS "{rebuild_index.name}"')
-    sql = """
-        INSERT INTO ingestion_matchresult (match_id, player_id, season_id, points, achieved_at,
-                                           ingested_at, void_reason)
+    sql = f"""
+        INSERT INTO {MatchResult._meta.db_table}
+               (match_id, player_id, season_id, points, achieved_at, ingested_at, void_reason)
         SELECT gen_random_uuid(),
                CASE WHEN g <= %(players)s THEN g
                     ELSE 1 + (hashint8(g) & 2147483647) %% %(players)s END,
@@ -137,13 +137,13 @@ def generate(*, season: Season, players: int, results: int, step: int = 1_000_00
     with connection.schema_editor() as editor:
         editor.add_index(MatchResult, rebuild_index)
     with connection.cursor() as cur:
-        cur.execute("VACUUM ANALYZE ingestion_matchresult")
+        cur.execute(f"VACUUM ANALYZE {MatchResult._meta.db_table}")
 
 
 def fresh_season(args: argparse.Namespace) -> Season:
     with connection.cursor() as cur:
         # The bench's own database: start from nothing (a previous run may have stopped midway).
-        cur.execute("TRUNCATE ingestion_matchresult, leaderboard_playerban CASCADE")
+        cur.execute(f"TRUNCATE {MatchResult._meta.db_table}, {PlayerBan._meta.db_table} CASCADE")
     Season.objects.filter(pk=SEASON_ID).delete()
     start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=10)
     season = season_setup(
@@ -161,7 +161,7 @@ def fresh_season(args: argparse.Namespace) -> Season:
 def count_results(season: Season) -> int:
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT count(*) FROM ingestion_matchresult WHERE board_id = %s",
+            f"SELECT count(*) FROM {MatchResult._meta.db_table} WHERE board_id = %s",
             [main_board_get(season_id=season.id).id],
         )
         row = cur.fetchone()

@@ -167,8 +167,8 @@ def test_a_season_with_results_cannot_be_deleted_or_renumbered_even_in_sql() -> 
     with pytest.raises(ProtectedError):
         season.delete()
     for statement in (
-        "DELETE FROM seasons_season WHERE id = %s",
-        "UPDATE seasons_season SET id = id + 1000000 WHERE id = %s",
+        f"DELETE FROM {Season._meta.db_table} WHERE id = %s",  # noqa: S608
+        f"UPDATE {Season._meta.db_table} SET id = id + 1000000 WHERE id = %s",  # noqa: S608
     ):
         with (
             pytest.raises(IntegrityError, match="has match results"),
@@ -186,15 +186,16 @@ def test_a_batch_being_stored_holds_off_a_season_delete_which_then_fails() -> No
     commit and is then refused, instead of leaving results without their season."""
     season = make_season()
     result = Result(uuid.uuid4(), 1, season.id, 10, season.starts_at + timedelta(hours=1))
+    delete = f"DELETE FROM {Season._meta.db_table} WHERE id = %s"  # noqa: S608
     other = psycopg.connect(subprocess_database_url(), autocommit=True)
     try:
         with transaction.atomic():
             match_results_store(results=ResultColumns.of([result.row(partition=0, offset=1)]))
             other.execute("SET lock_timeout = '200ms'")
             with pytest.raises(psycopg.errors.LockNotAvailable):
-                other.execute("DELETE FROM seasons_season WHERE id = %s", [season.id])
+                other.execute(delete, [season.id])
         with pytest.raises(psycopg.errors.ForeignKeyViolation, match="has match results"):
-            other.execute("DELETE FROM seasons_season WHERE id = %s", [season.id])
+            other.execute(delete, [season.id])
     finally:
         other.close()
     assert Season.objects.filter(pk=season.pk).exists()

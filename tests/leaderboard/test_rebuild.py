@@ -210,8 +210,9 @@ def test_a_result_committed_after_the_snapshot_began_is_kept_once(board_redis, r
         if name == PHASE_PENDING:
             with conn.cursor() as cur:
                 cur.execute(
-                    "INSERT INTO ingestion_matchresult (match_id, player_id, season_id, board_id, "
-                    "points, achieved_at, ingested_at, void_reason) VALUES (gen_random_uuid(), 1, "
+                    f"INSERT INTO {MatchResult._meta.db_table} (match_id, player_id, season_id, "  # noqa: S608
+                    "board_id, points, achieved_at, ingested_at, void_reason) VALUES "
+                    "(gen_random_uuid(), 1, "
                     "%s, %s, 40, %s, now(), '') RETURNING id, pg_current_xact_id()::text::bigint",
                     [season.id, main_board_id(season), season.starts_at + timedelta(days=3)],
                 )
@@ -253,8 +254,8 @@ def test_readers_never_see_an_empty_or_partial_board(board_redis):
     season = make_season(rule=ScoringRule.CUMULATIVE)
     with connection.cursor() as cur:
         cur.execute(
-            "INSERT INTO ingestion_matchresult (match_id, player_id, season_id, board_id, points,"
-            " achieved_at, ingested_at, void_reason)"
+            f"INSERT INTO {MatchResult._meta.db_table} (match_id, player_id, season_id, board_id,"  # noqa: S608
+            " points, achieved_at, ingested_at, void_reason)"
             " SELECT gen_random_uuid(), g, %s, %s, g %% 1000, %s, now(), ''"
             " FROM generate_series(1, 30000) g",
             [season.id, main_board_id(season), season.starts_at + timedelta(hours=1)],
