@@ -111,11 +111,12 @@ def generate(*, season: Season, players: int, results: int, step: int = 1_000_00
         cur.execute(f'DROP INDEX IF EXISTS "{rebuild_index.name}"')
     sql = f"""
         INSERT INTO {MatchResult._meta.db_table}
-               (match_id, player_id, season_id, points, achieved_at, ingested_at, void_reason)
+               (match_id, player_id, season_id, board_id, points, achieved_at, ingested_at,
+                void_reason)
         SELECT gen_random_uuid(),
                CASE WHEN g <= %(players)s THEN g
                     ELSE 1 + (hashint8(g) & 2147483647) %% %(players)s END,
-               %(season)s, (random() * 50000)::int,
+               %(season)s, %(board)s, (random() * 50000)::int,
                %(start)s::timestamptz + random() * interval '80 days', now(), ''
         FROM generate_series(%(lo)s, %(hi)s) g
     """
@@ -128,6 +129,7 @@ def generate(*, season: Season, players: int, results: int, step: int = 1_000_00
                     {
                         "players": players,
                         "season": season.id,
+                        "board": main_board_get(season_id=season.id).id,
                         "start": season.starts_at,
                         "lo": lo,
                         "hi": hi,
@@ -145,7 +147,9 @@ def fresh_season(args: argparse.Namespace) -> Season:
         # The bench's own database: start from nothing (a previous run may have stopped midway).
         cur.execute(f"TRUNCATE {MatchResult._meta.db_table}, {PlayerBan._meta.db_table} CASCADE")
     Season.objects.filter(pk=SEASON_ID).delete()
-    start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=10)
+    # Every generated result lies in the first 80 days: they must all be in the past, or the
+    # ingestion thread's results are refused as achieved in the future.
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=81)
     season = season_setup(
         season_id=SEASON_ID,
         name="bench rebuild",
