@@ -43,6 +43,12 @@ services-stop:
 services-status:
 	bash scripts/services.sh status
 
+# The local processes run on the local services, clusters included when LB_REDIS_MODE=cluster /
+# LB_KAFKA_BROKERS=3 say so (leaderboard_project/local_clusters.py); manage.py, gunicorn and
+# Celery default to the production settings.
+LOCAL_SETTINGS := leaderboard_project.local_clusters
+
+migrate: export DJANGO_SETTINGS_MODULE ?= $(LOCAL_SETTINGS)
 migrate: services
 	$(PY) manage.py migrate --noinput
 
@@ -62,7 +68,7 @@ test: services browser prometheus lint test-only test-cluster
 test-only: $(STAMP)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-# The second pass (issue 10): every test that touches the boards' Redis or Kafka, again on the
+# The second pass: every test that touches the boards' Redis or Kafka, again on the
 # local Redis Cluster (3 masters + 3 replicas) and three-broker Kafka, plus their failover tests.
 # The clusters stay up afterwards for the next run (`bash scripts/services.sh stop-clusters`).
 CLUSTER_TESTS ?= tests/leaderboard tests/ingestion tests/closeout tests/infra
@@ -73,6 +79,7 @@ test-cluster: $(STAMP)
 # The local demo runs with DEBUG on (DJANGO_DEBUG=false make run to try production behaviour,
 # with a DJANGO_SECRET_KEY); DEBUG is off by default everywhere else.
 run: export DJANGO_DEBUG ?= true
+run: export DJANGO_SETTINGS_MODULE ?= $(LOCAL_SETTINGS)
 run: migrate
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py bootstrap_demo

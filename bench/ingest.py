@@ -66,7 +66,7 @@ if "--cluster" in sys.argv[1:]:
     os.environ["LB_REDIS_MODE"] = "cluster"
     os.environ["LB_KAFKA_BROKERS"] = "3"
 # Set before Django loads settings, and inherited by the consumer processes.
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.local_clusters")
 os.environ["LEADERBOARD_KEY_PREFIX"] = f"bench-{RUN_TAG}"
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 os.environ.setdefault("KAFKA_LOG_LEVEL", "ERROR")

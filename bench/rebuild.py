@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 RUN_TAG = uuid.uuid4().hex[:8]
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.local_clusters")
 os.environ["LEADERBOARD_KEY_PREFIX"] = f"bench-{RUN_TAG}"
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 # The reader thread's long COPY stays on one connection; no pooling games.

@@ -29,7 +29,7 @@ from random import Random
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.local_clusters")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
 from bench.database import bench_database_url, bench_secret_key_default  # noqa: E402

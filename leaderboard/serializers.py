@@ -29,6 +29,33 @@ _INTEGER = re.compile(r"-?[0-9]+")
 _ISO_WEEK = re.compile(r"([0-9]{4})-W([0-9]{2})")
 
 
+def day_parse(value: str) -> date:
+    """A UTC day as YYYY-MM-DD (the API's day paths and the board page's ``?day=``)."""
+    try:
+        if len(value) != 10:
+            raise ValueError
+        return date.fromisoformat(value)
+    except ValueError:
+        raise serializers.ValidationError(f"must be a date as YYYY-MM-DD, got {value!r}") from None
+
+
+def iso_week_parse(value: str) -> tuple[int, int]:
+    """An ISO week as YYYY-Www, as (ISO year, week) (the API's week paths and ``?week=``)."""
+    match = _ISO_WEEK.fullmatch(value)
+    try:
+        if match is None:
+            raise ValueError
+        iso_year, iso_week = int(match[1]), int(match[2])
+        # The Sunday too: a week must lie whole inside datetime's range (9999-W52 ends in
+        # year 10000, and building its board overflowed: a 500).
+        date.fromisocalendar(iso_year, iso_week, 7)
+    except ValueError:
+        raise serializers.ValidationError(
+            f"must be an ISO week as YYYY-Www with a week that exists that year, got {value!r}"
+        ) from None
+    return iso_year, iso_week
+
+
 class IdField(serializers.Field):
     """A positive decimal integer, digits only: '12.0', ' 12', '+12' and '1e3' are rejected."""
 
@@ -105,14 +132,7 @@ class DayPathSerializer(serializers.Serializer):
     day = serializers.CharField(help_text="A UTC day, YYYY-MM-DD.")
 
     def validate_day(self, value: str) -> date:
-        try:
-            if len(value) != 10:
-                raise ValueError
-            return date.fromisoformat(value)
-        except ValueError:
-            raise serializers.ValidationError(
-                f"must be a date as YYYY-MM-DD, got {value!r}"
-            ) from None
+        return day_parse(value)
 
 
 class WeekPathSerializer(serializers.Serializer):
@@ -120,19 +140,7 @@ class WeekPathSerializer(serializers.Serializer):
     week = serializers.CharField(help_text="An ISO week, YYYY-Www (e.g. 2026-W41).")
 
     def validate_week(self, value: str) -> tuple[int, int]:
-        match = _ISO_WEEK.fullmatch(value)
-        try:
-            if match is None:
-                raise ValueError
-            iso_year, iso_week = int(match[1]), int(match[2])
-            # The Sunday too: a week must lie whole inside datetime's range (9999-W52 ends in
-            # year 10000, and building its board overflowed: a 500).
-            date.fromisocalendar(iso_year, iso_week, 7)
-        except ValueError:
-            raise serializers.ValidationError(
-                f"must be an ISO week as YYYY-Www with a week that exists that year, got {value!r}"
-            ) from None
-        return iso_year, iso_week
+        return iso_week_parse(value)
 
 
 class RankingEntrySerializer(serializers.Serializer):

@@ -20,29 +20,24 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.defaults import page_not_found
-from rest_framework.exceptions import ValidationError
 
 from seasons.selectors import SeasonRef, season_get_cached, season_list
 
 from .apis import top_list_etag
+from .forms import BoardPageForm, BoardPageQuery, iso_week_label
 from .models import MAIN_BOARD
 from .selectors.boards import BoardRef, board_get_cached, board_list_cached
-from .selectors.rankings import (
-    board_around_get,
-    board_player_get,
-    board_ranks_get,
-    daily_board_top_get,
-    weekly_board_top_get,
+from .selectors.pages import (
+    BoardPage,
+    board_daily_page_get,
+    board_season_page_get,
+    board_weekly_page_get,
 )
-from .selectors.top import board_top_get
-from .serializers import DayPathSerializer, IdField, RanksQuerySerializer, WeekPathSerializer
 from .services import weekly_board_ensure
 from .throttling import throttled_page
 
 PAGE_TOP = 100
 PAGE_RADIUS = 5
-
-PERIODS = ("season", "daily", "weekly")
 
 
 @throttled_page
@@ -51,10 +46,77 @@ def seasons_page(request: HttpRequest) -> HttpResponse:
     return render(request, "leaderboard/seasons.html", {"seasons": season_list()})
 
 
+@throttled_page
+@require_GET
+def season_board_page(
+    request: HttpRequest, season_id: int, board: str = MAIN_BOARD
+) -> HttpResponse:
+    """A board's list: the season-long top 100 (live), a day's or an ISO week's top 100
+    (``?period=daily&day=...``, ``?period=weekly&week=...``, live too), or a page of 100 from
+    any rank (``?start=3456789``); and a player lookup (``?player=42``) with their rank,
+    percentile, points to the next rank and the entries around them. A refused parameter is
+    a 400 page that says why, showing the board as if it had not been given."""
+    season, ref = _season_board_or_404(season_id=season_id, slug=board)
+    form = BoardPageForm(request.GET, default_day=_season_day(season))
+    query = form.page_query()
+    page = _board_page_read(board=ref, query=query)
+    context = _board_page_context(
+        season=season, board=ref, query=query, page=page, errors=form.messages()
+    )
+    return render(
+        request, "leaderboard/season_board.html", context, status=400 if form.errors else 200
+    )
+
+
+def _season_board_or_404(*, season_id: int, slug: str) -> tuple[SeasonRef, BoardRef]:
+    season = season_get_cached(season_id=season_id)
+    if season is None:
+        raise Http404(f"Season {season_id} does not exist.")
+    ref = board_get_cached(season_id=season_id, slug=slug)
+    if ref is None:
+        raise Http404(f"Season {season_id} has no board {slug[:40]!r}.")
+    return season, ref
+
+
 def _season_day(season: SeasonRef) -> date:
     """Today (UTC), moved inside the season's days: a finished season opens on its last day."""
     today = timezone.now().date()
     return min(max(today, season.starts_at.date()), season.ends_at.date())
+
+
+def _board_page_read(*, board: BoardRef, query: BoardPageQuery) -> BoardPage:
+    """The one read of the query's period."""
+    if query.period == "daily":
+        return board_daily_page_get(
+            board=board,
+            day=query.day,
+            count=PAGE_TOP,
+            player_id=query.player_id,
+            radius=PAGE_RADIUS,
+        )
+    if query.period == "weekly":
+        # As the weekly API: a started week's missing board is built on its first request.
+        weekly_board_ensure(
+            board=board,
+            iso_year=query.iso_year,
+            iso_week=query.iso_week,
+            today=timezone.now().date(),
+        )
+        return board_weekly_page_get(
+            board=board,
+            iso_year=query.iso_year,
+            iso_week=query.iso_week,
+            count=PAGE_TOP,
+            player_id=query.player_id,
+            radius=PAGE_RADIUS,
+        )
+    return board_season_page_get(
+        board=board,
+        start_rank=query.start,
+        count=PAGE_TOP,
+        player_id=query.player_id,
+        radius=PAGE_RADIUS,
+    )
 
 
 def _board_path(ref: BoardRef) -> str:
@@ -67,136 +129,71 @@ def _api_base(ref: BoardRef) -> str:
     return f"/api/seasons/{ref.season_id}/boards/{ref.slug}"
 
 
-def _first_error(exc: ValidationError) -> str:
-    detail: Any = exc.detail
-    if isinstance(detail, dict):
-        detail = next(iter(detail.values()))
-    if isinstance(detail, list):
-        detail = detail[0]
-    return str(detail)
-
-
-@throttled_page
-@require_GET
-def season_board_page(
-    request: HttpRequest, season_id: int, board: str = MAIN_BOARD
-) -> HttpResponse:
-    """A board's list: the season-long top 100 (live), a day's or an ISO week's top 100
-    (``?period=daily&day=...``, ``?period=weekly&week=...``, live too), or a page of 100 from
-    any rank (``?start=3456789``); and a player lookup (``?player=42``) with their rank,
-    percentile, points to the next rank and the entries around them."""
-    season = season_get_cached(season_id=season_id)
-    if season is None:
-        raise Http404(f"Season {season_id} does not exist.")
-    ref = board_get_cached(season_id=season_id, slug=board)
-    if ref is None:
-        raise Http404(f"Season {season_id} has no board {board[:40]!r}.")
-    page_path = _board_path(ref)
-    api = _api_base(ref)
-    season_day = _season_day(season)
-    iso_year, iso_week, _ = season_day.isocalendar()
+def _board_page_context(
+    *,
+    season: SeasonRef,
+    board: BoardRef,
+    query: BoardPageQuery,
+    page: BoardPage,
+    errors: list[str],
+) -> dict[str, Any]:
+    """What templates/leaderboard/season_board.html reads."""
+    api = _api_base(board)
+    default_year, default_week, _ = query.default_day.isocalendar()
     context: dict[str, Any] = {
         "season": season,
-        "board": ref,
-        "boards": board_list_cached(season_id=season_id),
-        "page_path": page_path,
-        "default_day": season_day,
-        "default_week": f"{iso_year:04d}-W{iso_week:02d}",
-        "errors": [],
+        "board": board,
+        "boards": board_list_cached(season_id=board.season_id),
+        "page_path": _board_path(board),
+        "default_day": query.default_day,
+        "default_week": iso_week_label(default_year, default_week),
+        "errors": errors,
+        "period": query.period,
+        "start": query.start,
+        "entries": page.entries,
     }
-    errors: list[str] = context["errors"]
-
-    period = request.GET.get("period", "season")
-    if period not in PERIODS:
-        errors.append(f"{period[:20]!r} is not a period (season, daily or weekly).")
-        period = "season"
-    context["period"] = period
-
-    start = 1
-    if period == "season" and request.GET.get("start", "").strip():
-        try:
-            query = RanksQuerySerializer().run_validation(
-                {"start": request.GET["start"].strip(), "count": PAGE_TOP}
-            )
-        except ValidationError as exc:
-            errors.append(f"Rank: {_first_error(exc)}")
-        else:
-            start = int(query["start"])
-    context["start"] = start
-
-    if period == "daily":
-        raw_day = request.GET.get("day") or season_day.isoformat()
-        try:
-            day = DayPathSerializer().run_validation({"season": season_id, "day": raw_day})["day"]
-        except ValidationError as exc:
-            errors.append(f"Day: {_first_error(exc)}")
-            day = season_day
+    if query.period == "daily":
+        day = query.day.isoformat()
         context.update(
-            entries=daily_board_top_get(board=ref, day=day, limit=PAGE_TOP),
-            caption=f"{ref.name}: top {PAGE_TOP} of {day.isoformat()} (UTC day)",
-            live_url=f"{api}/daily/{day.isoformat()}/top?limit={PAGE_TOP}",
-            day=day,
+            caption=f"{board.name}: top {PAGE_TOP} of {day} (UTC day)",
+            live_url=f"{api}/daily/{day}/top?limit={PAGE_TOP}",
+            day=query.day,
         )
-    elif period == "weekly":
-        raw_week = request.GET.get("week") or context["default_week"]
-        try:
-            year, week = WeekPathSerializer().run_validation(
-                {"season": season_id, "week": raw_week}
-            )["week"]
-        except ValidationError as exc:
-            errors.append(f"Week: {_first_error(exc)}")
-            year, week = iso_year, iso_week
-        weekly_board_ensure(board=ref, iso_year=year, iso_week=week, today=timezone.now().date())
-        label = f"{year:04d}-W{week:02d}"
+    elif query.period == "weekly":
         context.update(
-            entries=weekly_board_top_get(board=ref, iso_year=year, iso_week=week, limit=PAGE_TOP),
-            caption=f"{ref.name}: top {PAGE_TOP} of week {label}",
-            live_url=f"{api}/weekly/{label}/top?limit={PAGE_TOP}",
-            week=label,
+            caption=f"{board.name}: top {PAGE_TOP} of week {query.week}",
+            live_url=f"{api}/weekly/{query.week}/top?limit={PAGE_TOP}",
+            week=query.week,
         )
-    elif start > 1:
+    elif page.top is None:
         # A deep page is not polled: /ranks carries no ETag, and a page far down moves under
         # the reader's eyes without telling them anything; they reload it when they want.
-        entries = board_ranks_get(board=ref, start_rank=start, count=PAGE_TOP)
         context.update(
-            entries=entries,
-            caption=f"{ref.name}: ranks from {start:,}",
+            caption=f"{board.name}: ranks from {query.start:,}",
             live_url="",
-            previous_start=max(1, start - PAGE_TOP),
-            next_start=start + PAGE_TOP if len(entries) == PAGE_TOP else None,
+            previous_start=max(1, query.start - PAGE_TOP),
+            next_start=query.start + PAGE_TOP if len(page.entries) == PAGE_TOP else None,
         )
     else:
-        top = board_top_get(board=ref, limit=PAGE_TOP)
         context.update(
-            entries=top.entries,
-            caption=f"{ref.name}: top {PAGE_TOP} of the season",
+            caption=f"{board.name}: top {PAGE_TOP} of the season",
             live_url=f"{api}/top?limit={PAGE_TOP}",
             # live.js ignores a poll that answers an older list than this one.
-            live_version=top.version,
-            live_etag=top_list_etag(board=ref, top=top, limit=PAGE_TOP),
-            next_start=PAGE_TOP + 1 if len(top.entries) == PAGE_TOP else None,
+            live_version=page.top.version,
+            live_etag=top_list_etag(board=board, top=page.top, limit=PAGE_TOP),
+            next_start=PAGE_TOP + 1 if len(page.entries) == PAGE_TOP else None,
         )
-
-    raw_player = request.GET.get("player", "").strip()
-    if raw_player:
-        context["player_query"] = raw_player
-        try:
-            player_id = IdField().to_internal_value(raw_player)
-        except ValidationError:
-            context["lookup_error"] = (
-                f"{raw_player[:40]!r} is not a player id (a positive integer)."
-            )
+    if query.player_query:
+        context["player_query"] = query.player_query
+    lookup = page.lookup
+    if lookup is not None:
+        if lookup.standing is None:
+            where = "this season" if board.slug == MAIN_BOARD else "on this board"
+            context["lookup_error"] = f"Player {lookup.player_id} has no score {where}."
         else:
-            standing = board_player_get(board=ref, player_id=player_id)
-            if standing is None:
-                where = "this season" if ref.slug == MAIN_BOARD else "on this board"
-                context["lookup_error"] = f"Player {player_id} has no score {where}."
-            else:
-                context["standing"] = standing
-                context["around"] = board_around_get(
-                    board=ref, player_id=player_id, radius=PAGE_RADIUS
-                )
-    return render(request, "leaderboard/season_board.html", context)
+            context["standing"] = lookup.standing
+            context["around"] = lookup.around
+    return context
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

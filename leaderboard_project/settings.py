@@ -1,8 +1,11 @@
-"""Django settings.
+"""Django settings: production's, and every process's unless DJANGO_SETTINGS_MODULE says otherwise.
 
-This module is the only place that reads the process environment; everything else
-reads ``django.conf.settings`` at call time. Every variable is documented in
-``.env.example``. Defaults point at the local services that ``make services`` starts.
+The settings modules are the only places that read the process environment (through
+``leaderboard_project.env``); everything else reads ``django.conf.settings`` at call time. Every
+variable is documented in ``.env.example``. Defaults point at the local services that ``make
+services`` starts. Two modules build on this one, each chosen by DJANGO_SETTINGS_MODULE:
+``local_clusters`` (the local Redis Cluster and Kafka brokers of scripts/services.sh: ``make run``,
+the benchmarks) and ``settings_test`` (the test suite, through pyproject.toml).
 """
 
 import ipaddress
@@ -27,12 +30,11 @@ _INSECURE_DEV_KEY = "django-insecure-local-development-only-do-not-use-in-produc
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=_INSECURE_DEV_KEY)
 # Sessions, CSRF tokens and password resets are signed with it: every process refuses to start
-# with the published development key unless DEBUG says this is a local machine. The test suite
-# sets its own key (pyproject.toml, [tool.pytest_env]), which its child processes inherit.
+# with the published development key unless DEBUG says this is a local machine.
 if not DEBUG and SECRET_KEY == _INSECURE_DEV_KEY:
     raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
 
-ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default="localhost,127.0.0.1,[::1],testserver")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default="localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default="")
 
 # --- HTTPS (production) ---------------------------------------------------------------------------
@@ -151,11 +153,6 @@ DATABASES = {
 DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
     "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=3)
 )
-# Lets several checkouts run their test suites against one server at once.
-_test_db_name = env.str("DJANGO_TEST_DATABASE_NAME", default="")
-if _test_db_name:
-    DATABASES["default"]["TEST"] = {"NAME": _test_db_name}
-
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis ---------------------------------------------------------------------------------------
@@ -198,10 +195,6 @@ RECONCILE_FULL_MAX_MEMBERS = env.int("RECONCILE_FULL_MAX_MEMBERS", default=200_0
 # --- Kafka ---------------------------------------------------------------------------------------
 
 KAFKA_BOOTSTRAP_SERVERS = env.list("KAFKA_BOOTSTRAP_SERVERS", default="127.0.0.1:9092")
-# The test suite's Kafka outage: the broker's FAULTS listener (infra/kafka/server.properties
-# .template) and the address it advertises, where the suite runs a TCP proxy it can cut.
-KAFKA_FAULTS_LISTENER = env.str("KAFKA_FAULTS_LISTENER", default="127.0.0.1:9094")
-KAFKA_FAULTS_PROXY = env.str("KAFKA_FAULTS_PROXY", default="127.0.0.1:9095")
 KAFKA_MATCH_RESULTS_TOPIC = env.str("KAFKA_MATCH_RESULTS_TOPIC", default="match-results")
 KAFKA_DEAD_LETTER_TOPIC = env.str(
     "KAFKA_DEAD_LETTER_TOPIC", default=f"{KAFKA_MATCH_RESULTS_TOPIC}.dlq"
@@ -209,10 +202,7 @@ KAFKA_DEAD_LETTER_TOPIC = env.str(
 KAFKA_CONSUMER_GROUP = env.str("KAFKA_CONSUMER_GROUP", default="leaderboard-ingest")
 KAFKA_TOPIC_PARTITIONS = env.int("KAFKA_TOPIC_PARTITIONS", default=4)
 
-# --- Clusters (LB_REDIS_MODE, LB_KAFKA_BROKERS; README "Running on clusters") ------------------
-# Self-contained on purpose: reads only its own variables, and replaces the default of
-# KAFKA_BOOTSTRAP_SERVERS (above) only when that variable is not set. scripts/services.sh reads
-# the same LB_* variables and starts the local clusters on these ports.
+# --- Clusters (README "Running on clusters") -----------------------------------------------------
 
 # Where the boards live: "single" (REDIS_URL, the default) or "cluster" (REDIS_CLUSTER_NODES,
 # through redis-py's RedisCluster). Celery's broker and Django's cache stay on a standalone
@@ -220,14 +210,8 @@ KAFKA_TOPIC_PARTITIONS = env.int("KAFKA_TOPIC_PARTITIONS", default=4)
 LB_REDIS_MODE = env.str("LB_REDIS_MODE", default="single").strip().lower()
 if LB_REDIS_MODE not in {"single", "cluster"}:
     raise ImproperlyConfigured(f"LB_REDIS_MODE={LB_REDIS_MODE!r}: use 'single' or 'cluster'")
-# The local Redis Cluster of scripts/services.sh: six nodes from this port on.
-_LB_REDIS_CLUSTER_PORT = env.int("LB_REDIS_CLUSTER_PORT", default=7000)
-LOCAL_REDIS_CLUSTER_NODES = [f"127.0.0.1:{_LB_REDIS_CLUSTER_PORT + i}" for i in range(6)]
 # Seed nodes (host:port, comma-separated) the cluster client discovers the rest from.
-REDIS_CLUSTER_NODES = env.list(
-    "REDIS_CLUSTER_NODES",
-    default=",".join(LOCAL_REDIS_CLUSTER_NODES) if LB_REDIS_MODE == "cluster" else "",
-)
+REDIS_CLUSTER_NODES = env.list("REDIS_CLUSTER_NODES", default="")
 for _node in REDIS_CLUSTER_NODES:
     _host, _sep, _port = _node.rpartition(":")
     if not (_host and _sep and _port.isdigit()):
@@ -242,28 +226,15 @@ REDIS_READ_FROM_REPLICAS = env.bool("REDIS_READ_FROM_REPLICAS", default=False)
 if REDIS_READ_FROM_REPLICAS and LB_REDIS_MODE != "cluster":
     raise ImproperlyConfigured("REDIS_READ_FROM_REPLICAS=true needs LB_REDIS_MODE=cluster")
 
-# 1: the single local broker; 3: the local three-node cluster (the bootstrap default below).
-LB_KAFKA_BROKERS = env.int("LB_KAFKA_BROKERS", default=1)
-if LB_KAFKA_BROKERS not in {1, 3}:
-    raise ImproperlyConfigured(f"LB_KAFKA_BROKERS={LB_KAFKA_BROKERS}: use 1 or 3")
-_LB_KAFKA_CLUSTER_PORT = env.int("LB_KAFKA_CLUSTER_PORT", default=19092)
-LOCAL_KAFKA_CLUSTER_BROKERS = [f"127.0.0.1:{_LB_KAFKA_CLUSTER_PORT + i}" for i in range(3)]
-if LB_KAFKA_BROKERS == 3 and not env.str("KAFKA_BOOTSTRAP_SERVERS", default="").strip():
-    KAFKA_BOOTSTRAP_SERVERS = list(LOCAL_KAFKA_CLUSTER_BROKERS)
 # Replicas of every topic the project creates, and how many must have a write before an
 # acks=all producer gets its acknowledgement: with 3 and 2, one broker may die with nothing lost.
-KAFKA_TOPIC_REPLICATION_FACTOR = env.int(
-    "KAFKA_TOPIC_REPLICATION_FACTOR", default=3 if LB_KAFKA_BROKERS == 3 else 1
-)
-KAFKA_TOPIC_MIN_INSYNC_REPLICAS = env.int(
-    "KAFKA_TOPIC_MIN_INSYNC_REPLICAS", default=2 if LB_KAFKA_BROKERS == 3 else 1
-)
+KAFKA_TOPIC_REPLICATION_FACTOR = env.int("KAFKA_TOPIC_REPLICATION_FACTOR", default=1)
+KAFKA_TOPIC_MIN_INSYNC_REPLICAS = env.int("KAFKA_TOPIC_MIN_INSYNC_REPLICAS", default=1)
 if not 1 <= KAFKA_TOPIC_MIN_INSYNC_REPLICAS <= KAFKA_TOPIC_REPLICATION_FACTOR:
     raise ImproperlyConfigured(
         f"KAFKA_TOPIC_MIN_INSYNC_REPLICAS={KAFKA_TOPIC_MIN_INSYNC_REPLICAS} must be between 1 "
         f"and KAFKA_TOPIC_REPLICATION_FACTOR={KAFKA_TOPIC_REPLICATION_FACTOR}"
     )
-# --- end of the clusters block ------------------------------------------------------------------
 
 # --- Ingestion consumer (ingestion/consumer.py, docs/ingestion.md) ------------------------------
 
@@ -299,10 +270,10 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# The queue tasks go to and workers read by default (a test run uses its own).
+# The queue tasks go to and workers read by default.
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 
-# --- Celery: surviving a broker restart (issue 11, "processes come back") ----------------------
+# --- Celery: surviving a broker restart -----------------------------------------------------------
 # The two kombu crashes on a lost connection are handled in celery.py (the consumer and the
 # request classes); these keep the worker and beat reconnecting on their own.
 # None = retry the broker forever: the default (100 attempts, 2 s more each, capped at 30 s)
@@ -319,7 +290,6 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 # The worker's consumer that reconnects even when kombu fails to close the lost connection.
 CELERY_WORKER_CONSUMER = "leaderboard_project.celery:BrokerLossTolerantConsumer"
-# --- end of issue 11's Celery block --------------------------------------------------------------
 
 # --- DRF -----------------------------------------------------------------------------------------
 

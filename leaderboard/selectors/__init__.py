@@ -1,5 +1,6 @@
 """Reads, one module per question they answer.
 
+- ``pages``: the public board page's one read per period;
 - ``boards``: which boards exist (``BoardRef``, lookups and lists, memoized or fresh);
 - ``rankings``: a board's ranks in Redis (pages, a player, around a player, friends, the daily
   and weekly boards);

@@ -47,15 +47,21 @@ def test_board_page_shows_the_top_and_a_player_lookup(client, board_redis):
 
 
 @pytest.mark.parametrize(
-    ("player", "message"),
-    [("abc", "is not a player id"), ("999", "Player 999 has no score this season.")],
+    ("player", "status", "message"),
+    [
+        # A malformed id is bad input; a well-formed one without a score is an answer.
+        ("abc", 400, "&#x27;abc&#x27; is not a player id (a positive integer)."),
+        ("999", 200, "Player 999 has no score this season."),
+    ],
 )
-def test_board_page_lookup_errors(client, board_redis, player, message):
+def test_board_page_lookup_errors(client, board_redis, player, status, message):
     season = make_season()
     write_season_board(board_redis, season)
     response = client.get(f"/seasons/{season.id}?player={player}")
-    assert response.status_code == 200
-    assert message in response.content.decode()
+    assert response.status_code == status
+    html = response.content.decode()
+    assert message in html
+    assert 'data-player="2"' in html  # the board is still shown
 
 
 def test_unknown_season_page_is_404(client):
@@ -82,9 +88,10 @@ def test_go_to_rank_pages_from_any_depth(client, board_redis):
     assert "data-live-url" not in html  # a deep page is not polled
     assert f'href="/seasons/{season.id}?start=1" rel="prev"' in html
 
-    html = client.get(f"/seasons/{season.id}?start=0").content.decode()
-    assert "Rank: " in html
-    assert "greater than or equal to 1" in html
+    response = client.get(f"/seasons/{season.id}?start=0")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "Rank: Ensure this value is greater than or equal to 1." in html
 
 
 def test_daily_and_weekly_tabs_show_those_boards_live(client, board_redis):
@@ -136,3 +143,111 @@ def test_the_live_top_list_carries_the_version_and_etag_of_its_entries(client, b
     # and its first poll sends the ETag (a 304 while nothing changed).
     assert f'data-version="{api["X-Snapshot-Version"]}"' in html
     assert f'data-etag="{escape(api["ETag"])}"' in html
+
+
+def _live_season(days: int = 10):
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC)
+    return make_season(starts_at=now - timedelta(days=days), ends_at=now + timedelta(days=3))
+
+
+@pytest.mark.parametrize(
+    ("query", "message", "shown"),
+    [
+        ("period=monthly", "&#x27;monthly&#x27; is not a period", "top 100 of the season"),
+        ("start=-3", "Rank: Ensure this value is greater than or equal to 1.", "of the season"),
+        ("start=1e3", "Rank: A valid integer is required.", "top 100 of the season"),
+        ("period=daily&day=yesterday", "Day: must be a date as YYYY-MM-DD", "(UTC day)"),
+        ("period=weekly&week=2026-42", "Week: must be an ISO week as YYYY-Www", "of week"),
+        ("player=0", "&#x27;0&#x27; is not a player id", "top 100 of the season"),
+    ],
+)
+def test_a_refused_parameter_is_a_400_page_that_says_why(
+    client, board_redis, query, message, shown
+):
+    season = _live_season()
+    write_season_board(board_redis, season)
+    response = client.get(f"/seasons/{season.id}?{query}")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert f'<p class="error" role="alert">{message}' in html
+    # The page is whole: the list the query would have shown without the refused parameter.
+    assert shown in html
+    assert "<table" in html
+
+
+def test_a_parameter_of_another_period_is_ignored_not_refused(client, board_redis):
+    season = _live_season()
+    write_season_board(board_redis, season)
+    response = client.get(f"/seasons/{season.id}?period=daily&start=0&week=nope")
+    assert response.status_code == 200
+    assert 'role="alert"' not in response.content.decode()
+
+
+def test_the_daily_tab_shows_the_day_asked_for(client, board_redis):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from .board_fixtures import write_daily_board
+
+    season = _live_season()
+    today = timezone.now().date()
+    yesterday = today - timedelta(days=1)
+    write_daily_board(board_redis, season, yesterday, {41: (500, 1)})
+    write_daily_board(board_redis, season, today, {42: (900, 1)})
+    response = client.get(f"/seasons/{season.id}?period=daily&day={yesterday.isoformat()}")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'data-player="41"' in html
+    assert 'data-player="42"' not in html
+    assert f"top 100 of {yesterday.isoformat()} (UTC day)" in html
+    assert f"/daily/{yesterday.isoformat()}/top?limit=100" in html
+    assert f'value="{yesterday.isoformat()}"' in html  # the day picker shows it
+    # The tab links to the season's current day.
+    assert f"?period=daily&amp;day={today.isoformat()}" in html
+
+
+def test_the_weekly_tab_builds_and_shows_the_week_asked_for(client, board_redis):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from .board_fixtures import write_daily_board
+
+    season = _live_season()
+    last_week_day = timezone.now().date() - timedelta(days=7)
+    year, week, _ = last_week_day.isocalendar()
+    label = f"{year:04d}-W{week:02d}"
+    write_daily_board(board_redis, season, last_week_day, {51: (300, 1)})
+    response = client.get(f"/seasons/{season.id}?period=weekly&week={label}")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'data-player="51"' in html
+    assert f"top 100 of week {label}" in html
+    assert f"/weekly/{label}/top?limit=100" in html
+    assert 'aria-current="page">Weekly' in html
+
+
+def test_a_lookup_on_the_daily_tab_is_on_the_season_board(client, board_redis):
+    from django.utils import timezone
+
+    from .board_fixtures import write_daily_board
+
+    season = _live_season()
+    write_season_board(board_redis, season)
+    write_daily_board(board_redis, season, timezone.now().date(), {77: (900, 1)})
+    html = client.get(f"/seasons/{season.id}?period=daily&player=6").content.decode()
+    assert 'data-player="77"' in html  # the day's list
+    assert "Rank <strong>7</strong> of 7" in html  # the season's standing
+    assert 'aria-current="page">Daily' in html
+
+
+def test_a_deep_page_lookup_keeps_the_page(client, board_redis):
+    season = _live_season()
+    write_season_board(board_redis, season)
+    html = client.get(f"/seasons/{season.id}?start=4&player=2").content.decode()
+    assert "Ranks 4 to 103" in html
+    assert "Rank <strong>1</strong> of 7" in html
+    assert "data-live-url" not in html

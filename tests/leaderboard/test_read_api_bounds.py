@@ -82,7 +82,7 @@ def test_oversized_season_id_is_400(client, rest):
     assert_400_naming(client.get(board_url(HUGE, rest)), "season")
 
 
-def test_page_lookup_of_an_oversized_player_id_is_a_lookup_error(client, season):
+def test_page_lookup_of_an_oversized_player_id_is_a_400_page(client, season):
     response = client.get(f"/seasons/{season.id}?player={HUGE}")
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert "is not a player id" in response.content.decode()

@@ -30,7 +30,7 @@ def _name(obj: Any) -> str:
 
 
 def main(order: list[str]) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_project.settings_test")
     from django.conf import settings
     from django.contrib.admin.sites import AdminSite
 

@@ -40,7 +40,7 @@ def _run(code: str, **env: str) -> list[str]:
     done = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,
-        env=os.environ | {"DJANGO_SETTINGS_MODULE": "leaderboard_project.settings"} | env,
+        env=os.environ | env,
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,0 +1,45 @@
+"""Settings for a machine running the local services of scripts/services.sh, clusters included.
+
+``make run``, ``make test`` (through ``settings_test``) and the benchmarks choose this module
+(DJANGO_SETTINGS_MODULE). It reads the same LB_* variables as scripts/services.sh, which starts
+the local Redis Cluster (LB_REDIS_MODE=cluster: six nodes from LB_REDIS_CLUSTER_PORT) and the
+three-broker Kafka (LB_KAFKA_BROKERS=3: from LB_KAFKA_CLUSTER_PORT), and makes their addresses
+the defaults of the variables the production settings read: REDIS_CLUSTER_NODES,
+KAFKA_BOOTSTRAP_SERVERS, KAFKA_TOPIC_REPLICATION_FACTOR (3) and
+KAFKA_TOPIC_MIN_INSYNC_REPLICAS (2). A variable that is set keeps its value.
+
+The defaults go into the process environment, before the production settings read it, so the
+production module's checks see them and every process this one starts inherits them.
+"""
+
+import os
+
+from django.core.exceptions import ImproperlyConfigured
+
+from .env import StrictEnv
+
+_env = StrictEnv()
+
+
+def _default(name: str, value: str) -> None:
+    # An empty variable counts as unset, as everywhere (leaderboard_project/env.py).
+    if not _env.str(name, default="").strip():
+        os.environ[name] = value
+
+
+LB_KAFKA_BROKERS = _env.int("LB_KAFKA_BROKERS", default=1)
+if LB_KAFKA_BROKERS not in {1, 3}:
+    raise ImproperlyConfigured(f"LB_KAFKA_BROKERS={LB_KAFKA_BROKERS}: use 1 or 3")
+_redis_cluster_port = _env.int("LB_REDIS_CLUSTER_PORT", default=7000)
+LOCAL_REDIS_CLUSTER_NODES = [f"127.0.0.1:{_redis_cluster_port + i}" for i in range(6)]
+_kafka_cluster_port = _env.int("LB_KAFKA_CLUSTER_PORT", default=19092)
+LOCAL_KAFKA_CLUSTER_BROKERS = [f"127.0.0.1:{_kafka_cluster_port + i}" for i in range(3)]
+
+if _env.str("LB_REDIS_MODE", default="single").strip().lower() == "cluster":
+    _default("REDIS_CLUSTER_NODES", ",".join(LOCAL_REDIS_CLUSTER_NODES))
+if LB_KAFKA_BROKERS == 3:
+    _default("KAFKA_BOOTSTRAP_SERVERS", ",".join(LOCAL_KAFKA_CLUSTER_BROKERS))
+    _default("KAFKA_TOPIC_REPLICATION_FACTOR", "3")
+    _default("KAFKA_TOPIC_MIN_INSYNC_REPLICAS", "2")
+
+from .settings import *  # noqa: E402, F403

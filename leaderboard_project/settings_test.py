@@ -1,0 +1,27 @@
+"""Settings of the test suite (pyproject.toml: pytest-django's DJANGO_SETTINGS_MODULE).
+
+The local services' settings (``local_clusters``: ``make test-cluster`` runs the suite on the
+local clusters) plus what only the suite needs. pytest-django exports the module's name, so the
+processes the tests start (manage.py commands, Celery, probes) load it too. The suite's
+DJANGO_SECRET_KEY comes from pyproject.toml ([tool.pytest_env]): the production settings read
+it before this module runs.
+"""
+
+from .env import StrictEnv
+from .local_clusters import *  # noqa: F403
+from .local_clusters import ALLOWED_HOSTS, DATABASES
+
+_env = StrictEnv()
+
+# Lets several checkouts run their test suites against one server at once.
+_test_db_name = _env.str("DJANGO_TEST_DATABASE_NAME", default="")
+if _test_db_name:
+    DATABASES["default"]["TEST"] = {"NAME": _test_db_name}
+
+# Django's test client's host.
+ALLOWED_HOSTS = [*ALLOWED_HOSTS, "testserver"]
+
+# The Kafka outage tests: the broker's FAULTS listener (infra/kafka/server.properties.template)
+# and the address it advertises, where the tests run a TCP proxy they can cut.
+KAFKA_FAULTS_LISTENER = _env.str("KAFKA_FAULTS_LISTENER", default="127.0.0.1:9094")
+KAFKA_FAULTS_PROXY = _env.str("KAFKA_FAULTS_PROXY", default="127.0.0.1:9095")
