@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,7 @@ def topics(kafka_topic_factory):
 
 def test_the_consumer_reads_both_topics_and_commits_both(topics):
     season = make_live_season()
-    T0 = season.starts_at + timedelta(days=1)  # noqa: N806
+    T0 = season.starts_at + timedelta(days=1)
     now = season.starts_at + timedelta(days=29)  # the results: later than every profile
     profiles = [
         _profile(1, "Alice", T0, country="FR"),
@@ -50,7 +51,7 @@ def test_the_consumer_reads_both_topics_and_commits_both(topics):
         _profile(5, "Eve", T0, avatarUrl="http://insecure.example/e.png"),
         (b"6", b"not json"),
     ]
-    results = [
+    results: list[dict[str, Any]] = [
         # A name on a result: the same update at its achievedAt (later than Alice's profile).
         {"displayName": "Alice2", "playerId": 1, "points": 10},
         # A bad name: the result counts, the name is skipped.
