@@ -38,6 +38,7 @@ from seasons.selectors import season_get_cached
 
 from . import openapi
 from .models import BOARD_SLUG_PATTERN, MAIN_BOARD
+from .player_cards import PlayerCardSerializer, player_card_get
 from .selectors import (
     BoardRef,
     RankingEntry,
@@ -59,6 +60,7 @@ from .serializers import (
     DayPathSerializer,
     ErrorSerializer,
     FriendsQuerySerializer,
+    PlayerIdPathSerializer,
     PlayerPathSerializer,
     PlayerStandingSerializer,
     RankingEntrySerializer,
@@ -506,3 +508,30 @@ class BoardListApi(PublicApi):
             for b in boards
         ]
         return Response(self.BoardOutputSerializer(rows, many=True).data)
+
+
+class PlayerCardApi(PublicApi):
+    @extend_schema(
+        operation_id="player_card",
+        summary="A player's card: profile, and rank on every board of every active season",
+        description=(
+            "displayName and country come from the player's profile (contract 0.3); "
+            "displayName is null when staff hid it. boards lists every board of every active "
+            "season on which the player has a score."
+        ),
+        parameters=[openapi.PLAYER, openapi.RETRY_AFTER],
+        responses={
+            200: PlayerCardSerializer,
+            400: openapi.BAD_PARAMETER,
+            404: OpenApiResponse(
+                ErrorSerializer, description="The player has neither a profile nor a score."
+            ),
+            **openapi.PUBLIC_ERRORS,
+        },
+    )
+    def get(self, request: Request, player: str) -> HttpResponse:
+        path = parse(PlayerIdPathSerializer, {"player": player})
+        card = player_card_get(player_id=path["player"])
+        if card is None:
+            raise NotFound(f"player {path['player']} has neither a profile nor a score")
+        return json_response(PlayerCardSerializer, card)

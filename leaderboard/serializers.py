@@ -62,6 +62,10 @@ class SeasonPathSerializer(serializers.Serializer):
     season = IdField()
 
 
+class PlayerIdPathSerializer(serializers.Serializer):
+    player = IdField()
+
+
 class PlayerPathSerializer(serializers.Serializer):
     season = IdField()
     player = IdField()
