@@ -46,6 +46,7 @@ from .offsets import next_offsets, offsets_commit, owed_offsets_commit, partitio
 from .retrying import Backoff, ConsumerStopping
 from .services import match_results_ingest, player_profiles_ingest
 from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
+from .topics import topic_create_if_missing
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +144,12 @@ class MatchResultConsumer:
         for topic in self.topics:
             if not consumer.partitions_for_topic(topic):
                 consumer.close(autocommit=False)
+                if topic == self.options.profiles_topic:
+                    # Nobody may have written to it yet (ingestion/topics.py): created here,
+                    # found by the next try.
+                    topic_create_if_missing(
+                        bootstrap_servers=self.options.bootstrap_servers, name=topic
+                    )
                 raise UnknownTopicOrPartitionError(f"topic {topic} has no partitions yet")
         consumer.subscribe(self.topics)
         return consumer
