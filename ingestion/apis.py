@@ -17,8 +17,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.models import BOARD_SLUG_PATTERN
+from players.countries import ISO_3166_ALPHA_2
 from players.schema import (
     AVATAR_URL_MAX_CHARS,
+    AVATAR_URL_PATTERN,
     DISPLAY_NAME_MAX_CHARS,
     PLAYER_ID_MAX,
     ProfileRejected,
@@ -236,21 +238,25 @@ _PROFILE_BODY: dict[str, Any] = {
     "type": "object",
     "required": ["displayName"],
     "properties": {
-        "playerId": {**_BIGINT_ID, "description": "Optional; must equal the path's player."},
         "displayName": {
             "type": "string",
             "minLength": 1,
+            "maxLength": DISPLAY_NAME_MAX_CHARS,
+            "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]+$",
             "description": f"1 to {DISPLAY_NAME_MAX_CHARS} characters after NFC normalization, "
             "no control characters.",
         },
         "country": {
-            "type": ["string", "null"],
-            "pattern": "^[A-Z]{2}$",
+            "type": "string",
+            "nullable": True,
+            "enum": [*sorted(ISO_3166_ALPHA_2), None],
             "description": "ISO 3166-1 alpha-2 (uppercase), or null.",
         },
         "avatarUrl": {
-            "type": ["string", "null"],
+            "type": "string",
+            "nullable": True,
             "maxLength": AVATAR_URL_MAX_CHARS,
+            "pattern": AVATAR_URL_PATTERN,
             "description": "An https:// URL, or null.",
         },
         "updatedAt": {
@@ -259,6 +265,7 @@ _PROFILE_BODY: dict[str, Any] = {
             "description": "RFC 3339 with an offset; default: now. The latest updatedAt wins.",
         },
     },
+    # playerId may be sent too (it must then equal the path's), and fields producers add.
     "additionalProperties": True,
 }
 

@@ -8,7 +8,8 @@ One UTF-8 JSON object per profile on the ``player-profiles`` topic (DESIGN.md, c
 - ``displayName``: required; 1 to 32 characters after NFC normalization (the normalized form is
   stored), no control characters (Unicode category Cc) and no line or paragraph separator;
 - ``country``: ISO 3166-1 alpha-2, uppercase (players/countries.py), or null/absent;
-- ``avatarUrl``: an ``https://`` URL with a host, at most 512 characters, or null/absent;
+- ``avatarUrl``: an ``https://`` URL with a host (printable ASCII), at most 512 characters, or
+  null/absent;
 - ``updatedAt``: RFC 3339 with seconds and an offset.
 
 Every check lives here and only here: the Kafka consumer, the HTTP ``PUT`` and a match result's
@@ -28,7 +29,6 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from .countries import ISO_3166_ALPHA_2
 
@@ -53,6 +53,10 @@ REQUIRED_FIELDS = ("playerId", "displayName", "updatedAt")
 _RFC3339 = re.compile(
     r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$"
 )
+# An https URL with a host (dot-separated labels), an optional port, then printable ASCII:
+# the same pattern the OpenAPI schema states (non-ASCII must be percent-encoded).
+AVATAR_URL_PATTERN = r"^https://[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:[0-9]{1,5})?([/?#][!-~]*)?$"
+_AVATAR_URL = re.compile(AVATAR_URL_PATTERN)
 # Line and paragraph separators are not Cc but break a line like one.
 _SEPARATORS = frozenset("\u2028\u2029")
 
@@ -199,19 +203,7 @@ def avatar_url_validate(value: object) -> str | None:
             f"avatarUrl must be at most {AVATAR_URL_MAX_CHARS} characters, got {len(value)}",
             field="avatarUrl",
         )
-    try:
-        parts = urlsplit(value)
-        host = parts.hostname
-    except ValueError:
-        parts, host = None, None
-    if (
-        parts is None
-        or parts.scheme != "https"
-        or not value.startswith("https://")
-        or not host
-        or not value.isprintable()
-        or any(char.isspace() for char in value)
-    ):
+    if not _AVATAR_URL.fullmatch(value):
         raise ProfileRejected(
             INVALID_AVATAR_URL,
             f"avatarUrl must be an https:// URL with a host, or null, got {value[:60]!r}",
