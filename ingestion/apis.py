@@ -1,9 +1,13 @@
-"""HTTP API of ingestion: the door for game servers that cannot speak Kafka."""
+"""HTTP API of ingestion: the door for game servers that cannot speak Kafka (match results,
+and player profiles: ``PUT /api/players/{player}/profile``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import redis
+from django.db import OperationalError
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -13,6 +17,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.models import BOARD_SLUG_PATTERN
+from players.countries import ISO_3166_ALPHA_2
+from players.schema import (
+    AVATAR_URL_MAX_CHARS,
+    AVATAR_URL_PATTERN,
+    DISPLAY_NAME_MAX_CHARS,
+    PLAYER_ID_MAX,
+    ProfileRejected,
+    profile_validate,
+)
+from players.selectors import player_profile_get
+from players.services import player_profiles_upsert
 
 from .authentication import GameServerTokenAuthentication, HasActiveGameServerToken
 from .parsers import BoundedJSONParser
@@ -203,3 +218,123 @@ class MatchResultsSubmitApi(APIView):
         return Response(
             self.OutputSerializer({"accepted": accepted}).data, status=status.HTTP_202_ACCEPTED
         )
+
+
+class PlayerProfileOutputSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "StoredPlayerProfile"
+
+    playerId = serializers.IntegerField(source="player_id")
+    displayName = serializers.CharField(source="display_name")
+    country = serializers.CharField(allow_null=True)
+    avatarUrl = serializers.CharField(source="avatar_url", allow_null=True)
+    updatedAt = serializers.DateTimeField(source="profile_updated_at")
+    hidden = serializers.BooleanField(
+        help_text="Staff hid the name: every read shows null for it until they unhide it."
+    )
+
+
+_PROFILE_BODY: dict[str, Any] = {
+    "type": "object",
+    "required": ["displayName"],
+    "properties": {
+        "displayName": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": DISPLAY_NAME_MAX_CHARS,
+            "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]+$",
+            "description": f"1 to {DISPLAY_NAME_MAX_CHARS} characters after NFC normalization, "
+            "no control characters.",
+        },
+        "country": {
+            "type": "string",
+            "nullable": True,
+            "enum": [*sorted(ISO_3166_ALPHA_2), None],
+            "description": "ISO 3166-1 alpha-2 (uppercase), or null.",
+        },
+        "avatarUrl": {
+            "type": "string",
+            "nullable": True,
+            "maxLength": AVATAR_URL_MAX_CHARS,
+            "pattern": AVATAR_URL_PATTERN,
+            "description": "An https:// URL, or null.",
+        },
+        "updatedAt": {
+            "type": "string",
+            "format": "date-time",
+            "description": "RFC 3339 with an offset; default: now. The latest updatedAt wins.",
+        },
+    },
+    # playerId may be sent too (it must then equal the path's), and fields producers add.
+    "additionalProperties": True,
+}
+
+
+class PlayerProfileRejectedSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "PlayerProfileRejected"
+
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    field = serializers.CharField(allow_null=True)
+
+
+class PlayerProfilePutApi(APIView):
+    """``PUT /api/players/{player}/profile``: the player-profiles topic's update, over HTTP.
+
+    Validated as the consumer validates a profile (players/schema.py: the same reasons),
+    stored with the same upsert (the latest updatedAt wins: an older one is accepted and
+    changes nothing), and answered with the profile as stored.
+    """
+
+    authentication_classes = [GameServerTokenAuthentication]
+    permission_classes = [HasActiveGameServerToken]
+    parser_classes = [BoundedJSONParser]
+
+    @extend_schema(
+        operation_id="player_profile_put",
+        parameters=[
+            OpenApiParameter("player", _BIGINT_ID, OpenApiParameter.PATH, description="Player id.")
+        ],
+        request={"application/json": _PROFILE_BODY},
+        responses={
+            200: PlayerProfileOutputSerializer,
+            400: PlayerProfileRejectedSerializer,
+            401: OpenApiResponse(description="no or malformed Bearer token, or an unknown one"),
+            403: OpenApiResponse(description="the token has been deactivated"),
+            503: OpenApiResponse(
+                PlayerProfileRejectedSerializer,
+                description="PostgreSQL or Redis (the name cache) cannot be reached; PUT the "
+                "same profile again after Retry-After seconds (it is idempotent)",
+            ),
+        },
+    )
+    def put(self, request: Request, player: str) -> Response:
+        def rejected(detail: str, code: str, field: str | None) -> Response:
+            body = {"detail": detail, "code": code, "field": field}
+            return Response(
+                PlayerProfileRejectedSerializer(body).data, status=status.HTTP_400_BAD_REQUEST
+            )
+
+        if not (player.isascii() and player.isdigit()) or not 1 <= int(player) <= PLAYER_ID_MAX:
+            return rejected(
+                f"player must be a player id, got {player[:40]!r}", "invalid_value", None
+            )
+        try:
+            body: Any = request.data
+        except ParseError as exc:
+            return rejected(f"the body is not valid JSON ({exc.detail})", "not_json", None)
+        try:
+            update = profile_validate(body, player_id=int(player), now=timezone.now())
+        except ProfileRejected as exc:
+            return rejected(exc.reason, exc.code, exc.field)
+        try:
+            player_profiles_upsert(profiles=[update])
+            stored = player_profile_get(player_id=update.player_id)
+        except (redis.exceptions.RedisError, OperationalError) as exc:
+            return Response(
+                {"detail": f"the profile could not be stored; retry ({type(exc).__name__})"},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+        return Response(PlayerProfileOutputSerializer(stored).data)

@@ -1,5 +1,11 @@
 """The Kafka consumer loop: poll a batch, hand it to ``match_results_ingest``, commit.
 
+One consumer reads two topics (contract 0.3: one process type to run): the match results and
+the player profiles. A polled batch may hold records of both; each topic's records go to its
+own handler (``match_results_ingest``, ``player_profiles_ingest``: match results first, they
+are what players wait to see), with their own dead-letter topic, and the offsets of both are
+committed together once both handlers returned.
+
 Offsets are committed only after the handler returns, i.e. once PostgreSQL and Redis both hold
 the batch; a crash anywhere before that redelivers the batch, and the handler's exactly-once
 rule (docs/ingestion.md) makes the redelivery harmless. A dependency that goes away makes the
@@ -38,8 +44,9 @@ from .kafka_adapter import group_coordinator_connected
 from .kafka_watch import KafkaWatch
 from .offsets import next_offsets, offsets_commit, owed_offsets_commit, partition_lags
 from .retrying import Backoff, ConsumerStopping
-from .services import match_results_ingest
+from .services import match_results_ingest, player_profiles_ingest
 from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
+from .topics import topic_create_if_missing
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +68,9 @@ class ConsumerOptions:
     failover_check_seconds: float = 1.0
     # kafka-python's reconnect backoff cap: how long a broker's return may go unnoticed.
     kafka_reconnect_backoff_max_ms: int = 1000
+    # The player-profiles topic and its dead-letter topic; "" : not consumed.
+    profiles_topic: str = ""
+    profiles_dead_letter_topic: str = ""
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> ConsumerOptions:
@@ -77,6 +87,8 @@ class ConsumerOptions:
             group_instance_id=settings.INGEST_GROUP_INSTANCE_ID or None,
             failover_check_seconds=settings.INGEST_FAILOVER_CHECK_SECONDS,
             kafka_reconnect_backoff_max_ms=settings.INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS,
+            profiles_topic=settings.KAFKA_PLAYER_PROFILES_TOPIC,
+            profiles_dead_letter_topic=settings.KAFKA_PLAYER_PROFILES_DEAD_LETTER_TOPIC,
         )
         return replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -102,6 +114,12 @@ class MatchResultConsumer:
     def request_stop(self) -> None:
         self.stop_event.set()
 
+    @property
+    def topics(self) -> list[str]:
+        """The topics this consumer subscribes to: match results, and profiles if set."""
+        profiles = self.options.profiles_topic
+        return [self.options.topic, *([profiles] if profiles else [])]
+
     # --- Kafka clients -----------------------------------------------------------------------
 
     def _connect_consumer(self) -> KafkaConsumer:
@@ -123,10 +141,17 @@ class MatchResultConsumer:
         # Join the group only once the topic's partitions are in the metadata cache: a member
         # that joins before (a topic created a moment ago) can be left without partitions
         # until the next periodic metadata refresh, minutes later.
-        if not consumer.partitions_for_topic(self.options.topic):
-            consumer.close(autocommit=False)
-            raise UnknownTopicOrPartitionError(f"topic {self.options.topic} has no partitions yet")
-        consumer.subscribe([self.options.topic])
+        for topic in self.topics:
+            if not consumer.partitions_for_topic(topic):
+                consumer.close(autocommit=False)
+                if topic == self.options.profiles_topic:
+                    # Nobody may have written to it yet (ingestion/topics.py): created here,
+                    # found by the next try.
+                    topic_create_if_missing(
+                        bootstrap_servers=self.options.bootstrap_servers, name=topic
+                    )
+                raise UnknownTopicOrPartitionError(f"topic {topic} has no partitions yet")
+        consumer.subscribe(self.topics)
         return consumer
 
     # --- the loop ----------------------------------------------------------------------------
@@ -158,12 +183,20 @@ class MatchResultConsumer:
         sink = KafkaDeadLetterSink(
             producer=producer, topic=self.options.dead_letter_topic, source_topic=self.options.topic
         )
+        profiles_sink = KafkaDeadLetterSink(
+            producer=producer,
+            topic=self.options.profiles_dead_letter_topic,
+            source_topic=self.options.profiles_topic,
+        )
         self._recover_boards()
         logger.info(
             "consuming %s as group %s (dead letters to %s)",
-            self.options.topic,
+            " and ".join(self.topics),
             self.options.group_id,
-            self.options.dead_letter_topic,
+            " and ".join(
+                [self.options.dead_letter_topic]
+                + ([self.options.profiles_dead_letter_topic] if self.options.profiles_topic else [])
+            ),
         )
         try:
             while not self.stop_event.is_set():
@@ -172,7 +205,7 @@ class MatchResultConsumer:
                     max_records=self.options.max_poll_records,
                 )
                 if polled:
-                    self._handle(consumer, polled, sink)
+                    self._handle(consumer, polled, sink, profiles_sink)
                 self._kafka.observe(
                     reachable=bool(polled) or group_coordinator_connected(consumer),
                     now=time.monotonic(),
@@ -190,7 +223,8 @@ class MatchResultConsumer:
                 consumer=consumer, owed=self._owed, poll_timeout_ms=self.options.poll_timeout_ms
             )
             for tp, offset in committed.items():
-                self.totals.positions[tp.partition] = offset
+                if tp.topic == self.options.topic:
+                    self.totals.positions[tp.partition] = offset
             self._report(consumer)
             consumer.close(autocommit=False)
             producer.close(timeout=5)
@@ -215,18 +249,30 @@ class MatchResultConsumer:
         consumer: KafkaConsumer,
         polled: dict[TopicPartition, list[Any]],
         sink: DeadLetterSink,
+        profiles_sink: DeadLetterSink,
     ) -> None:
-        # kafka-python's records as they are (a Record each): no copy per record.
-        records = [record for batch in polled.values() for record in batch]
         topic = self.options.topic
+        # kafka-python's records as they are (a Record each): no copy per record.
+        records = [record for tp, batch in polled.items() if tp.topic == topic for record in batch]
+        profiles = [record for tp, batch in polled.items() if tp.topic != topic for record in batch]
         with metrics.BATCH_SECONDS.labels(topic=topic).time():
             outcome = match_results_ingest(
                 topic=topic, records=records, dead_letters=sink, retrying=self._retrying
             )
+        if profiles:
+            profiled = player_profiles_ingest(
+                records=profiles, dead_letters=profiles_sink, retrying=self._retrying
+            )
+            outcome = replace(
+                outcome,
+                profiles=profiled.profiles,
+                profiles_dead_letters=profiled.profiles_dead_letters,
+            )
         offsets = next_offsets(polled)
         if offsets_commit(consumer=consumer, offsets=offsets, retrying=self._retrying):
             for tp, offset in offsets.items():
-                self.totals.positions[tp.partition] = offset
+                if tp.topic == topic:
+                    self.totals.positions[tp.partition] = offset
                 self._owed.pop(tp, None)
         else:
             for tp, offset in offsets.items():
@@ -245,7 +291,9 @@ class MatchResultConsumer:
         the gauges keep their last values."""
         if self._kafka.lost:
             return None
-        lags = partition_lags(consumer=consumer, positions=self.totals.positions)
+        lags = partition_lags(
+            consumer=consumer, positions=self.totals.positions, topic=self.options.topic
+        )
         metrics.partitions_observe(
             topic=self.options.topic, lag=lags, committed=self.totals.positions
         )

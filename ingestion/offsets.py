@@ -118,21 +118,28 @@ def owed_offsets_commit(
         return due
 
 
-def consumer_lag(*, consumer: KafkaConsumer, positions: Mapping[int, int]) -> int | None:
+def consumer_lag(
+    *, consumer: KafkaConsumer, positions: Mapping[int, int], topic: str | None = None
+) -> int | None:
     """Sum over the assigned partitions of (high watermark - committed position).
 
     ``positions`` maps partition -> next offset to read, as this consumer last committed it.
     None when no assigned partition has both figures yet (nothing fetched or committed).
     """
-    lags = partition_lags(consumer=consumer, positions=positions)
+    lags = partition_lags(consumer=consumer, positions=positions, topic=topic)
     return sum(lags.values()) if lags else None
 
 
-def partition_lags(*, consumer: KafkaConsumer, positions: Mapping[int, int]) -> dict[int, int]:
-    """partition -> (high watermark - committed position), for each assigned partition that has
-    both figures (the high watermark arrives with the first fetch)."""
+def partition_lags(
+    *, consumer: KafkaConsumer, positions: Mapping[int, int], topic: str | None = None
+) -> dict[int, int]:
+    """partition -> (high watermark - committed position), for each assigned partition (of
+    ``topic``, when given: the consumer also reads the profiles) that has both figures (the high
+    watermark arrives with the first fetch)."""
     lags: dict[int, int] = {}
     for tp in consumer.assignment():
+        if topic is not None and tp.topic != topic:
+            continue
         highwater = consumer.highwater(tp)
         position = positions.get(tp.partition)
         if highwater is None or position is None:

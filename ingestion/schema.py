@@ -6,6 +6,9 @@ One UTF-8 JSON object per player result (see DESIGN.md, "Contracts > Kafka")::
      "achievedAt": "2026-10-12T10:15:00Z", "board": "lap-times"}
 
 ``board`` is optional (contract 0.2): absent means the season's ``main`` board.
+``displayName`` is optional (contract 0.3): the player's name, as of ``achievedAt``. It is
+carried as sent and checked by the batch handler (players/schema.py), because a bad name never
+sets the result aside: the result counts, the name is skipped (docs/ingestion.md).
 
 ``message_decode`` has two paths that accept exactly the same messages with the same values.
 The fast one decodes with msgspec into a typed Struct (types, integer bounds and the board slug
@@ -109,6 +112,9 @@ class MatchResultMessage(msgspec.Struct, frozen=True, gc=False):
     achieved_at: datetime  # timezone-aware, normalised to UTC
     # The board's slug (contract 0.2); "main" when the message names none.
     board: str = MAIN_BOARD
+    # The optional displayName as sent (contract 0.3), unchecked; "" stands for a value that
+    # is not a string (never a valid name either). None: absent or null.
+    display_name: str | None = None
 
     def to_contract(self) -> dict[str, Any]:
         """The contract's JSON object (camelCase), e.g. to publish it."""
@@ -122,6 +128,8 @@ class MatchResultMessage(msgspec.Struct, frozen=True, gc=False):
         if self.board != MAIN_BOARD:
             # Absent means main: contract 0.1 consumers and producers stay compatible.
             body["board"] = self.board
+        if self.display_name is not None:
+            body["displayName"] = self.display_name
         return body
 
     def to_bytes(self) -> bytes:
@@ -148,6 +156,7 @@ class _WireMessage(msgspec.Struct, frozen=True, gc=False, rename="camel"):
     points: Annotated[int, msgspec.Meta(ge=0, le=POINTS_CEILING)]
     achieved_at: str
     board: Annotated[str, msgspec.Meta(pattern=_BOARD_SLUG.pattern)] = MAIN_BOARD
+    display_name: str | None = None
 
 
 _wire_decoder = msgspec.json.Decoder(_WireMessage)
@@ -230,7 +239,13 @@ def message_decode(raw: bytes | None) -> MatchResultMessage:
         else:
             if at is not None:
                 return MatchResultMessage(
-                    wire.match_id, wire.player_id, wire.season_id, wire.points, at, wire.board
+                    wire.match_id,
+                    wire.player_id,
+                    wire.season_id,
+                    wire.points,
+                    at,
+                    wire.board,
+                    wire.display_name,
                 )
     return message_decode_checked(raw)
 
@@ -352,6 +367,9 @@ def message_validate(data: object) -> MatchResultMessage:
                 f"board must be a board slug (1 to 32 of a-z, 0-9, '-'), got {board[:40]!r}",
                 field="board",
             )
+    display_name = data.get("displayName")
+    if display_name is not None and not isinstance(display_name, str):
+        display_name = ""
     return MatchResultMessage(
         match_id=match_id,
         player_id=player_id,
@@ -359,6 +377,7 @@ def message_validate(data: object) -> MatchResultMessage:
         points=points,
         achieved_at=achieved_at,
         board=board,
+        display_name=display_name,
     )
 
 

@@ -14,7 +14,10 @@ What makes it realistic enough to exercise the consumer:
   its own point distribution;
 - duplicates, a ``duplicates`` fraction of the results: half are producer retries (the same
   bytes re-sent at once), half late duplicates (the same result re-sent ``late_delay`` seconds
-  later as a new message, as a game server retrying after a timeout would).
+  later as a new message, as a game server retrying after a timeout would);
+- names (contract 0.3), with ``profiles_topic``: each player has a stable made-up name and
+  country; a ``names_share`` of the results carry the player's ``displayName``, and as many
+  times a whole profile (name, country, updatedAt = now) goes to the profiles topic.
 
 Paced to ``rate`` messages per second (duplicates included) in small slices; a slow broker
 shows as a rate below target in the summary, never as an unbounded backlog in memory.
@@ -32,8 +35,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import msgspec
+
+from players.schema import ProfileUpdate
+
 from .producer import MatchResultProducer, match_result_key, match_result_value
 from .schema import MatchResultMessage
+
+_NAME_HEADS = ("Swift", "Iron", "Shadow", "Lucky", "Crimson", "Silent", "Neon", "Frost", "Élan")
+_NAME_TAILS = ("Fox", "Wolf", "Falcon", "Otter", "Tiger", "Raven", "Comet", "Mage", "Ninja")
+# None: a player who never said.
+_COUNTRIES = ("FR", "DE", "US", "BR", "JP", "KR", "GB", "ES", "PL", "SE", "CA", None)
 
 # Pacing granularity: one slice of messages every 20 ms keeps the rate smooth at 20,000/s.
 _SLICE_SECONDS = 0.02
@@ -70,6 +82,9 @@ class SimulationConfig:
     # Empty: the main board, with the points settings above.
     boards: tuple[SimulatedBoard, ...] = ()
     spread: bool = False
+    # Names (contract 0.3): None publishes none.
+    profiles_topic: str | None = None
+    names_share: float = 0.05
 
     def __post_init__(self) -> None:
         if self.players < 1:
@@ -107,6 +122,7 @@ class SimulationStats:
     retries: int = 0
     late_duplicates: int = 0
     late_dropped: int = 0  # late duplicates still waiting when the run stopped
+    profiles: int = 0  # profiles sent to the profiles topic (not in messages)
     elapsed_seconds: float = 0.0
     stopped_early: bool = False
     points_seen: dict[int, int] = field(default_factory=dict)
@@ -164,6 +180,19 @@ class MatchGenerator:
         self._next_board += 1
         return (board,)
 
+    @staticmethod
+    def display_name(player_id: int) -> str:
+        """The player's made-up name: stable for an id, and often shared (like real names)."""
+        return (
+            f"{_NAME_HEADS[player_id % len(_NAME_HEADS)]}"
+            f"{_NAME_TAILS[(player_id // len(_NAME_HEADS)) % len(_NAME_TAILS)]}"
+            f"{player_id % 1000}"
+        )
+
+    @staticmethod
+    def country(player_id: int) -> str | None:
+        return _COUNTRIES[(player_id * 7) % len(_COUNTRIES)]
+
     def achieved_at(self, now: datetime) -> datetime:
         return min(max(now, self.config.season_starts_at), self.config.season_ends_at)
 
@@ -211,6 +240,28 @@ def simulation_run(
         if on_progress is not None:
             on_progress(1)
 
+    # Its own stream of draws: the results are the same with or without names.
+    names = random.Random(None if config.seed is None else config.seed + 1)  # noqa: S311
+
+    def with_name(result: MatchResultMessage) -> MatchResultMessage:
+        if config.profiles_topic is None or names.random() >= config.names_share:
+            return result
+        player = result.player_id
+        if names.random() < 0.5:
+            profile = ProfileUpdate(
+                player_id=player,
+                display_name=generator.display_name(player),
+                country=generator.country(player),
+                avatar_url=None,
+                updated_at=result.achieved_at,
+            )
+            producer.send_raw(
+                key=match_result_key(result), value=profile.to_bytes(), topic=config.profiles_topic
+            )
+            stats.profiles += 1
+            return result
+        return msgspec.structs.replace(result, display_name=generator.display_name(player))
+
     while not stop.is_set():
         now = clock()
         if now >= deadline:
@@ -227,7 +278,7 @@ def simulation_run(
             if not pending:
                 pending.extend(generator.match(datetime.now(tz=UTC)))
                 stats.matches += 1
-            result = pending.popleft()
+            result = with_name(pending.popleft())
             key, value = match_result_key(result), match_result_value(result)
             send(key, value)
             stats.results += 1

@@ -28,6 +28,11 @@ class BatchOutcome:
     duplicates: int  # results already stored (or already applied) before
     dead_letters: int
     not_counted: int  # stored but excluded: voided, banned, or a cumulative overflow
+    # Player profiles (their own topic, or a match result's displayName): never in the counts
+    # above, which are match results'.
+    profiles: int = 0  # profile records of the player-profiles topic
+    profiles_dead_letters: int = 0
+    names_skipped: int = 0  # match results whose displayName was invalid (the result counts)
 
 
 @dataclass(slots=True)
@@ -39,6 +44,9 @@ class IngestTotals:
     duplicates: int = 0
     dead_letters: int = 0
     not_counted: int = 0
+    profiles: int = 0
+    profiles_dead_letters: int = 0
+    names_skipped: int = 0
     batches: int = 0
     lag: int | None = None
     # Next offset to read per partition (what was committed last).
@@ -50,6 +58,9 @@ class IngestTotals:
         self.duplicates += outcome.duplicates
         self.dead_letters += outcome.dead_letters
         self.not_counted += outcome.not_counted
+        self.profiles += outcome.profiles
+        self.profiles_dead_letters += outcome.profiles_dead_letters
+        self.names_skipped += outcome.names_skipped
         self.batches += 1
 
 

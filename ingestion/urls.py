@@ -4,4 +4,9 @@ from . import apis
 
 urlpatterns = [
     path("match-results", apis.MatchResultsSubmitApi.as_view(), name="match-results-submit"),
+    path(
+        "players/<str:player>/profile",
+        apis.PlayerProfilePutApi.as_view(),
+        name="player-profile-put",
+    ),
 ]

@@ -44,6 +44,7 @@ from .selectors.boards import (
     board_list_cached,
     season_list_with_main_rule,
 )
+from .selectors.cards import player_card_get
 from .selectors.rankings import (
     RankingEntry,
     board_around_get,
@@ -60,6 +61,8 @@ from .serializers import (
     DayPathSerializer,
     ErrorSerializer,
     FriendsQuerySerializer,
+    PlayerCardSerializer,
+    PlayerIdPathSerializer,
     PlayerPathSerializer,
     PlayerStandingSerializer,
     RankingEntrySerializer,
@@ -507,3 +510,30 @@ class BoardListApi(PublicApi):
             for b in boards
         ]
         return Response(self.BoardOutputSerializer(rows, many=True).data)
+
+
+class PlayerCardApi(PublicApi):
+    @extend_schema(
+        operation_id="player_card",
+        summary="A player's card: profile, and rank on every board of every active season",
+        description=(
+            "displayName and country come from the player's profile (contract 0.3); "
+            "displayName is null when staff hid it. boards lists every board of every active "
+            "season on which the player has a score."
+        ),
+        parameters=[openapi.PLAYER, openapi.RETRY_AFTER],
+        responses={
+            200: PlayerCardSerializer,
+            400: openapi.BAD_PARAMETER,
+            404: OpenApiResponse(
+                ErrorSerializer, description="The player has neither a profile nor a score."
+            ),
+            **openapi.PUBLIC_ERRORS,
+        },
+    )
+    def get(self, request: Request, player: str) -> HttpResponse:
+        path = parse(PlayerIdPathSerializer, {"player": player})
+        card = player_card_get(player_id=path["player"])
+        if card is None:
+            raise NotFound(f"player {path['player']} has neither a profile nor a score")
+        return json_response(PlayerCardSerializer, card)

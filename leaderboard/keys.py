@@ -193,3 +193,28 @@ def throttle_window(*, scope: str, ident: str, window: int) -> str:
 def weekly_build_lock(*, board_key: str) -> str:
     """Held while one process builds a weekly board on demand, so requests don't pile builds."""
     return f"{board_key}:build-lock"
+
+
+# Players per name-cache hash: small enough that each hash stays a listpack (Redis's compact
+# encoding, hash-max-listpack-entries 128 by default), large enough that the key overhead
+# is shared by many players.
+PLAYER_NAMES_BUCKET_SIZE = 100
+
+
+def player_names(*, player_id: int) -> str:
+    """``lb:pn:420``: the name-cache hash holding ``player_id`` (player id // 100): field =
+    player id, value = ``<revision>:<country or -->`` + the visible name (leaderboard/
+    player_names.py). Each bucket hashes to its own slot, so the cache spreads over the
+    cluster."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:pn:{int(player_id) // PLAYER_NAMES_BUCKET_SIZE}"
+
+
+def player_names_intact() -> str:
+    """Present once the name cache was rebuilt from PostgreSQL: a Redis that lost the cache
+    loses this key (or restarts, which the recovery sees), and the recovery rebuilds it."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:pn-intact"
+
+
+def player_names_rebuilding() -> str:
+    """Held (with an expiry) while one process rebuilds the name cache."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:pn-rebuilding"

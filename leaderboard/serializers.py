@@ -90,6 +90,10 @@ class SeasonPathSerializer(serializers.Serializer):
     season = IdField()
 
 
+class PlayerIdPathSerializer(serializers.Serializer):
+    player = IdField()
+
+
 class PlayerPathSerializer(serializers.Serializer):
     season = IdField()
     player = IdField()
@@ -191,3 +195,27 @@ class ErrorSerializer(serializers.Serializer):
         required=False,
         help_text="On a 503: why the answer must wait (leaderboard/unavailable.py).",
     )
+
+
+# The player card (selectors.cards)
+
+
+class CardBoardSerializer(serializers.Serializer):
+    seasonId = serializers.IntegerField(source="season_id")
+    board = serializers.CharField()
+    rank = serializers.IntegerField(min_value=1)
+    points = serializers.IntegerField()
+    percentile = serializers.FloatField(
+        help_text="Share of the board's players ranked at or below the player, in percent "
+        "(100 * (size - rank + 1) / size, two decimals): rank 1 is 100.0."
+    )
+
+
+class PlayerCardSerializer(serializers.Serializer):
+    playerId = serializers.IntegerField(source="player_id")
+    displayName = serializers.CharField(
+        source="display_name", allow_null=True, help_text="Null when unknown or hidden by staff."
+    )
+    country = serializers.CharField(allow_null=True, help_text="ISO 3166-1 alpha-2, or null.")
+    avatarUrl = serializers.CharField(source="avatar_url", allow_null=True)
+    boards = CardBoardSerializer(many=True)

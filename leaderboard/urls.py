@@ -46,6 +46,7 @@ def _routes(prefix: str, operation_prefix: str, name_prefix: str) -> list[URLPat
 
 urlpatterns = [
     path("seasons", apis.SeasonListApi.as_view(), name="season-list"),
+    path("players/<str:player>", apis.PlayerCardApi.as_view(), name="player-card"),
     path("seasons/<str:season>/boards", apis.BoardListApi.as_view(), name="board-list"),
     *_routes(_MAIN, "leaderboard", ""),
     *_routes(_BOARD, "board", "board-"),

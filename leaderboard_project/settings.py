@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "axes",
     # The apps, lowest layer first (the import contracts in pyproject.toml hold them to it).
     "seasons",
+    "players",
     "leaderboard",
     "ingestion",
     "closeout",
@@ -198,6 +199,12 @@ KAFKA_BOOTSTRAP_SERVERS = env.list("KAFKA_BOOTSTRAP_SERVERS", default="127.0.0.1
 KAFKA_MATCH_RESULTS_TOPIC = env.str("KAFKA_MATCH_RESULTS_TOPIC", default="match-results")
 KAFKA_DEAD_LETTER_TOPIC = env.str(
     "KAFKA_DEAD_LETTER_TOPIC", default=f"{KAFKA_MATCH_RESULTS_TOPIC}.dlq"
+)
+# Contract 0.3: player profiles (key = player id), consumed by the same consumer process as
+# the match results; bad profiles go to their own dead-letter topic. Empty: not consumed.
+KAFKA_PLAYER_PROFILES_TOPIC = env.str("KAFKA_PLAYER_PROFILES_TOPIC", default="player-profiles")
+KAFKA_PLAYER_PROFILES_DEAD_LETTER_TOPIC = env.str(
+    "KAFKA_PLAYER_PROFILES_DEAD_LETTER_TOPIC", default=f"{KAFKA_PLAYER_PROFILES_TOPIC}.dlq"
 )
 KAFKA_CONSUMER_GROUP = env.str("KAFKA_CONSUMER_GROUP", default="leaderboard-ingest")
 KAFKA_TOPIC_PARTITIONS = env.int("KAFKA_TOPIC_PARTITIONS", default=4)

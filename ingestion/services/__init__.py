@@ -1,6 +1,7 @@
 """Writes of ingestion, one module per concept: ``batch`` (the Kafka consumer's batch handler),
-``door`` (the HTTP door), ``tokens`` (game-server tokens), ``checks`` (the season and board
-checks both entrances share). Callers import from here.
+``profiles`` (the player-profiles topic's batch handler), ``door`` (the HTTP door),
+``tokens`` (game-server tokens), ``checks`` (the season and board checks both entrances share).
+Callers import from here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from .door import (
     RejectedItem,
     match_results_submit,
 )
+from .profiles import player_profiles_ingest
 from .tokens import (
     GAME_SERVER_TOKEN_MARKER,
     GAME_SERVER_TOKEN_TOUCH_SECONDS,
@@ -38,4 +40,5 @@ __all__ = [
     "match_results_ingest",
     "match_results_submit",
     "messages_check_boards",
+    "player_profiles_ingest",
 ]

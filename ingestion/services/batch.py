@@ -32,6 +32,8 @@ from leaderboard.services import (
     board_groups_apply,
     match_results_store,
 )
+from players.schema import ProfileRejected, ProfileUpdate, name_update
+from players.services import player_profiles_upsert
 
 from ..dead_letters import DeadLetterSink
 from ..records import DeadLetter, Record
@@ -64,6 +66,10 @@ class DecodedBatch:
     results: ResultColumns
     dead_letters: list[DeadLetter]
     boards: dict[int, BoardRef]
+    # The results' displayName (contract 0.3) as name updates at their achievedAt, and how
+    # many results carried one that is invalid (skipped; the result counts all the same).
+    names: list[ProfileUpdate]
+    names_skipped: int
 
 
 def match_results_decode(*, records: Sequence[Record]) -> DecodedBatch:
@@ -104,7 +110,40 @@ def match_results_decode(*, records: Sequence[Record]) -> DecodedBatch:
         [r.partition for r in parsed],
         [r.offset for r in parsed],
     )
-    return DecodedBatch(results, letters, checked.boards)
+    names, skipped = _names_of(messages, parsed)
+    return DecodedBatch(results, letters, checked.boards, names, skipped)
+
+
+def _names_of(
+    messages: list[MatchResultMessage], records: list[Record]
+) -> tuple[list[ProfileUpdate], int]:
+    """The valid results' displayName as name updates. A bad name sets nothing aside: the
+    contract calls it the same update as a profile's, and a profile's bad name would not
+    take the player's points away, so the result counts and only its name is skipped (logged
+    and counted)."""
+    names: list[ProfileUpdate] = []
+    skipped = 0
+    for message, record in zip(messages, records, strict=True):
+        if message.display_name is None:
+            continue
+        try:
+            names.append(
+                name_update(
+                    player_id=message.player_id,
+                    display_name=message.display_name,
+                    at=message.achieved_at,
+                )
+            )
+        except ProfileRejected as exc:
+            skipped += 1
+            logger.info(
+                "match result at partition %d offset %d: displayName skipped (%s): %s",
+                record.partition,
+                record.offset,
+                exc.code,
+                exc.reason,
+            )
+    return names, skipped
 
 
 # --- 3. apply ------------------------------------------------------------------------------
@@ -288,10 +327,18 @@ def match_results_ingest(
         return outcome.applied, counted.duplicates + outcome.already_applied, counted.excluded
 
     applied, duplicates, excluded = retrying("Redis", apply)
+    if decoded.names:
+        # After the boards (what the players wait to see); idempotent like the rest, so a
+        # redelivery sets nothing twice. The name cache is written when it commits.
+        retrying(
+            "PostgreSQL and Redis (player names)",
+            lambda: player_profiles_upsert(profiles=decoded.names),
+        )
     return BatchOutcome(
         records=len(records),
         applied=applied,
         duplicates=duplicates,
         dead_letters=len(decoded.dead_letters),
         not_counted=excluded,
+        names_skipped=decoded.names_skipped,
     )

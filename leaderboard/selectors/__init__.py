@@ -1,6 +1,7 @@
 """Reads, one module per question they answer.
 
 - ``pages``: the public board page's one read per period;
+- ``cards``: the player card (a profile and its standing on every active board);
 - ``boards``: which boards exist (``BoardRef``, lookups and lists, memoized or fresh);
 - ``rankings``: a board's ranks in Redis (pages, a player, around a player, friends, the daily
   and weekly boards);

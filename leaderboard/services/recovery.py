@@ -30,6 +30,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from leaderboard import keys
+from leaderboard.player_names import player_names_recover
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import get_script
 from leaderboard.selectors.boards import BoardRef, board_list_open
@@ -73,6 +74,8 @@ class RecoveryReport:
     busy: tuple[int, ...]  # lost boards another process is recovering (or rebuilding) now
     redis_restarted: bool  # a new run id: every board was reconciled in full
     reconciled: tuple[ReconcileResult, ...]
+    # Profiles written into the name cache from PostgreSQL (None: the cache was whole).
+    names_rebuilt: int | None = None
 
     def describe(self) -> str:
         text = f"{self.checked} board(s) checked, {len(self.recovered)} recovered"
@@ -81,6 +84,8 @@ class RecoveryReport:
         if self.redis_restarted:
             drifted = sum(1 for r in self.reconciled if r.drift_found)
             text += f"; Redis restarted: {len(self.reconciled)} reconciled, {drifted} drifted"
+        if self.names_rebuilt is not None:
+            text += f"; name cache rebuilt ({self.names_rebuilt} profile(s))"
         return text
 
 
@@ -327,6 +332,9 @@ def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> 
                 recovered += repaired
             finally:
                 client.delete(lock)
+    # The name cache (leaderboard/player_names.py): refilled from PostgreSQL when Redis lost
+    # it or restarted, after the boards, which reads wait on.
+    names_rebuilt = player_names_recover(redis_restarted=restarted)
     # The heartbeat moves on once every board is checked: until then the next run compares
     # the rest against the same moment.
     if complete:
@@ -337,4 +345,5 @@ def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> 
         busy=tuple(busy),
         redis_restarted=restarted,
         reconciled=tuple(reconciled),
+        names_rebuilt=names_rebuilt,
     )

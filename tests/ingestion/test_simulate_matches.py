@@ -131,3 +131,34 @@ def test_sigint_stops_an_endless_run_cleanly(season, kafka_topic_factory, kafka_
     sent = int(out.split(b"sent ", 1)[1].split(b" ", 1)[0])
     # Everything it says it sent was flushed to Kafka before it exited.
     assert topic_size(topic, kafka_bootstrap) == sent
+
+
+def test_names_gives_players_names_on_results_and_profiles(
+    season, settings, kafka_topic_factory, kafka_bootstrap
+) -> None:
+    from players.schema import display_name_validate, profile_decode
+
+    topic = kafka_topic_factory(prefix="simulate", partitions=1)
+    settings.KAFKA_PLAYER_PROFILES_TOPIC = kafka_topic_factory(prefix="simulate-profiles")
+    simulate(topic, "--players", "50", "--rate", "300", "--duration", "2", "--names", "--seed", "3")
+    sent = topic_size(topic, kafka_bootstrap)
+    results = [
+        message_decode(r.value)
+        for r in topic_read(topic, kafka_bootstrap, until=lambda r: len(r) >= sent)
+    ]
+    named = [m for m in results if m.display_name is not None]
+    assert named
+    assert len(named) < len(results)  # a share of them
+    for message in named:
+        assert display_name_validate(message.display_name) == MatchGenerator.display_name(
+            message.player_id
+        )
+    size = topic_size(settings.KAFKA_PLAYER_PROFILES_TOPIC, kafka_bootstrap)
+    assert size > 0
+    records = topic_read(
+        settings.KAFKA_PLAYER_PROFILES_TOPIC, kafka_bootstrap, until=lambda r: len(r) >= size
+    )
+    for record in records:
+        profile = profile_decode(record.value)  # the consumer takes it
+        assert record.key == str(profile.player_id).encode()
+        assert profile.country == MatchGenerator.country(profile.player_id)

@@ -43,6 +43,12 @@ class Command(BaseCommand):
             help="each player result goes to one of the boards in turn, not to every one",
         )
         parser.add_argument("--topic", default=None, help="default: KAFKA_MATCH_RESULTS_TOPIC")
+        parser.add_argument(
+            "--names",
+            action="store_true",
+            help="give players names and countries (contract 0.3): a share of the results carry "
+            "displayName, as many profiles go to KAFKA_PLAYER_PROFILES_TOPIC",
+        )
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -57,6 +63,7 @@ class Command(BaseCommand):
                 points_mean=options["points_mean"],
                 points_step=options["points_step"],
                 seed=options["seed"],
+                profiles_topic=settings.KAFKA_PLAYER_PROFILES_TOPIC if options["names"] else None,
                 board_slugs=None if options["boards"] is None else options["boards"].split(","),
                 spread=options["spread"],
             )
