@@ -26,8 +26,8 @@ from leaderboard.models import BoardOrder, MatchResult, ScoringRule
 from leaderboard.selectors.boards import BoardRef
 from seasons.models import Season, SeasonStatus
 from tests.factories import board_factory
-from tests.helpers import as_board, expected_board, make_season
-from tests.ingestion.ingest_helpers import ConsumerProcess, Result, board, unique_results
+from tests.helpers import as_board, board_read, expected_board, make_season
+from tests.ingestion.ingest_helpers import ConsumerProcess, Result, unique_results
 
 # A double count changes a sum and a lost result changes it too: the main board is cumulative
 # (desc). The second board is a lap time: asc, best, so a lost or replayed result shows as a
@@ -105,7 +105,7 @@ def board_differences(client: Any, stream: Stream) -> list[str]:
     """Each board key that differs from the reference, with how (empty: all exact)."""
     wrong = []
     for key, want in stream.expected.items():
-        got = board(client, key)
+        got = board_read(client, key)
         if got != want:
             missing = len(want.keys() - got.keys())
             extra = len(got.keys() - want.keys())

@@ -47,10 +47,10 @@ def _stored_above_watermarks(client, stream: Stream, topic: str) -> int:
 
 
 def test_reconciles_while_consumers_are_frozen_mid_batch(
-    kafka_topic_factory, board_redis, tmp_path, record
+    topic_and_dlq, board_redis, tmp_path, record
 ) -> None:
     stream = make_stream(count=8_000, players=1_000, seed=808)
-    topic, dlq = kafka_topic_factory("frozen", partitions=3), kafka_topic_factory("frozen-dlq")
+    topic, dlq = topic_and_dlq("frozen", partitions=3)
     group = f"test-frozen-{uuid.uuid4().hex[:8]}"
     mark_intact(stream.season, topic=topic)
     members = [

@@ -127,10 +127,10 @@ class AofSizes:
 
 
 def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
-    kafka_topic_factory, private_redis, settings, tmp_path, record
+    topic_and_dlq, private_redis, settings, tmp_path, record
 ) -> None:
     stream = make_stream(count=8_000, players=1_000, seed=606)
-    topic, dlq = kafka_topic_factory("aof", partitions=2), kafka_topic_factory("aof-dlq")
+    topic, dlq = topic_and_dlq("aof", partitions=2)
     process = _consumer_on(private_redis, topic, dlq, tmp_path / "consumer.log")
     client = private_redis.client()
     # About 6 s of stream: the consumer keeps up, so the AOF grows with the stream and its
@@ -213,12 +213,10 @@ def _wait_exact_or_record(
         raise
 
 
-def test_flushall_mid_ingest(
-    kafka_topic_factory, private_redis, settings, tmp_path, record
-) -> None:
+def test_flushall_mid_ingest(topic_and_dlq, private_redis, settings, tmp_path, record) -> None:
     stream = make_stream(count=8_000, players=1_000, seed=707)
     first, second, rest = stream.chunks(3)
-    topic, dlq = kafka_topic_factory("flush", partitions=2), kafka_topic_factory("flush-dlq")
+    topic, dlq = topic_and_dlq("flush", partitions=2)
     process = _consumer_on(private_redis, topic, dlq, tmp_path / "consumer.log")
     client = private_redis.client()
     publish_results(topic, first)
@@ -266,13 +264,13 @@ RESTART_FAULT = "private Redis stopped (SHUTDOWN) mid-stream for 3 s, then start
 
 
 def test_redis_restarted_mid_stream(
-    kafka_topic_factory, private_redis, settings, tmp_path, record
+    topic_and_dlq, private_redis, settings, tmp_path, record
 ) -> None:
     """Redis goes away and comes back whole (a clean restart: nothing lost) while results
     flow and clients read: reads answer 503 with Retry-After meanwhile, never 500 and never a
     board that contradicts an earlier answer; the boards end exact."""
     stream = make_stream(count=6_000, players=800, seed=909)
-    topic, dlq = kafka_topic_factory("restart", partitions=2), kafka_topic_factory("restart-dlq")
+    topic, dlq = topic_and_dlq("restart", partitions=2)
     process = _consumer_on(private_redis, topic, dlq, tmp_path / "consumer.log")
     client = private_redis.client()
     publisher = Publisher(topic, stream.messages, size=150, every=0.08)
