@@ -74,7 +74,7 @@ def test_sigkill_at_random_points_during_the_stream(
     process.start()
     try:
         process.wait_for(lambda: _done(topic, group), timeout=90)
-        seconds, lost, doubled = wait_exact(
+        exactness = wait_exact(
             board_redis, stream, since=last_kill, timeout=30, context=process.log_tail
         )
         process.stop()
@@ -85,9 +85,7 @@ def test_sigkill_at_random_points_during_the_stream(
             "consumer SIGKILL",
             f"{KILLS} SIGKILLs of the consumer at random points, each with new messages waiting",
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             note=f"{mid_ingest} of the kills mid-ingest",
         )
     )
@@ -144,7 +142,7 @@ def test_group_members_killed_and_replaced_mid_stream(
             victim.start()
         assert mid_ingest >= MEMBER_KILLS // 2, "most kills must land while the group ingests"
         last_kill = time.monotonic()
-        seconds, lost, doubled = wait_exact(
+        exactness = wait_exact(
             board_redis,
             stream,
             since=last_kill,
@@ -162,9 +160,7 @@ def test_group_members_killed_and_replaced_mid_stream(
             "group members",
             f"{MEMBER_KILLS} SIGKILLs of members of a {MEMBERS}-member group, each replaced",
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             note=f"{mid_ingest} of the kills with results still unstored",
         )
     )

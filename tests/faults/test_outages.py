@@ -80,7 +80,7 @@ def test_postgresql_unreachable_30s_mid_stream(
         proxy.restore()
         restored = time.monotonic()
         publish_results(topic, after)
-        seconds, lost, doubled = wait_exact(
+        exactness = wait_exact(
             board_redis, stream, since=restored, timeout=60, context=process.log_tail
         )
         process.wait_for(lambda: committed_offsets(topic, group) == end_offsets(topic), timeout=30)
@@ -94,9 +94,7 @@ def test_postgresql_unreachable_30s_mid_stream(
             "PostgreSQL unreachable",
             f"PostgreSQL refused for {PG_OUTAGE_SECONDS} s mid-stream (proxy cut)",
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
         )
     )
 
@@ -133,7 +131,7 @@ def test_broker_unreachable_and_back_mid_stream(
         proxy.restore()
         restored = time.monotonic()
         publish_results(topic, after)
-        seconds, lost, doubled = wait_exact(
+        exactness = wait_exact(
             board_redis, stream, since=restored, timeout=90, context=process.log_tail
         )
         process.wait_for(lambda: committed_offsets(topic, group) == end_offsets(topic), timeout=30)
@@ -148,8 +146,6 @@ def test_broker_unreachable_and_back_mid_stream(
             "broker unreachable",
             f"the broker refused for {KAFKA_OUTAGE_SECONDS} s mid-stream, then back (proxy cut)",
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
         )
     )

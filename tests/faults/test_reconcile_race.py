@@ -108,7 +108,7 @@ def test_reconciles_while_consumers_are_frozen_mid_batch(
         members[0].wait_for(
             lambda: committed_offsets(topic, group) == end_offsets(topic), timeout=90
         )
-        seconds, lost, doubled = wait_exact(
+        exactness = wait_exact(
             board_redis, stream, since=resumed, timeout=60, stalled=20, context=logs
         )
         for member in members:
@@ -125,9 +125,7 @@ def test_reconciles_while_consumers_are_frozen_mid_batch(
             f"{freezes} SIGSTOPs of both group members with results stored above a watermark, "
             f"each followed by a reconcile of every key (season-long and daily)",
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             note=f"{reconciles} reconciles, {false_drifts} drifts found",
         )
     )

@@ -20,6 +20,7 @@ from tests.helpers import wait_until
 from tests.ingestion.ingest_helpers import committed_offsets, end_offsets, publish_results
 
 from .fault_helpers import (
+    Exactness,
     FaultConsumer,
     Outcome,
     PrivateRedis,
@@ -161,7 +162,7 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
         private_redis.start()
         restarted = time.monotonic()
         publisher.join()
-        seconds, lost, doubled = _wait_exact_or_record(
+        exactness = _wait_exact_or_record(
             record, "Redis AOF cut", AOF_FAULT, client, stream, process, since=restarted
         )
         process.wait_for(
@@ -179,9 +180,7 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
             "Redis AOF cut",
             AOF_FAULT,
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             note=f"{full - kept} of {full} AOF bytes cut",
             reads=reader.tally,
         )
@@ -194,7 +193,7 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
 
 def _wait_exact_or_record(
     record, case: str, fault: str, client, stream, process: FaultConsumer, *, since: float
-) -> tuple[float, int, int]:
+) -> Exactness:
     """Wait for every board to be exact (``wait_exact``); a case that never gets there is kept
     in the summary table as NOT EXACT before it fails, not left out of it."""
     try:
@@ -231,7 +230,7 @@ def test_flushall_mid_ingest(topic_and_dlq, private_redis, settings, tmp_path, r
         flushed = time.monotonic()
         assert board_differences(client, stream), "the flush must leave the boards wrong"
         publish_results(topic, rest)
-        seconds, lost, doubled = _wait_exact_or_record(
+        exactness = _wait_exact_or_record(
             record, "Redis FLUSHALL", FLUSH_FAULT, client, stream, process, since=flushed
         )
         process.stop()
@@ -244,9 +243,7 @@ def test_flushall_mid_ingest(topic_and_dlq, private_redis, settings, tmp_path, r
             "Redis FLUSHALL",
             FLUSH_FAULT,
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             reads=reader.tally,
         )
     )
@@ -288,7 +285,7 @@ def test_redis_restarted_mid_stream(
         private_redis.start()
         restarted = time.monotonic()
         publisher.join()
-        seconds, lost, doubled = _wait_exact_or_record(
+        exactness = _wait_exact_or_record(
             record, "Redis restart", RESTART_FAULT, client, stream, process, since=restarted
         )
         # Reads go on once the boards are exact: those must be answered, and right.
@@ -304,9 +301,7 @@ def test_redis_restarted_mid_stream(
             "Redis restart",
             RESTART_FAULT,
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             reads=reader.tally,
         )
     )

@@ -38,7 +38,7 @@ def test_full_replay_by_a_new_group_changes_nothing(topic_and_dlq, board_redis, 
     )
     assert replayed.records == len(stream.messages)
     assert replayed.applied == 0
-    seconds, lost, doubled = wait_exact(board_redis, stream, since=replay_started, timeout=10)
+    exactness = wait_exact(board_redis, stream, since=replay_started, timeout=10)
     assert {key: board_read(board_redis, key) for key in stream.expected} == boards_before
     assert MatchResult.objects.count() == rows_before
     record(
@@ -46,9 +46,7 @@ def test_full_replay_by_a_new_group_changes_nothing(topic_and_dlq, board_redis, 
             "full replay",
             "a new consumer group reads the whole topic again from offset 0",
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             note="replayed messages applied: 0",
         )
     )
