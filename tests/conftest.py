@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 import redis
 from django.conf import settings as django_settings
+from django.test import Client
 
 from leaderboard.redis import BoardRedis, get_board_redis
 
@@ -104,6 +105,18 @@ def kafka_topic_factory(kafka_bootstrap) -> Iterator[Callable[..., str]]:
 
 
 @pytest.fixture
+def topic_and_dlq(kafka_topic_factory) -> Callable[..., tuple[str, str]]:
+    """``topic_and_dlq(prefix, partitions=1)``: a fresh topic and its dead-letter topic (one
+    partition, named after it), as a consumer under test reads and dead-letters them."""
+
+    def make(prefix: str, partitions: int = 1) -> tuple[str, str]:
+        topic = kafka_topic_factory(prefix, partitions=partitions)
+        return topic, kafka_topic_factory(f"{prefix}-dlq")
+
+    return make
+
+
+@pytest.fixture
 def drained_match_results(settings, kafka_topic_factory) -> str:
     """An empty match-results topic and a fresh consumer group of its own: a close-out finds
     nothing queued (a test that never consumes must not wait on the shared topic's backlog)."""
@@ -111,6 +124,16 @@ def drained_match_results(settings, kafka_topic_factory) -> str:
     settings.KAFKA_MATCH_RESULTS_TOPIC = topic
     settings.KAFKA_CONSUMER_GROUP = f"test-{uuid.uuid4().hex[:12]}"
     return topic
+
+
+@pytest.fixture
+def staff(client: Client) -> Client:
+    """The test client, logged in as a superuser (username "staff")."""
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_superuser("staff", "staff@example.com", "pw")
+    client.force_login(user)
+    return client
 
 
 # --- the cluster pass cannot pass empty -----------------------------------------------------------

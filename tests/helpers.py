@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from leaderboard.models import MAIN_BOARD, Board, ScoringRule
+from leaderboard.redis import BoardRedis
 from leaderboard.selectors.boards import BoardRef
 from seasons.models import Season
 from seasons.selectors import SeasonRef
@@ -31,6 +32,18 @@ def wait_until(
             detail = f"\n{context()}" if context is not None else ""
             raise AssertionError(f"condition not met within {timeout}s{detail}")
         time.sleep(every)
+
+
+def _exact_score(raw: bytes) -> int:
+    # Exact: every board score is an integer below 2**53.
+    return int(float(raw))
+
+
+def board_read(client: BoardRedis, key: str) -> dict[int, int]:
+    """The sorted set at ``key`` (a season-long, daily or weekly board) as player -> score;
+    empty for a key that does not exist."""
+    pairs: list[Any] = client.zrange(key, 0, -1, withscores=True, score_cast_func=_exact_score)
+    return {int(member): int(score) for member, score in pairs}
 
 
 def main_board(season: Season | int) -> BoardRef:

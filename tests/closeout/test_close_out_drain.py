@@ -35,16 +35,15 @@ from leaderboard import keys
 from seasons.models import Season, SeasonStatus
 from seasons.services import season_status_transition, season_statuses_sync
 from tests.factories import MatchResultFactory, SeasonFactory
-from tests.helpers import main_board_id, subprocess_database_url, wait_until
+from tests.helpers import board_read, main_board_id, subprocess_database_url, wait_until
 from tests.ingestion.ingest_helpers import (
     Result,
-    board,
     committed_offsets,
     consumer_options,
     end_offsets,
     publish_results,
-    read_topic,
 )
+from tests.ingestion.topic_reader import topic_read
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,10 +55,9 @@ END = NOW - timedelta(minutes=1)  # over: the status sync switches it to closing
 
 
 @pytest.fixture
-def drain(settings, kafka_topic_factory):
+def drain(settings, topic_and_dlq):
     """The topic, its dead-letter topic, and consumer options of the group close-out checks."""
-    topic = kafka_topic_factory("close-drain", partitions=2)
-    dlq = kafka_topic_factory("close-drain-dlq")
+    topic, dlq = topic_and_dlq("close-drain", partitions=2)
     options = consumer_options(topic=topic, dead_letter_topic=dlq)
     settings.KAFKA_MATCH_RESULTS_TOPIC = topic
     settings.KAFKA_CONSUMER_GROUP = options.group_id
@@ -136,9 +134,9 @@ def test_queued_results_count_and_close_out_waits_for_the_drain(drain, season, b
     # the end count, on the boards and in PostgreSQL; the one after the end is dead-lettered.
     consume_all(options, records=len(queued) + 2)
     assert committed_offsets(topic, options.group_id) == end_offsets(topic)
-    on_board = board(board_redis, keys.board(board_id=main_board_id(season.id)))
+    on_board = board_read(board_redis, keys.board(board_id=main_board_id(season.id)))
     assert sorted(on_board) == [1, 2, 3, 4]
-    [letter] = read_topic(dlq, count=1)
+    [letter] = topic_read(dlq, count=1)
     assert dict(letter.headers)["dlq.code"] == b"outside_season"
 
     done = season_close(season_id=season.id, grace_seconds=0)

@@ -7,13 +7,13 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import pytest
 from django.conf import settings
 
-from .fault_helpers import OUTCOMES, Outcome
+from .fault_helpers import OUTCOMES, Outcome, TableRow
 
 
 @pytest.fixture(autouse=True)
@@ -31,28 +31,16 @@ def record(request) -> Iterator[Any]:
     kept: list[Outcome] = []
     yield kept.append
     for outcome in kept:
-        outcome.seconds = round(time.monotonic() - started, 1)
-        OUTCOMES.append(outcome)
+        OUTCOMES.append(replace(outcome, seconds=round(time.monotonic() - started, 1)))
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
     if not OUTCOMES:
         return
     terminalreporter.section("fault suite")
-    header = (
-        "| case | fault | results | seconds to exact | lost | doubled | case seconds | note "
-        "| reads during the case |"
-    )
-    terminalreporter.write_line(header)
-    for o in OUTCOMES:
-        # A case that never got exact (an xfail) records -1: "not exact", never a figure.
-        exact = f"{o.seconds_to_exact:.1f}" if o.seconds_to_exact >= 0 else "not exact"
-        lost, doubled = (o.lost, o.doubled) if o.lost >= 0 else ("-", "-")
-        terminalreporter.write_line(
-            f"| {o.case} | {o.fault} | {o.results} ({o.messages} messages) | "
-            f"{exact} | {lost} | {doubled} | {o.seconds} | {o.note} | "
-            f"{o.reads.describe() if o.reads is not None else '-'} |"
-        )
+    terminalreporter.write_line(TableRow.header())
+    for outcome in OUTCOMES:
+        terminalreporter.write_line(TableRow.of(outcome).line())
     path = os.environ.get("FAULTS_REPORT")
     if path:
         with open(path, "w") as out:

@@ -14,10 +14,10 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import redis
 
@@ -26,8 +26,8 @@ from leaderboard.models import BoardOrder, MatchResult, ScoringRule
 from leaderboard.selectors.boards import BoardRef
 from seasons.models import Season, SeasonStatus
 from tests.factories import board_factory
-from tests.helpers import as_board, expected_board, make_season
-from tests.ingestion.ingest_helpers import ConsumerProcess, Result, board, unique_results
+from tests.helpers import as_board, board_read, expected_board, make_season
+from tests.ingestion.ingest_helpers import ConsumerProcess, Result, unique_results
 
 # A double count changes a sum and a lost result changes it too: the main board is cumulative
 # (desc). The second board is a lap time: asc, best, so a lost or replayed result shows as a
@@ -87,35 +87,79 @@ def make_stream(*, count: int, players: int, seed: int, days: int = 3) -> Stream
     return Stream(season, [as_board(season), as_board(laps)], messages)
 
 
-def stored_differences(stream: Stream) -> tuple[int, int]:
-    """(lost, doubled) of PostgreSQL against the reference: results missing, and rows beyond
-    one per expected result."""
+@dataclass(frozen=True)
+class StoredDifferences:
+    """PostgreSQL against the reference."""
+
+    lost: int  # expected results with no row
+    doubled: int  # rows beyond one per expected result
+
+    def __bool__(self) -> bool:
+        return bool(self.lost or self.doubled)
+
+
+def stored_differences(stream: Stream) -> StoredDifferences:
+    """PostgreSQL against the reference: results missing, and rows beyond one per expected
+    result."""
     rows = Counter(
         MatchResult.objects.filter(board__season=stream.season).values_list(
             "match_id", "player_id", "board__slug", "points"
         )
     )
     want = {(r.match_id, r.player_id, r.board, r.points) for r in stream.distinct}
-    lost = len(want - rows.keys())
-    doubled = sum(n - 1 for n in rows.values()) + len(rows.keys() - want)
-    return lost, doubled
+    return StoredDifferences(
+        lost=len(want - rows.keys()),
+        doubled=sum(n - 1 for n in rows.values()) + len(rows.keys() - want),
+    )
 
 
-def board_differences(client: Any, stream: Stream) -> list[str]:
+@dataclass(frozen=True)
+class BoardDifference:
+    """How one board key differs from the reference."""
+
+    key: str
+    missing: int  # players the reference has and the board lacks
+    extra: int  # players on the board the reference does not have
+    wrong_scores: int  # players on both, with another score
+
+    def __str__(self) -> str:
+        return (
+            f"{self.key}: {self.missing} missing, {self.extra} extra, "
+            f"{self.wrong_scores} wrong scores"
+        )
+
+
+def board_differences(client: Any, stream: Stream) -> list[BoardDifference]:
     """Each board key that differs from the reference, with how (empty: all exact)."""
     wrong = []
     for key, want in stream.expected.items():
-        got = board(client, key)
+        got = board_read(client, key)
         if got != want:
-            missing = len(want.keys() - got.keys())
-            extra = len(got.keys() - want.keys())
-            scores = sum(1 for p in want.keys() & got.keys() if got[p] != want[p])
-            wrong.append(f"{key}: {missing} missing, {extra} extra, {scores} wrong scores")
+            wrong.append(
+                BoardDifference(
+                    key=key,
+                    missing=len(want.keys() - got.keys()),
+                    extra=len(got.keys() - want.keys()),
+                    wrong_scores=sum(1 for p in want.keys() & got.keys() if got[p] != want[p]),
+                )
+            )
     return wrong
 
 
-@dataclass
+@dataclass(frozen=True)
+class Exactness:
+    """A case's boards and PostgreSQL reached the reference: how long it took, and what
+    PostgreSQL lost or doubled on the way (both 0 once exact)."""
+
+    seconds: float  # from the fault's end (a time.monotonic()) to every board exact
+    lost: int
+    doubled: int
+
+
+@dataclass(frozen=True)
 class Outcome:
+    """The figures of one case: a row of the fault suite's table and of its JSON report."""
+
     case: str
     fault: str
     results: int  # distinct results (messages, with the retries, are more)
@@ -135,34 +179,102 @@ class Outcome:
         case: str,
         fault: str,
         stream: Stream,
+        exactness: Exactness,
         *,
-        seconds: float,
-        lost: int,
-        doubled: int,
         note: str = "",
         reads: ReadTally | None = None,
     ) -> Outcome:
         """A case that ended exact (every board and PostgreSQL equal to the reference)."""
         return cls(
-            case,
-            fault,
-            len(stream.distinct),
-            len(stream.messages),
-            round(seconds, 1),
-            0.0,
-            lost,
-            doubled,
-            0,
+            case=case,
+            fault=fault,
+            results=len(stream.distinct),
+            messages=len(stream.messages),
+            seconds_to_exact=round(exactness.seconds, 1),
+            seconds=0.0,
+            lost=exactness.lost,
+            doubled=exactness.doubled,
+            wrong_board_keys=0,
             note=note,
             reads=reads,
         )
 
     @classmethod
     def not_exact(cls, case: str, fault: str, stream: Stream, *, note: str) -> Outcome:
-        """A case whose boards never became exact: kept in the table, not skipped."""
+        """A case whose boards never became exact: kept in the table, not skipped (-1 stands
+        for "no figure")."""
         return cls(
-            case, fault, len(stream.distinct), len(stream.messages), -1.0, 0.0, -1, -1, -1, note
+            case=case,
+            fault=fault,
+            results=len(stream.distinct),
+            messages=len(stream.messages),
+            seconds_to_exact=-1.0,
+            seconds=0.0,
+            lost=-1,
+            doubled=-1,
+            wrong_board_keys=-1,
+            note=note,
         )
+
+    @property
+    def is_exact(self) -> bool:
+        return self.seconds_to_exact >= 0
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """An Outcome as the summary table prints it, one cell a field (in the columns' order)."""
+
+    case: str
+    fault: str
+    results: str
+    seconds_to_exact: str
+    lost: str
+    doubled: str
+    case_seconds: str
+    note: str
+    reads: str
+
+    COLUMNS: ClassVar[tuple[str, ...]] = (
+        "case",
+        "fault",
+        "results",
+        "seconds to exact",
+        "lost",
+        "doubled",
+        "case seconds",
+        "note",
+        "reads during the case",
+    )
+
+    @classmethod
+    def of(cls, outcome: Outcome) -> TableRow:
+        # A case that never got exact records -1: "not exact" and "-", never a figure.
+        counted = outcome.lost >= 0
+        return cls(
+            case=outcome.case,
+            fault=outcome.fault,
+            results=f"{outcome.results} ({outcome.messages} messages)",
+            seconds_to_exact=(
+                f"{outcome.seconds_to_exact:.1f}" if outcome.is_exact else "not exact"
+            ),
+            lost=str(outcome.lost) if counted else "-",
+            doubled=str(outcome.doubled) if counted else "-",
+            case_seconds=str(outcome.seconds),
+            note=outcome.note,
+            reads=outcome.reads.describe() if outcome.reads is not None else "-",
+        )
+
+    @staticmethod
+    def _line(cells: tuple[str, ...]) -> str:
+        return f"| {' | '.join(cells)} |"
+
+    @classmethod
+    def header(cls) -> str:
+        return cls._line(cls.COLUMNS)
+
+    def line(self) -> str:
+        return self._line(tuple(getattr(self, f.name) for f in fields(self)))
 
 
 # Filled by the cases, printed by conftest.pytest_terminal_summary.
@@ -177,28 +289,31 @@ def wait_exact(
     timeout: float,
     stalled: float | None = None,
     context: Callable[[], str] | None = None,
-) -> tuple[float, int, int]:
-    """Poll until PostgreSQL and every board equal the reference; return (seconds from
-    ``since`` (a time.monotonic()), lost, doubled). Fail with what differs after ``timeout``,
-    or sooner with ``stalled``: once the differences have stayed the same that long, nothing
-    (no ingest, no repair) is changing the boards any more."""
+) -> Exactness:
+    """Poll until PostgreSQL and every board equal the reference; return how long it took from
+    ``since`` (a time.monotonic()) and what PostgreSQL lost or doubled. Fail with what differs
+    after ``timeout``, or sooner with ``stalled``: once the differences have stayed the same
+    that long, nothing (no ingest, no repair) is changing the boards any more."""
     deadline = time.monotonic() + timeout
-    last: tuple[int, int, list[str]] | None = None
+    last: tuple[StoredDifferences, list[BoardDifference]] | None = None
     unchanged_since = time.monotonic()
     while True:
-        lost, doubled = stored_differences(stream)
+        stored = stored_differences(stream)
         wrong = board_differences(client, stream)
-        if not (lost or doubled or wrong):
-            return time.monotonic() - since, lost, doubled
+        if not (stored or wrong):
+            return Exactness(
+                seconds=time.monotonic() - since, lost=stored.lost, doubled=stored.doubled
+            )
         now = time.monotonic()
-        if (lost, doubled, wrong) != last:
-            last, unchanged_since = (lost, doubled, wrong), now
+        if (stored, wrong) != last:
+            last, unchanged_since = (stored, wrong), now
         stuck = stalled is not None and now - unchanged_since > stalled
         if now > deadline or stuck:
             why = f"unchanged for {stalled}s" if stuck else f"not exact within {timeout}s"
             detail = f"\n{context()}" if context is not None else ""
             raise AssertionError(
-                f"{why}: PostgreSQL lost {lost}, doubled {doubled}; boards wrong: {wrong}{detail}"
+                f"{why}: PostgreSQL lost {stored.lost}, doubled {stored.doubled}; "
+                f"boards wrong: {[str(d) for d in wrong]}{detail}"
             )
         time.sleep(0.2)
 

@@ -41,10 +41,10 @@ KILLS = 22
 
 
 def test_sigkill_at_random_points_during_the_stream(
-    kafka_topic_factory, board_redis, tmp_path, record
+    topic_and_dlq, board_redis, tmp_path, record
 ) -> None:
     stream = make_stream(count=11_000, players=1_500, seed=101)
-    topic, dlq = kafka_topic_factory("kill", partitions=3), kafka_topic_factory("kill-dlq")
+    topic, dlq = topic_and_dlq("kill", partitions=3)
     group = f"test-kill-{uuid.uuid4().hex[:8]}"
     process = consumer(topic=topic, dlq=dlq, group=group, log=tmp_path / "consumer.log")
     rng = random.Random(7)
@@ -74,7 +74,7 @@ def test_sigkill_at_random_points_during_the_stream(
     process.start()
     try:
         process.wait_for(lambda: _done(topic, group), timeout=90)
-        seconds, lost, doubled = wait_exact(
+        exactness = wait_exact(
             board_redis, stream, since=last_kill, timeout=30, context=process.log_tail
         )
         process.stop()
@@ -85,9 +85,7 @@ def test_sigkill_at_random_points_during_the_stream(
             "consumer SIGKILL",
             f"{KILLS} SIGKILLs of the consumer at random points, each with new messages waiting",
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             note=f"{mid_ingest} of the kills mid-ingest",
         )
     )
@@ -98,10 +96,10 @@ MEMBER_KILLS = 8
 
 
 def test_group_members_killed_and_replaced_mid_stream(
-    kafka_topic_factory, board_redis, tmp_path, record
+    topic_and_dlq, board_redis, tmp_path, record
 ) -> None:
     stream = make_stream(count=9_000, players=1_200, seed=404)
-    topic, dlq = kafka_topic_factory("members", partitions=4), kafka_topic_factory("members-dlq")
+    topic, dlq = topic_and_dlq("members", partitions=4)
     group = f"test-members-{uuid.uuid4().hex[:8]}"
     members = [
         consumer(topic=topic, dlq=dlq, group=group, log=tmp_path / f"member{n}.log", instance=n)
@@ -144,7 +142,7 @@ def test_group_members_killed_and_replaced_mid_stream(
             victim.start()
         assert mid_ingest >= MEMBER_KILLS // 2, "most kills must land while the group ingests"
         last_kill = time.monotonic()
-        seconds, lost, doubled = wait_exact(
+        exactness = wait_exact(
             board_redis,
             stream,
             since=last_kill,
@@ -162,9 +160,7 @@ def test_group_members_killed_and_replaced_mid_stream(
             "group members",
             f"{MEMBER_KILLS} SIGKILLs of members of a {MEMBERS}-member group, each replaced",
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             note=f"{mid_ingest} of the kills with results still unstored",
         )
     )

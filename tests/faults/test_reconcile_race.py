@@ -47,10 +47,10 @@ def _stored_above_watermarks(client, stream: Stream, topic: str) -> int:
 
 
 def test_reconciles_while_consumers_are_frozen_mid_batch(
-    kafka_topic_factory, board_redis, tmp_path, record
+    topic_and_dlq, board_redis, tmp_path, record
 ) -> None:
     stream = make_stream(count=8_000, players=1_000, seed=808)
-    topic, dlq = kafka_topic_factory("frozen", partitions=3), kafka_topic_factory("frozen-dlq")
+    topic, dlq = topic_and_dlq("frozen", partitions=3)
     group = f"test-frozen-{uuid.uuid4().hex[:8]}"
     mark_intact(stream.season, topic=topic)
     members = [
@@ -108,7 +108,7 @@ def test_reconciles_while_consumers_are_frozen_mid_batch(
         members[0].wait_for(
             lambda: committed_offsets(topic, group) == end_offsets(topic), timeout=90
         )
-        seconds, lost, doubled = wait_exact(
+        exactness = wait_exact(
             board_redis, stream, since=resumed, timeout=60, stalled=20, context=logs
         )
         for member in members:
@@ -125,9 +125,7 @@ def test_reconciles_while_consumers_are_frozen_mid_batch(
             f"{freezes} SIGSTOPs of both group members with results stored above a watermark, "
             f"each followed by a reconcile of every key (season-long and daily)",
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             note=f"{reconciles} reconciles, {false_drifts} drifts found",
         )
     )

@@ -20,6 +20,7 @@ from tests.helpers import wait_until
 from tests.ingestion.ingest_helpers import committed_offsets, end_offsets, publish_results
 
 from .fault_helpers import (
+    Exactness,
     FaultConsumer,
     Outcome,
     PrivateRedis,
@@ -127,10 +128,10 @@ class AofSizes:
 
 
 def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
-    kafka_topic_factory, private_redis, settings, tmp_path, record
+    topic_and_dlq, private_redis, settings, tmp_path, record
 ) -> None:
     stream = make_stream(count=8_000, players=1_000, seed=606)
-    topic, dlq = kafka_topic_factory("aof", partitions=2), kafka_topic_factory("aof-dlq")
+    topic, dlq = topic_and_dlq("aof", partitions=2)
     process = _consumer_on(private_redis, topic, dlq, tmp_path / "consumer.log")
     client = private_redis.client()
     # About 6 s of stream: the consumer keeps up, so the AOF grows with the stream and its
@@ -161,7 +162,7 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
         private_redis.start()
         restarted = time.monotonic()
         publisher.join()
-        seconds, lost, doubled = _wait_exact_or_record(
+        exactness = _wait_exact_or_record(
             record, "Redis AOF cut", AOF_FAULT, client, stream, process, since=restarted
         )
         process.wait_for(
@@ -179,9 +180,7 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
             "Redis AOF cut",
             AOF_FAULT,
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             note=f"{full - kept} of {full} AOF bytes cut",
             reads=reader.tally,
         )
@@ -194,7 +193,7 @@ def test_redis_killed_with_the_last_second_of_its_aof_cut_off(
 
 def _wait_exact_or_record(
     record, case: str, fault: str, client, stream, process: FaultConsumer, *, since: float
-) -> tuple[float, int, int]:
+) -> Exactness:
     """Wait for every board to be exact (``wait_exact``); a case that never gets there is kept
     in the summary table as NOT EXACT before it fails, not left out of it."""
     try:
@@ -213,12 +212,10 @@ def _wait_exact_or_record(
         raise
 
 
-def test_flushall_mid_ingest(
-    kafka_topic_factory, private_redis, settings, tmp_path, record
-) -> None:
+def test_flushall_mid_ingest(topic_and_dlq, private_redis, settings, tmp_path, record) -> None:
     stream = make_stream(count=8_000, players=1_000, seed=707)
     first, second, rest = stream.chunks(3)
-    topic, dlq = kafka_topic_factory("flush", partitions=2), kafka_topic_factory("flush-dlq")
+    topic, dlq = topic_and_dlq("flush", partitions=2)
     process = _consumer_on(private_redis, topic, dlq, tmp_path / "consumer.log")
     client = private_redis.client()
     publish_results(topic, first)
@@ -233,7 +230,7 @@ def test_flushall_mid_ingest(
         flushed = time.monotonic()
         assert board_differences(client, stream), "the flush must leave the boards wrong"
         publish_results(topic, rest)
-        seconds, lost, doubled = _wait_exact_or_record(
+        exactness = _wait_exact_or_record(
             record, "Redis FLUSHALL", FLUSH_FAULT, client, stream, process, since=flushed
         )
         process.stop()
@@ -246,9 +243,7 @@ def test_flushall_mid_ingest(
             "Redis FLUSHALL",
             FLUSH_FAULT,
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             reads=reader.tally,
         )
     )
@@ -266,13 +261,13 @@ RESTART_FAULT = "private Redis stopped (SHUTDOWN) mid-stream for 3 s, then start
 
 
 def test_redis_restarted_mid_stream(
-    kafka_topic_factory, private_redis, settings, tmp_path, record
+    topic_and_dlq, private_redis, settings, tmp_path, record
 ) -> None:
     """Redis goes away and comes back whole (a clean restart: nothing lost) while results
     flow and clients read: reads answer 503 with Retry-After meanwhile, never 500 and never a
     board that contradicts an earlier answer; the boards end exact."""
     stream = make_stream(count=6_000, players=800, seed=909)
-    topic, dlq = kafka_topic_factory("restart", partitions=2), kafka_topic_factory("restart-dlq")
+    topic, dlq = topic_and_dlq("restart", partitions=2)
     process = _consumer_on(private_redis, topic, dlq, tmp_path / "consumer.log")
     client = private_redis.client()
     publisher = Publisher(topic, stream.messages, size=150, every=0.08)
@@ -290,7 +285,7 @@ def test_redis_restarted_mid_stream(
         private_redis.start()
         restarted = time.monotonic()
         publisher.join()
-        seconds, lost, doubled = _wait_exact_or_record(
+        exactness = _wait_exact_or_record(
             record, "Redis restart", RESTART_FAULT, client, stream, process, since=restarted
         )
         # Reads go on once the boards are exact: those must be answered, and right.
@@ -306,9 +301,7 @@ def test_redis_restarted_mid_stream(
             "Redis restart",
             RESTART_FAULT,
             stream,
-            seconds=seconds,
-            lost=lost,
-            doubled=doubled,
+            exactness,
             reads=reader.tally,
         )
     )

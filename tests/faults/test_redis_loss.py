@@ -29,13 +29,8 @@ from leaderboard.models import ScoringRule
 from leaderboard.selectors.boards import board_list_open
 from leaderboard.services import board_recover, boards_lost_get, boards_recover
 from leaderboard.tasks import boards_recover_task, build_weekly_boards
-from tests.helpers import expected_board, main_board, make_live_season, wait_until
-from tests.ingestion.ingest_helpers import (
-    Result,
-    board,
-    consumer_options,
-    publish_results,
-)
+from tests.helpers import board_read, expected_board, main_board, make_live_season, wait_until
+from tests.ingestion.ingest_helpers import Result, consumer_options, publish_results
 
 pytestmark = pytest.mark.django_db(transaction=True)
 logger = logging.getLogger(__name__)
@@ -65,12 +60,12 @@ def _delete_board_keys(client: Any, board_id: int) -> int:
 def _boards_equal_reference(client: Any, ref: Any, results: list[Result]) -> list[str]:
     """What differs from the reference: season-long, every daily and every weekly board."""
     wrong = []
-    if board(client, keys.board(board_id=ref.id)) != expected_board(ref, results):
+    if board_read(client, keys.board(board_id=ref.id)) != expected_board(ref, results):
         wrong.append("season")
     days = sorted({r.achieved_at.astimezone(UTC).date() for r in results})
     for day in days:
         key = keys.daily_board(board_id=ref.id, day=day)
-        if board(client, key) != expected_board(ref, results, day=day):
+        if board_read(client, key) != expected_board(ref, results, day=day):
             wrong.append(f"day {day}")
     for iso_year, iso_week in sorted({d.isocalendar()[:2] for d in days}):
         week = [
@@ -79,22 +74,21 @@ def _boards_equal_reference(client: Any, ref: Any, results: list[Result]) -> lis
             if r.achieved_at.astimezone(UTC).isocalendar()[:2] == (iso_year, iso_week)
         ]
         key = keys.weekly_board(board_id=ref.id, iso_year=iso_year, iso_week=iso_week)
-        if board(client, key) != expected_board(ref, week):
+        if board_read(client, key) != expected_board(ref, week):
             wrong.append(f"week {iso_year}-W{iso_week}")
     return wrong
 
 
 @pytest.mark.slow
 def test_board_keys_deleted_mid_ingest_come_back_exact_and_reads_never_lie(
-    board_redis, kafka_topic_factory, settings
+    board_redis, topic_and_dlq, settings
 ):
     # Cumulative: a result lost or counted twice changes a sum, and a player's points never go
     # down, so any 200 showing fewer players or fewer points than an earlier one is a lie.
     now = timezone.now()
     season = make_live_season(rule=ScoringRule.CUMULATIVE)
     ref = main_board(season.id)
-    topic = kafka_topic_factory("redis-loss", partitions=2)
-    dlq = kafka_topic_factory("redis-loss-dlq")
+    topic, dlq = topic_and_dlq("redis-loss", partitions=2)
     options = consumer_options(topic=topic, dead_letter_topic=dlq, max_poll_records=40)
     # The tasks read the configured topic and group: this test's.
     settings.KAFKA_MATCH_RESULTS_TOPIC = topic
@@ -279,7 +273,7 @@ def test_lost_last_writes_are_found_by_the_full_reconcile_and_repaired(board_red
     board_recover(board=ref, reason="the test's stored results", now=now)
     assert not boards_lost_get(boards=board_list_open())
     key = keys.board(board_id=ref.id)
-    assert board(board_redis, key) == expected_board(ref, MatchResult.objects.all())
+    assert board_read(board_redis, key) == expected_board(ref, MatchResult.objects.all())
 
     # The lost second: 60 players lose their last result's points, 40 vanish.
     victims = rng.sample(range(1, 3001), 100)
@@ -308,7 +302,7 @@ def test_lost_last_writes_are_found_by_the_full_reconcile_and_repaired(board_red
     assert run.mismatched_scores == 100
     assert run.rebuilt
     assert [r.board_id for r in report.recovered] == [ref.id]
-    assert board(board_redis, key) == expected_board(ref, MatchResult.objects.all())
+    assert board_read(board_redis, key) == expected_board(ref, MatchResult.objects.all())
     # The watermark covers every stored result again: a replay counts none of them twice.
     assert board_redis.hget(watermark, "0") == b"3000"
 

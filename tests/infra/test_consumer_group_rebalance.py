@@ -26,21 +26,19 @@ from leaderboard import keys
 from leaderboard.models import MatchResult, ScoringRule
 from leaderboard.redis import get_board_redis
 from seasons.models import SeasonStatus
-from tests.helpers import expected_board, main_board_id, make_season, wait_until
+from tests.helpers import board_read, expected_board, main_board_id, make_season, wait_until
+from tests.infra.clusters import (
+    partitions_of,
+    wait_for,
+)
 from tests.infra.test_kafka_broker_death_ingest import (
     Streams,
     _result,
     on_kafka_cluster,  # noqa: F401  (the fixture)
 )
-from tests.infra.test_local_clusters import (
-    kafka_cluster_up,  # noqa: F401  (the fixture)
-    partitions_of,
-    wait_for,
-)
 from tests.ingestion.ingest_helpers import (
     ConsumerProcess,
     assert_boards_match,
-    board,
     committed_offsets,
     publish_results,
 )
@@ -119,15 +117,14 @@ def _kill_holding_uncommitted_work(
 
 @pytest.mark.usefixtures("on_kafka_cluster")
 def test_group_of_three_loses_a_member_and_gains_one_mid_stream_boards_exact(
-    kafka_cluster_up: KafkaAdminClient,  # noqa: F811
-    kafka_topic_factory,
+    kafka_cluster_up: KafkaAdminClient,
+    topic_and_dlq,
     tmp_path: Path,
 ) -> None:
     admin = kafka_cluster_up
     season = make_season(rule=ScoringRule.CUMULATIVE, status=SeasonStatus.ACTIVE)
     board_id = main_board_id(season.id)
-    topic = kafka_topic_factory("group-rebalance", partitions=PARTITIONS)
-    dlq = kafka_topic_factory("group-rebalance-dlq")
+    topic, dlq = topic_and_dlq("group-rebalance", partitions=PARTITIONS)
     wait_for(
         f"{PARTITIONS} partitions in the metadata",
         lambda: len(partitions_of(admin, topic)) == PARTITIONS,
@@ -198,7 +195,7 @@ def test_group_of_three_loses_a_member_and_gains_one_mid_stream_boards_exact(
         expected = expected_board(season, reference)
 
         def exact() -> bool:
-            on_board = board(client, keys.board(board_id=board_id))
+            on_board = board_read(client, keys.board(board_id=board_id))
             return stored() == len(reference) and on_board == expected
 
         wait_until(exact, timeout=EXACT_WITHIN_SECONDS, every=0.2, context=logs)

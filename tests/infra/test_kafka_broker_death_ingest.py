@@ -33,10 +33,9 @@ from leaderboard import keys
 from leaderboard.models import MatchResult, ScoringRule
 from leaderboard.redis import get_board_redis
 from seasons.models import Season, SeasonStatus
-from tests.helpers import expected_board, main_board_id, make_season, wait_until
-from tests.infra.test_local_clusters import (
+from tests.helpers import board_read, expected_board, main_board_id, make_season, wait_until
+from tests.infra.clusters import (
     KAFKA_REJOIN_SECONDS,
-    kafka_cluster_up,  # noqa: F401  (the fixture)
     partitions_of,
     services,
     unfenced_broker_ids,
@@ -46,7 +45,6 @@ from tests.ingestion.ingest_helpers import (
     ConsumerProcess,
     Result,
     assert_boards_match,
-    board,
     unique_results,
 )
 
@@ -180,16 +178,15 @@ def _stored(board_id: int) -> int:
 
 @pytest.mark.usefixtures("on_kafka_cluster")
 def test_broker_killed_and_restarted_under_consumer_and_http_door_nothing_lost_or_doubled(
-    kafka_cluster_up: KafkaAdminClient,  # noqa: F811
-    kafka_topic_factory,
+    kafka_cluster_up: KafkaAdminClient,
+    topic_and_dlq,
     settings,
     tmp_path: Path,
 ) -> None:
     admin = kafka_cluster_up
     season = make_season(rule=ScoringRule.CUMULATIVE, status=SeasonStatus.ACTIVE)
     board_id = main_board_id(season.id)
-    topic = kafka_topic_factory("broker-death", partitions=3)
-    dlq = kafka_topic_factory("broker-death-dlq")
+    topic, dlq = topic_and_dlq("broker-death", partitions=3)
     settings.KAFKA_MATCH_RESULTS_TOPIC = topic  # where the HTTP door publishes
     raw_token = game_server_token_create(name="broker-death")[1]
     client = get_board_redis()
@@ -252,7 +249,7 @@ def test_broker_killed_and_restarted_under_consumer_and_http_door_nothing_lost_o
     expected = expected_board(season, reference)
 
     def exact() -> bool:
-        on_board = board(client, keys.board(board_id=board_id))
+        on_board = board_read(client, keys.board(board_id=board_id))
         return _stored(board_id) == len(reference) and on_board == expected
 
     try:

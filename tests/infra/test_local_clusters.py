@@ -11,162 +11,39 @@ been started from this checkout's state folder (``LB_LOCAL_DIR``).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
-from django.conf import settings
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from redis.cluster import ClusterNode, RedisCluster
 
+from tests.infra.clusters import (
+    HOST,
+    KAFKA_REJOIN_SECONDS,
+    REDIS_FAILOVER_SECONDS,
+    SERVICES_SH,
+    cluster_info,
+    healthy_layout,
+    kafka_brokers,
+    node_client,
+    partitions_of,
+    role,
+    services,
+    state_ok,
+    topology,
+    unfenced_broker_ids,
+    wait_for,
+)
+from tests.ingestion.topic_reader import topic_read
+
 pytestmark = pytest.mark.clusters
-
-SERVICES_SH = Path(__file__).resolve().parents[2] / "scripts" / "services.sh"
-HOST = "127.0.0.1"
-# cluster-node-timeout is 2 s: a failover takes a few seconds; this bounds it generously.
-REDIS_FAILOVER_SECONDS = 30.0
-# broker.session.timeout.ms is 4 s; a restart needs the JVM and a catch-up of the replicas.
-KAFKA_REJOIN_SECONDS = 90.0
-
-
-def services(*args: str) -> str:
-    """Run ``scripts/services.sh <args>``; its stdout (what it did), or fail with its stderr."""
-    done = subprocess.run(
-        ["bash", str(SERVICES_SH), *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"services.sh {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
-    return done.stdout.strip()
-
-
-def wait_for(what: str, condition: Callable[[], Any], timeout: float) -> Any:
-    """Poll ``condition`` until it is truthy; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    last_error: Exception | None = None
-    while True:
-        try:
-            result = condition()
-        except (redis.RedisError, OSError) as exc:  # a node being killed or coming back
-            result, last_error = None, exc
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout:.0f} s (last error: {last_error!r})")
-        time.sleep(0.2)
-
-
-# --------------------------------------------------------------------------------------------
-# Redis Cluster
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RedisNode:
-    node_id: str
-    port: int
-    flags: frozenset[str]
-    master_id: str | None
-    connected: bool
-    slots: tuple[str, ...]
-
-    @property
-    def is_master(self) -> bool:
-        return "master" in self.flags
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.flags & {"fail", "fail?"})
-
-
-def redis_ports() -> list[int]:
-    return [int(node.rpartition(":")[2]) for node in settings.LOCAL_REDIS_CLUSTER_NODES]
-
-
-def node_client(port: int) -> redis.Redis:
-    return redis.Redis(host=HOST, port=port, socket_timeout=3, socket_connect_timeout=2)
-
-
-def topology(port: int) -> list[RedisNode]:
-    """CLUSTER NODES as node ``port`` sees it."""
-    raw = node_client(port).execute_command("CLUSTER", "NODES")
-    text = raw.decode() if isinstance(raw, bytes) else str(raw)
-    nodes = []
-    for line in text.strip().splitlines():
-        node_id, addr, flags, master, _ping, _pong, _epoch, link, *slots = line.split()
-        nodes.append(
-            RedisNode(
-                node_id=node_id,
-                port=int(addr.split("@")[0].rpartition(":")[2]),
-                flags=frozenset(flags.split(",")),
-                master_id=None if master == "-" else master,
-                connected=link == "connected",
-                slots=tuple(slots),
-            )
-        )
-    return nodes
-
-
-def cluster_info(port: int) -> dict[str, str]:
-    raw = node_client(port).execute_command("CLUSTER", "INFO")
-    text = raw.decode() if isinstance(raw, bytes) else str(raw)
-    return dict(line.split(":", 1) for line in text.strip().splitlines() if ":" in line)
-
-
-def state_ok(port: int) -> bool:
-    return cluster_info(port).get("cluster_state") == "ok"
-
-
-def role(port: int) -> list[Any]:
-    return list(node_client(port).execute_command("ROLE"))
-
-
-def healthy_layout(port: int) -> bool:
-    """Three masters holding slots, each with one connected replica, nobody failed."""
-    nodes = topology(port)
-    masters = [n for n in nodes if n.is_master and n.slots]
-    replicas = [n for n in nodes if not n.is_master]
-    return (
-        len(nodes) == 6
-        and len(masters) == 3
-        and len(replicas) == 3
-        and all(n.connected and not n.failed for n in nodes)
-        and sorted(r.master_id or "" for r in replicas) == sorted(m.node_id for m in masters)
-    )
-
-
-@pytest.fixture(scope="module")
-def redis_cluster_up() -> list[int]:
-    # Only in the cluster pass (make test-cluster), which starts the clusters from this
-    # checkout: the kill/restart helpers act on this checkout's nodes only, and a cluster left
-    # up by another checkout on a shared machine must not fail the single-node pass.
-    if settings.LB_REDIS_MODE != "cluster":
-        pytest.skip("needs LB_REDIS_MODE=cluster (make test-cluster starts the local cluster)")
-    ports = redis_ports()
-    try:
-        if not all(state_ok(port) for port in ports):
-            pytest.skip(f"the local Redis Cluster on {ports} is not in cluster_state:ok")
-    except (redis.RedisError, OSError) as exc:
-        pytest.skip(
-            f"no local Redis Cluster on {HOST}:{ports[0]}-{ports[-1]} ({exc}); start it with "
-            "LB_REDIS_MODE=cluster make services"
-        )
-    # A previous test's restarted node may still be syncing: wait for the full layout.
-    wait_for("a healthy Redis Cluster layout", lambda: healthy_layout(ports[0]), 60)
-    return ports
 
 
 def test_redis_cluster_has_three_masters_and_three_replicas(redis_cluster_up: list[int]) -> None:
@@ -249,56 +126,6 @@ def test_redis_master_killed_replica_promoted_then_old_master_rejoins_as_replica
 # --------------------------------------------------------------------------------------------
 # Kafka, three brokers
 # --------------------------------------------------------------------------------------------
-
-
-def kafka_brokers() -> list[str]:
-    return list(settings.LOCAL_KAFKA_CLUSTER_BROKERS)
-
-
-def _accepts_tcp(address: str) -> bool:
-    host, _, port = address.rpartition(":")
-    try:
-        socket.create_connection((host, int(port)), timeout=1).close()
-    except OSError:
-        return False
-    return True
-
-
-def unfenced_broker_ids(admin: KafkaAdminClient) -> set[int]:
-    return {b["broker_id"] for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced")}
-
-
-def partitions_of(admin: KafkaAdminClient, topic: str) -> list[dict[str, Any]]:
-    (described,) = admin.describe_topics([topic])
-    return list(described["partitions"])
-
-
-@pytest.fixture(scope="module")
-def kafka_cluster_up() -> Iterator[KafkaAdminClient]:
-    if settings.LB_KAFKA_BROKERS != 3:
-        pytest.skip("needs LB_KAFKA_BROKERS=3 (make test-cluster starts the local brokers)")
-    brokers = kafka_brokers()
-    listening = [b for b in brokers if _accepts_tcp(b)]
-    if not listening:
-        pytest.skip(
-            f"no local Kafka cluster on {brokers} (nothing listens); start it with "
-            "LB_KAFKA_BROKERS=3 make services"
-        )
-    try:
-        admin = KafkaAdminClient(
-            bootstrap_servers=brokers, client_id="tests-infra", request_timeout_ms=10000
-        )
-    except Exception as exc:  # any failure to connect means "not up"
-        pytest.skip(
-            f"no local Kafka cluster on {brokers} ({exc!r}); start it with "
-            "LB_KAFKA_BROKERS=3 make services"
-        )
-    ids = unfenced_broker_ids(admin)
-    if len(ids) < 3:
-        admin.close()
-        pytest.skip(f"the local Kafka cluster on {brokers} has {len(ids)} live brokers, not 3")
-    yield admin
-    admin.close()
 
 
 def test_kafka_broker_killed_and_restarted_nothing_lost(
@@ -425,7 +252,7 @@ def _produce_and_consume_through_a_broker_death(
     threads[1].join(timeout=30)
 
     # The log itself, read from the start by a fresh consumer: every acknowledged write once.
-    in_log = _read_whole_topic(brokers, topic)
+    in_log = [int(record.value) for record in topic_read(topic, brokers)]
     counts = Counter(in_log)
     assert set(counts) == expected
     assert max(counts.values()) == 1
@@ -436,24 +263,6 @@ def _safe_unfenced(admin: KafkaAdminClient) -> set[int]:
         return unfenced_broker_ids(admin)
     except Exception:  # best effort, in a finally
         return set()
-
-
-def _read_whole_topic(brokers: list[str], topic: str) -> list[int]:
-    consumer = KafkaConsumer(bootstrap_servers=brokers, group_id=None, enable_auto_commit=False)
-    try:
-        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
-        consumer.assign(parts)
-        consumer.seek_to_beginning(*parts)
-        end = consumer.end_offsets(parts)
-        values: list[int] = []
-        deadline = time.monotonic() + 60
-        while any(consumer.position(tp) < end[tp] for tp in parts):
-            assert time.monotonic() < deadline, "reading the topic back took over 60 s"
-            for records in consumer.poll(timeout_ms=500).values():
-                values.extend(int(r.value) for r in records)
-        return values
-    finally:
-        consumer.close()
 
 
 def test_a_second_checkout_reuses_the_running_clusters_and_its_stop_leaves_them(

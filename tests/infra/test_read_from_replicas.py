@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 import pytest
-from django.conf import settings
 
 from leaderboard import keys
 from leaderboard.redis import get_board_read_redis, get_board_redis
@@ -24,10 +23,9 @@ from leaderboard.selectors.rankings import (
     board_ranks_get,
 )
 from tests.helpers import as_board, main_board_id, make_season
-from tests.infra.test_local_clusters import (
+from tests.infra.clusters import (
     healthy_layout,
     node_client,
-    redis_cluster_up,  # noqa: F401  (the fixture)
     services,
     topology,
     wait_for,
@@ -35,12 +33,6 @@ from tests.infra.test_local_clusters import (
 from tests.leaderboard.board_fixtures import KNOWN_BOARD, write_board
 
 pytestmark = [pytest.mark.clusters, pytest.mark.slow, pytest.mark.django_db]
-
-
-@pytest.fixture
-def on_cluster() -> None:
-    if settings.LB_REDIS_MODE != "cluster":
-        pytest.skip("needs LB_REDIS_MODE=cluster (the boards on the local Redis Cluster)")
 
 
 def _script_reads(port: int) -> int:

@@ -21,7 +21,6 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.conf import settings
 from django.db import connection
 from redis.cluster import RedisCluster
 
@@ -30,10 +29,9 @@ from leaderboard import keys
 from leaderboard.models import RebuildRun, ScoringRule
 from leaderboard.redis import get_board_redis
 from seasons.models import SeasonStatus
-from tests.helpers import expected_board, main_board_id, make_season
-from tests.infra.test_local_clusters import (
+from tests.helpers import board_read, expected_board, main_board_id, make_season
+from tests.infra.clusters import (
     node_client,
-    redis_cluster_up,  # noqa: F401  (the fixture)
     role,
     services,
     state_ok,
@@ -42,7 +40,6 @@ from tests.infra.test_local_clusters import (
 from tests.ingestion.ingest_helpers import (
     Result,
     assert_boards_match,
-    board,
     consumer_options,
     publish_results,
 )
@@ -53,12 +50,6 @@ EXACT_WITHIN_SECONDS = 60.0
 # Queued ahead of the board's writes on the replication link: more than the kernel's socket
 # buffers hold, so the writes behind it are still in the master's memory when it dies.
 LINK_FILLER_BYTES = 48 * 1024 * 1024
-
-
-@pytest.fixture
-def on_cluster() -> None:
-    if settings.LB_REDIS_MODE != "cluster":
-        pytest.skip("needs LB_REDIS_MODE=cluster (the boards on the local Redis Cluster)")
 
 
 def _results(season, rng: random.Random, n: int) -> list[Result]:
@@ -75,12 +66,11 @@ def _results(season, rng: random.Random, n: int) -> list[Result]:
 
 
 @pytest.mark.usefixtures("on_cluster", "redis_cluster_up")
-def test_acknowledged_writes_a_dead_master_never_replicated_are_repaired(kafka_topic_factory):
+def test_acknowledged_writes_a_dead_master_never_replicated_are_repaired(topic_and_dlq):
     season = make_season(rule=ScoringRule.CUMULATIVE, status=SeasonStatus.ACTIVE)
     board_id = main_board_id(season.id)
     board_key = keys.board(board_id=board_id)
-    topic = kafka_topic_factory("failover-ingest", partitions=3)
-    dlq = kafka_topic_factory("failover-ingest-dlq")
+    topic, dlq = topic_and_dlq("failover-ingest", partitions=3)
     rng = random.Random(10)
     produced: list[Result] = []
     options = consumer_options(
@@ -111,7 +101,7 @@ def test_acknowledged_writes_a_dead_master_never_replicated_are_repaired(kafka_t
         publish_results(topic, batch)
         produced += batch
         wait = time.monotonic() + 60
-        while len(board(client, board_key)) < 20:
+        while len(board_read(client, board_key)) < 20:
             assert time.monotonic() < wait, "the consumer applied nothing"
             time.sleep(0.1)
 
@@ -146,7 +136,7 @@ def test_acknowledged_writes_a_dead_master_never_replicated_are_repaired(kafka_t
 
         def exact() -> bool:
             try:
-                return board(client, board_key) == expected_board(season, produced)
+                return board_read(client, board_key) == expected_board(season, produced)
             except Exception:  # the slot has no master yet, or the client is catching up
                 return False
 

@@ -32,9 +32,8 @@ from leaderboard.services import (
     boards_recover,
 )
 from seasons.models import Season
-from tests.helpers import as_board, expected_board
+from tests.helpers import as_board, board_read, expected_board
 from tests.ingestion.ingest_helpers import Result
-from tests.leaderboard import live
 
 T = TypeVar("T")
 
@@ -274,7 +273,7 @@ class IngestModel:
         return keys.daily_board(board_id=board.id, day=day)
 
     def actual(self, board: BoardRef, day: date | None) -> dict[int, int]:
-        return live.board(self.client, self.key(board, day))
+        return board_read(self.client, self.key(board, day))
 
     def differences(self) -> list[str]:
         """Every key of every board against the reference: what is missing, extra or wrong."""

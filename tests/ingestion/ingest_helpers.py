@@ -1,4 +1,4 @@
-"""Helpers for the ingestion tests: publish contract messages, read boards and topics back."""
+"""Helpers for the ingestion tests: publish contract messages, check the boards they make."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from leaderboard.services import ResultRow
 from seasons.models import Season
 from tests.helpers import (
     as_board,
+    board_read,
     expected_board,
     subprocess_database_url,
     wait_until,
@@ -110,24 +111,6 @@ def publish_results(topic: str, results: Iterable[Result]) -> int:
     return publish(topic, ((r.key(), r.value()) for r in results))
 
 
-def read_topic(topic: str, *, count: int, timeout_ms: int = 15_000) -> list[Any]:
-    consumer = KafkaConsumer(
-        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
-        enable_auto_commit=False,
-        consumer_timeout_ms=timeout_ms,
-    )
-    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-    consumer.assign(partitions)
-    consumer.seek_to_beginning(*partitions)
-    records = []
-    for record in consumer:
-        records.append(record)
-        if len(records) >= count:
-            break
-    consumer.close()
-    return records
-
-
 def end_offsets(topic: str) -> dict[int, int]:
     consumer = KafkaConsumer(bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS)
     partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
@@ -148,16 +131,6 @@ def committed_offsets(topic: str, group_id: str) -> dict[int, int | None]:
     return committed
 
 
-def _score(raw: bytes) -> int:
-    # Exact: every board score is an integer below 2**53.
-    return int(float(raw))
-
-
-def board(client: BoardRedis, key: str) -> dict[int, int]:
-    pairs: list[Any] = client.zrange(key, 0, -1, withscores=True, score_cast_func=_score)
-    return {int(member): int(score) for member, score in pairs}
-
-
 def daily_keys(season: object, results: Sequence[Result]) -> set[date]:
     return {r.achieved_at.astimezone(UTC).date() for r in results}
 
@@ -170,9 +143,9 @@ def assert_boards_match(
     ref = as_board(season)
     # expected_board reads MatchResult attributes; Result has the same ones.
     rows: list[Any] = [r for r in results if r.board == ref.slug]
-    assert board(client, keys.board(board_id=ref.id)) == expected_board(ref, rows)
+    assert board_read(client, keys.board(board_id=ref.id)) == expected_board(ref, rows)
     for day in daily_keys(season, rows):
-        assert board(client, keys.daily_board(board_id=ref.id, day=day)) == expected_board(
+        assert board_read(client, keys.daily_board(board_id=ref.id, day=day)) == expected_board(
             ref, rows, day=day
         ), f"daily board {day}"
 

@@ -26,9 +26,9 @@ from .ingest_helpers import (
     end_offsets,
     publish,
     publish_results,
-    read_topic,
     unique_results,
 )
+from .topic_reader import topic_read
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,8 +46,8 @@ def _stored() -> set[tuple[uuid.UUID, int, int]]:
 
 
 @pytest.fixture
-def topics(kafka_topic_factory):
-    return kafka_topic_factory("ingest", partitions=3), kafka_topic_factory("ingest-dlq")
+def topics(topic_and_dlq):
+    return topic_and_dlq("ingest", partitions=3)
 
 
 def _scenario(season) -> tuple[list[Result], list[Result]]:
@@ -201,7 +201,7 @@ def test_every_kind_of_bad_message_is_dead_lettered_with_its_reason(topics, boar
     assert totals.dead_letters == len(bad_messages)
     assert totals.applied == len(goods)
     assert_boards_match(board_redis, season, goods)
-    letters = {r.key: r for r in read_topic(dlq, count=len(bad_messages))}
+    letters = {r.key: r for r in topic_read(dlq, count=len(bad_messages))}
     assert len(letters) == len(bad_messages)
     for n, (value, code) in enumerate(bad_messages):
         letter = letters[f"bad-{n}".encode()]
@@ -255,10 +255,10 @@ def test_results_of_a_banned_player_are_stored_but_not_counted(topics, board_red
 
 
 def test_consumers_joining_one_group_mid_ingest_count_everything_once(
-    kafka_topic_factory, board_redis
+    topic_and_dlq, board_redis
 ) -> None:
     season = make_season(rule=ScoringRule.CUMULATIVE)
-    topic, dlq = kafka_topic_factory("group", partitions=4), kafka_topic_factory("group-dlq")
+    topic, dlq = topic_and_dlq("group", partitions=4)
     rng = random.Random(5)
     results = [
         Result(

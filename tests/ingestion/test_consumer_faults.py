@@ -112,11 +112,11 @@ def _faults_proxy(settings) -> TcpProxy:
 
 @pytest.mark.usefixtures("single_node_redis")
 def test_redis_outage_waits_and_resumes_without_loss_or_double_count(
-    kafka_topic_factory, settings, board_redis, caplog
+    topic_and_dlq, settings, board_redis, caplog
 ) -> None:
     caplog.set_level(logging.INFO, logger="ingestion")
     season = make_season(rule=ScoringRule.CUMULATIVE)
-    topic, dlq = kafka_topic_factory("redis-down", partitions=2), kafka_topic_factory("dlq")
+    topic, dlq = topic_and_dlq("redis-down", partitions=2)
     proxy = _boards_through_proxy(settings)
     options = consumer_options(topic=topic, dead_letter_topic=dlq)
     consumer = MatchResultConsumer(options)
@@ -152,10 +152,10 @@ def test_redis_outage_waits_and_resumes_without_loss_or_double_count(
 
 
 def test_postgresql_outage_waits_and_resumes_without_loss_or_double_count(
-    kafka_topic_factory, board_redis, tmp_path
+    topic_and_dlq, board_redis, tmp_path
 ) -> None:
     season = make_season(rule=ScoringRule.CUMULATIVE)
-    topic, dlq = kafka_topic_factory("pg-down", partitions=2), kafka_topic_factory("dlq")
+    topic, dlq = topic_and_dlq("pg-down", partitions=2)
     db = connection.settings_dict
     proxy = TcpProxy(int(db["PORT"] or 5432))
     group = f"test-pg-down-{uuid.uuid4().hex[:8]}"
@@ -187,11 +187,11 @@ def test_postgresql_outage_waits_and_resumes_without_loss_or_double_count(
 
 @pytest.mark.usefixtures("single_node_redis")
 def test_a_stop_while_redis_is_down_leaves_the_batch_uncommitted_for_redelivery(
-    kafka_topic_factory, settings, board_redis, caplog
+    topic_and_dlq, settings, board_redis, caplog
 ) -> None:
     caplog.set_level(logging.INFO, logger="ingestion")
     season = make_season(rule=ScoringRule.CUMULATIVE)
-    topic, dlq = kafka_topic_factory("stop-down", partitions=2), kafka_topic_factory("dlq")
+    topic, dlq = topic_and_dlq("stop-down", partitions=2)
     proxy = TcpProxy(urlparse(settings.CACHES["boards"]["LOCATION"]).port or 6379)
     direct = dict(settings.CACHES["boards"])
     boards = {**direct, "LOCATION": f"redis://127.0.0.1:{proxy.port}/0"}
@@ -235,12 +235,12 @@ def test_a_stop_while_redis_is_down_leaves_the_batch_uncommitted_for_redelivery(
 
 @pytest.mark.usefixtures("single_node_kafka")
 def test_kafka_outage_waits_and_resumes_without_loss_or_double_count(
-    kafka_topic_factory, settings, board_redis, tmp_path
+    topic_and_dlq, settings, board_redis, tmp_path
 ) -> None:
     """The consumer reaches Kafka only through a proxy (the broker's FAULTS listener
     advertises the proxy's address), so cutting the proxy takes Kafka away from it alone."""
     season = make_season(rule=ScoringRule.CUMULATIVE)
-    topic, dlq = kafka_topic_factory("kafka-down", partitions=2), kafka_topic_factory("dlq")
+    topic, dlq = topic_and_dlq("kafka-down", partitions=2)
     proxy = _faults_proxy(settings)
     group = f"test-kafka-down-{uuid.uuid4().hex[:8]}"
     log = tmp_path / "consumer.log"
@@ -282,14 +282,14 @@ def test_kafka_outage_waits_and_resumes_without_loss_or_double_count(
 
 @pytest.mark.usefixtures("single_node_kafka")
 def test_after_a_long_kafka_outage_the_consumer_resumes_within_seconds_of_its_return(
-    kafka_topic_factory, settings, board_redis, tmp_path
+    topic_and_dlq, settings, board_redis, tmp_path
 ) -> None:
     """A broker away for 35 s: kafka-python doubles its reconnect backoff from 50 ms on every
     refused attempt, and with its default cap (30 s) the next attempt after the return came
     16 s later, give or take its jitter (a consumer sat at 0 results/s after a broker restart).
     With the consumer's cap (INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS) it is back within 5 s."""
     season = make_season(rule=ScoringRule.CUMULATIVE)
-    topic, dlq = kafka_topic_factory("kafka-back", partitions=2), kafka_topic_factory("dlq")
+    topic, dlq = topic_and_dlq("kafka-back", partitions=2)
     proxy = _faults_proxy(settings)
     group = f"test-kafka-back-{uuid.uuid4().hex[:8]}"
     log = tmp_path / "consumer.log"
@@ -321,13 +321,13 @@ def test_after_a_long_kafka_outage_the_consumer_resumes_within_seconds_of_its_re
 
 @pytest.mark.usefixtures("single_node_redis")
 def test_after_a_long_redis_outage_the_consumer_resumes_within_seconds_of_its_return(
-    kafka_topic_factory, settings, board_redis
+    topic_and_dlq, settings, board_redis
 ) -> None:
     """The consumer's own backoff (INGEST_BACKOFF_MAX_SECONDS) doubles from 0.1 s up to its
     cap while a dependency stays away: 15 s into an outage, a 10 s cap meant a wait that ended
     about 8 s after the return. The default cap keeps the resume within 5 s."""
     season = make_season(rule=ScoringRule.CUMULATIVE)
-    topic, dlq = kafka_topic_factory("redis-back", partitions=2), kafka_topic_factory("dlq")
+    topic, dlq = topic_and_dlq("redis-back", partitions=2)
     proxy = _boards_through_proxy(settings)
     options = consumer_options(topic=topic, dead_letter_topic=dlq, backoff_max_seconds=None)
     assert options.backoff_max_seconds == settings.INGEST_BACKOFF_MAX_SECONDS

@@ -61,10 +61,10 @@ def _done(topic: str, group: str) -> bool:
 
 
 def test_sigkill_at_random_points_then_restart_counts_everything_once(
-    kafka_topic_factory, board_redis, tmp_path
+    topic_and_dlq, board_redis, tmp_path
 ) -> None:
     season = make_season(rule=ScoringRule.CUMULATIVE)
-    topic, dlq = kafka_topic_factory("crash", partitions=3), kafka_topic_factory("crash-dlq")
+    topic, dlq = topic_and_dlq("crash", partitions=3)
     messages = _results(season, count=30_000, players=3_000, seed=11)
     distinct = unique_results(messages)
     publish_results(topic, messages)
@@ -98,10 +98,10 @@ def test_sigkill_at_random_points_then_restart_counts_everything_once(
 
 
 def test_sigterm_finishes_and_commits_the_batch_in_hand(
-    kafka_topic_factory, board_redis, tmp_path
+    topic_and_dlq, board_redis, tmp_path
 ) -> None:
     season = make_season(rule=ScoringRule.CUMULATIVE)
-    topic, dlq = kafka_topic_factory("term", partitions=2), kafka_topic_factory("term-dlq")
+    topic, dlq = topic_and_dlq("term", partitions=2)
     messages = _results(season, count=8_000, players=500, seed=5)
     distinct = unique_results(messages)
     publish_results(topic, messages)

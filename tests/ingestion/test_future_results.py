@@ -17,7 +17,8 @@ from leaderboard.models import MatchResult
 from seasons.models import SeasonStatus
 from tests.helpers import make_season
 
-from .ingest_helpers import Result, consumer_options, publish, read_topic
+from .ingest_helpers import Result, consumer_options, publish
+from .topic_reader import topic_read
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,11 +53,9 @@ def test_the_schema_check():
     assert "future" in caught.value.reason
 
 
-def test_the_consumer_dead_letters_results_from_the_future(
-    kafka_topic_factory, live_season, settings
-):
+def test_the_consumer_dead_letters_results_from_the_future(topic_and_dlq, live_season, settings):
     settings.INGEST_MAX_FUTURE_SKEW_SECONDS = 300
-    topic, dlq = kafka_topic_factory("ingest-future"), kafka_topic_factory("ingest-future-dlq")
+    topic, dlq = topic_and_dlq("ingest-future")
     now = timezone.now()
     result = lambda player, when: Result(uuid.uuid4(), player, live_season.id, 10, when)  # noqa: E731
     accepted = [
@@ -80,7 +79,7 @@ def test_the_consumer_dead_letters_results_from_the_future(
     assert totals.records == len(stream)
     assert totals.dead_letters == len(refused)
     assert set(MatchResult.objects.values_list("player_id", flat=True)) == {1, 2}
-    letters = {letter.key: letter for letter in read_topic(dlq, count=len(refused))}
+    letters = {letter.key: letter for letter in topic_read(dlq, count=len(refused))}
     for n, sent in enumerate(refused):
         letter = letters[f"future-{n}".encode()]
         headers = {k: v.decode() for k, v in letter.headers}
@@ -89,8 +88,7 @@ def test_the_consumer_dead_letters_results_from_the_future(
         assert letter.value == sent.value()
 
 
-def test_the_door_refuses_results_from_the_future(kafka_topic_factory, live_season, settings):
-    settings.KAFKA_MATCH_RESULTS_TOPIC = kafka_topic_factory("http-door-future")
+def test_the_door_refuses_results_from_the_future(door_topic, live_season, settings):
     settings.INGEST_MAX_FUTURE_SKEW_SECONDS = 300
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {game_server_token_create(name='eu')[1]}")

@@ -13,22 +13,11 @@ from ingestion.services import game_server_token_create, game_server_tokens_deac
 from seasons.models import SeasonStatus
 from tests.factories import SEASON_START, SeasonFactory
 
-from .topic_reader import topic_read_count, topic_size
+from .topic_reader import topic_read, topic_size
 
 URL = "/api/match-results"
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def topic(settings, kafka_topic_factory) -> str:
-    settings.KAFKA_MATCH_RESULTS_TOPIC = kafka_topic_factory(prefix="http-door", partitions=2)
-    return settings.KAFKA_MATCH_RESULTS_TOPIC
-
-
-@pytest.fixture
-def season():
-    return SeasonFactory(id=12)
 
 
 @pytest.fixture
@@ -57,26 +46,28 @@ def result(player_id: object = 42, **overrides) -> dict:
     return body
 
 
-def test_one_result_is_published_and_answered_202(topic, season, raw_token, kafka_bootstrap):
+def test_one_result_is_published_and_answered_202(
+    door_topic, door_season, raw_token, kafka_bootstrap
+):
     sent = result(42)
     response = client_with(raw_token).post(URL, sent, format="json")
     assert response.status_code == 202, response.content
     assert response.json() == {"accepted": 1}
 
-    (record,) = topic_read_count(topic, kafka_bootstrap, 1)
+    (record,) = topic_read(door_topic, kafka_bootstrap, count=1)
     assert record.key == b"42"
     assert json.loads(record.value) == {**sent, "achievedAt": "2026-10-12T10:00:00Z"}
     token = GameServerToken.objects.get(name="eu-west-1")
     assert token.last_used_at is not None
 
 
-def test_a_list_is_published_whole(topic, season, raw_token, kafka_bootstrap):
+def test_a_list_is_published_whole(door_topic, door_season, raw_token, kafka_bootstrap):
     sent = [result(player_id) for player_id in range(1, 251)]
     response = client_with(raw_token).post(URL, sent, format="json")
     assert response.status_code == 202, response.content
     assert response.json() == {"accepted": 250}
 
-    records = topic_read_count(topic, kafka_bootstrap, 250)
+    records = topic_read(door_topic, kafka_bootstrap, count=250)
     assert sorted(json.loads(r.value)["matchId"] for r in records) == sorted(
         item["matchId"] for item in sent
     )
@@ -105,7 +96,7 @@ BAD_ITEMS = [
     ("bad", "code", "field"), [case[1:] for case in BAD_ITEMS], ids=[c[0] for c in BAD_ITEMS]
 )
 def test_any_bad_item_rejects_the_whole_request(
-    topic, season, raw_token, kafka_bootstrap, bad, code, field
+    door_topic, door_season, raw_token, kafka_bootstrap, bad, code, field
 ):
     body = [result(1), bad, result(2)]
     response = client_with(raw_token).post(URL, body, format="json")
@@ -116,10 +107,10 @@ def test_any_bad_item_rejects_the_whole_request(
     assert (item["index"], item["code"], item["field"]) == (1, code, field)
     assert item["reason"]
     # All or nothing: the good items around it were not published either.
-    assert topic_size(topic, kafka_bootstrap) == 0
+    assert topic_size(door_topic, kafka_bootstrap) == 0
 
 
-def test_every_bad_item_is_listed_with_its_index(topic, season, raw_token):
+def test_every_bad_item_is_listed_with_its_index(door_topic, door_season, raw_token):
     body = [result(1), result(points=-5), result(2), result(seasonId=77)]
     response = client_with(raw_token).post(URL, body, format="json")
     assert response.status_code == 400
@@ -129,7 +120,7 @@ def test_every_bad_item_is_listed_with_its_index(topic, season, raw_token):
     ]
 
 
-def test_a_closing_season_takes_results_of_its_window_only(topic, raw_token, kafka_bootstrap):
+def test_a_closing_season_takes_results_of_its_window_only(door_topic, raw_token, kafka_bootstrap):
     # A game server posting a result achieved before the end, after the switch to closing.
     # The season ended a minute ago, as a closing season has (a result after now is refused).
     now = timezone.now().replace(microsecond=0)
@@ -143,14 +134,14 @@ def test_a_closing_season_takes_results_of_its_window_only(topic, raw_token, kaf
         URL, result(7, achievedAt=season.ends_at.isoformat()), format="json"
     )
     assert response.status_code == 202, response.content
-    assert len(topic_read_count(topic, kafka_bootstrap, 1)) == 1
+    assert len(topic_read(door_topic, kafka_bootstrap, count=1)) == 1
     late = result(8, achievedAt=(season.ends_at + timedelta(seconds=1)).isoformat())
     response = client_with(raw_token).post(URL, late, format="json")
     assert response.status_code == 400
     assert response.json()["invalid"][0]["code"] == "outside_season"
 
 
-def test_a_closed_season_takes_nothing(topic, raw_token):
+def test_a_closed_season_takes_nothing(door_topic, raw_token):
     SeasonFactory(id=12, status=SeasonStatus.CLOSED)
     response = client_with(raw_token).post(URL, result(), format="json")
     assert response.status_code == 400
@@ -158,13 +149,13 @@ def test_a_closed_season_takes_nothing(topic, raw_token):
 
 
 @pytest.mark.parametrize("body", [[], "text", [result() for _ in range(1001)]])
-def test_empty_or_oversized_bodies_are_400(topic, season, raw_token, body):
+def test_empty_or_oversized_bodies_are_400(door_topic, door_season, raw_token, body):
     response = client_with(raw_token).post(URL, body, format="json")
     assert response.status_code == 400
     assert "detail" in response.json()
 
 
-def test_no_token_is_401_with_a_challenge(topic, season):
+def test_no_token_is_401_with_a_challenge(door_topic, door_season):
     response = client_with().post(URL, result(), format="json")
     assert response.status_code == 401
     assert response["WWW-Authenticate"].startswith("Bearer")
@@ -173,21 +164,21 @@ def test_no_token_is_401_with_a_challenge(topic, season):
 @pytest.mark.parametrize(
     "header", ["Bearer", "Token abc", "Bearer a b", "Basic dXNlcjpwYXNz", "Bearer lbgs_unknown"]
 )
-def test_malformed_or_unknown_credentials_are_401(topic, season, raw_token, header):
+def test_malformed_or_unknown_credentials_are_401(door_topic, door_season, raw_token, header):
     response = client_with(header=header).post(URL, result(), format="json")
     assert response.status_code == 401
     assert response["WWW-Authenticate"].startswith("Bearer")
 
 
-def test_a_deactivated_token_is_403_and_publishes_nothing(topic, season, kafka_bootstrap):
+def test_a_deactivated_token_is_403_and_publishes_nothing(door_topic, door_season, kafka_bootstrap):
     token, raw_token = game_server_token_create(name="retired")
     assert game_server_tokens_deactivate(token_ids=[token.id]) == 1
     response = client_with(raw_token).post(URL, result(), format="json")
     assert response.status_code == 403
-    assert topic_size(topic, kafka_bootstrap) == 0
+    assert topic_size(door_topic, kafka_bootstrap) == 0
 
 
-def test_kafka_unreachable_is_503_with_retry_after(settings, season, raw_token):
+def test_kafka_unreachable_is_503_with_retry_after(settings, door_season, raw_token):
     # Nothing listens on port 9 (discard); the door must answer, not hang or 500.
     settings.KAFKA_BOOTSTRAP_SERVERS = ["127.0.0.1:9"]
     response = client_with(raw_token).post(URL, result(), format="json")

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from ingestion.parsers import BoundedJSONParser, RequestBodyTooLarge
 from ingestion.services import game_server_token_create
-from tests.factories import SEASON_START, SeasonFactory
+from tests.factories import SEASON_START
 
 from .topic_reader import topic_size
 
@@ -24,14 +24,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def topic(settings, kafka_topic_factory) -> str:
-    settings.KAFKA_MATCH_RESULTS_TOPIC = kafka_topic_factory(prefix="http-door-body")
-    return settings.KAFKA_MATCH_RESULTS_TOPIC
-
-
-@pytest.fixture
-def door() -> APIClient:
-    SeasonFactory(id=12)
+def door(door_season) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {game_server_token_create(name='eu')[1]}")
     return client
@@ -66,13 +59,13 @@ def post_raw(client: APIClient, body: bytes, **extra):
         b"[" * 10 + b"1180591620717411303424," + b"[" * 3000,
     ],
 )
-def test_deeply_nested_json_is_400_with_a_reason(topic, door, kafka_bootstrap, body):
+def test_deeply_nested_json_is_400_with_a_reason(door_topic, door, kafka_bootstrap, body):
     response = post_raw(door, body)
     assert response.status_code == 400, response.content
     payload = response.json()
     assert "nested deeper than" in payload["detail"]
     assert payload["invalid"] == []
-    assert topic_size(topic, kafka_bootstrap) == 0
+    assert topic_size(door_topic, kafka_bootstrap) == 0
 
 
 @pytest.mark.parametrize(
@@ -84,7 +77,7 @@ def test_deeply_nested_json_is_400_with_a_reason(topic, door, kafka_bootstrap, b
         (b"", None),  # empty: no body at all, the items' check speaks
     ],
 )
-def test_malformed_json_is_400_in_the_door_shape(topic, door, body, reason):
+def test_malformed_json_is_400_in_the_door_shape(door_topic, door, body, reason):
     response = post_raw(door, body)
     assert response.status_code == 400, response.content
     payload = response.json()
@@ -103,7 +96,7 @@ def test_malformed_json_is_400_in_the_door_shape(topic, door, body, reason):
     ],
 )
 def test_an_integer_out_of_range_is_named_as_such_at_the_door(
-    topic, door, kafka_bootstrap, literal, reason
+    door_topic, door, kafka_bootstrap, literal, reason
 ):
     fields = {key: json.dumps(value) for key, value in result().items()} | {"points": literal}
     item = "{" + ",".join(f'"{key}":{value}' for key, value in fields.items()) + "}"
@@ -113,16 +106,16 @@ def test_an_integer_out_of_range_is_named_as_such_at_the_door(
     assert invalid["index"] == 0
     assert invalid["field"] == "points"
     assert invalid["reason"].startswith(reason)
-    assert topic_size(topic, kafka_bootstrap) == 0
+    assert topic_size(door_topic, kafka_bootstrap) == 0
 
 
-def test_a_little_nesting_in_extra_fields_is_accepted(topic, door, kafka_bootstrap):
+def test_a_little_nesting_in_extra_fields_is_accepted(door_topic, door, kafka_bootstrap):
     response = door.post(URL, [result(extra={"tags": [{"k": ["v"]}]})], format="json")
     assert response.status_code == 202, response.content
 
 
 def test_a_body_over_the_cap_is_413_json_and_publishes_nothing(
-    topic, door, kafka_bootstrap, settings
+    door_topic, door, kafka_bootstrap, settings
 ):
     settings.INGEST_HTTP_MAX_BODY_BYTES = 2_000
     fits = json.dumps([result() for _ in range(8)]).encode()
@@ -134,10 +127,10 @@ def test_a_body_over_the_cap_is_413_json_and_publishes_nothing(
     assert response.status_code == 413
     assert response["Content-Type"].startswith("application/json")
     assert "2000 bytes" in response.json()["detail"]
-    assert topic_size(topic, kafka_bootstrap) == 8
+    assert topic_size(door_topic, kafka_bootstrap) == 8
 
 
-def test_a_declared_length_over_the_cap_is_413_before_reading(topic, door, settings):
+def test_a_declared_length_over_the_cap_is_413_before_reading(door_topic, door, settings):
     settings.INGEST_HTTP_MAX_BODY_BYTES = 2_000
     # The test client's payload refuses reads past its 2 bytes: the 413 comes from the header.
     response = post_raw(door, b"[]", CONTENT_LENGTH=str(10**12))

@@ -9,7 +9,7 @@ import pytest
 from ingestion.producer import MatchResultProducer
 from ingestion.schema import MatchResultMessage, message_decode
 
-from .topic_reader import topic_read_count
+from .topic_reader import topic_read
 
 
 def test_round_trip_keys_by_player_and_writes_the_contract_json(
@@ -30,7 +30,7 @@ def test_round_trip_keys_by_player_and_writes_the_contract_json(
     with MatchResultProducer(bootstrap_servers=kafka_bootstrap, topic=topic) as producer:
         assert producer.send_many(sent) == 3
 
-    records = topic_read_count(topic, kafka_bootstrap, 3)
+    records = topic_read(topic, kafka_bootstrap, count=3)
     by_key = {record.key: record for record in records}
     assert set(by_key) == {b"42", b"7", b"1000000007"}
     assert json.loads(by_key[b"42"].value) == {
@@ -56,7 +56,7 @@ def test_one_players_results_share_a_partition(kafka_topic_factory, kafka_bootst
         bootstrap_servers=kafka_bootstrap, topic=topic, compression_type="gzip"
     ) as producer:
         producer.send_many(sent)
-    records = topic_read_count(topic, kafka_bootstrap, len(sent))
+    records = topic_read(topic, kafka_bootstrap, count=len(sent))
     partitions: dict[bytes, set[int]] = {}
     for record in records:
         partitions.setdefault(record.key, set()).add(record.partition)
@@ -75,7 +75,7 @@ def test_offsets_are_kept_in_the_json(kafka_topic_factory, kafka_bootstrap) -> N
     )
     with MatchResultProducer(bootstrap_servers=kafka_bootstrap, topic=topic) as producer:
         producer.send_many([result])
-    (record,) = topic_read_count(topic, kafka_bootstrap, 1)
+    (record,) = topic_read(topic, kafka_bootstrap, count=1)
     achieved = json.loads(record.value)["achievedAt"]
     assert datetime.fromisoformat(achieved) == result.achieved_at
     assert achieved.endswith(("Z", "+02:00"))

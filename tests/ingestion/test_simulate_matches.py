@@ -48,7 +48,7 @@ def test_a_short_run_publishes_about_rate_times_duration_valid_results(
     # 400 at the target rate; never above it (pacing is to the message), and below it only by
     # what a starved process on a loaded machine could not catch up before the deadline.
     assert 300 <= size <= 410, size
-    records = topic_read(topic, kafka_bootstrap, until=lambda r: len(r) >= size)
+    records = topic_read(topic, kafka_bootstrap, count=size)
     assert len(records) == size
     messages = [message_decode(record.value) for record in records]
     for record, message in zip(records, messages, strict=True):
@@ -70,7 +70,7 @@ def test_duplicates_are_resent_when_asked(season, kafka_topic_factory, kafka_boo
         "--duplicates", "0.3", "--late-delay", "0.5", "--seed", "7",
     )  # fmt: skip
     size = topic_size(topic, kafka_bootstrap)
-    records = topic_read(topic, kafka_bootstrap, until=lambda r: len(r) >= size)
+    records = topic_read(topic, kafka_bootstrap, count=size)
     values = Counter(record.value for record in records)
     duplicated = sum(count - 1 for count in values.values())
     # About 30% of ~400 results are re-sent, immediately or half a second later.

@@ -9,7 +9,6 @@ import redis
 from django.db import connection, transaction
 
 from leaderboard.models import Board, MatchResult
-from leaderboard.redis import BoardRedis
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.services import CountedResult, board_results_apply
 from seasons.models import Season
@@ -71,8 +70,3 @@ def ingest(
     result, xid = store(season, player_id=player_id, points=points, at=at)
     apply(client, season, result, xid)
     return result
-
-
-def board(client: BoardRedis, key: str) -> dict[int, int]:
-    pairs: list[tuple[bytes, float]] = client.zrange(key, 0, -1, withscores=True)  # type: ignore[assignment]
-    return {int(m): int(s) for m, s in pairs}

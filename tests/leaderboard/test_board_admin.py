@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from leaderboard.models import Board
@@ -18,13 +17,6 @@ START = datetime(2026, 10, 1, tzinfo=UTC)
 SEASONS = "/admin/seasons/season/"
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff(client: Client) -> Client:
-    user = get_user_model().objects.create_superuser("boss", "boss@example.com", "pw")
-    client.force_login(user)
-    return client
 
 
 def _management(prefix: str, total: int, initial: int) -> dict[str, str]:

@@ -47,7 +47,8 @@ class _Letters:
 
 
 @pytest.fixture
-def season(board_redis):
+def kinds_season(board_redis):
+    """An active season with a board of every order and rule (KINDS), marked intact."""
     season = make_season(starts_at=START, ends_at=START + timedelta(days=60))
     season.status = SeasonStatus.ACTIVE
     season.save(update_fields=["status"])
@@ -113,11 +114,11 @@ def get(client, url: str, status: int = 200) -> Any:
 
 
 @pytest.mark.parametrize(("order", "rule"), KINDS)
-def test_every_endpoint_of_every_order_and_rule(client, season, order, rule) -> None:
-    results = random_results(season, seed=7)
+def test_every_endpoint_of_every_order_and_rule(client, kinds_season, order, rule) -> None:
+    results = random_results(kinds_season, seed=7)
     ingest(results)
-    board = Board.objects.get(season=season, slug=slug(order, rule))
-    base = f"/api/seasons/{season.id}/boards/{board.slug}"
+    board = Board.objects.get(season=kinds_season, slug=slug(order, rule))
+    base = f"/api/seasons/{kinds_season.id}/boards/{board.slug}"
     want = ranking(board, expected_board(board, results))
     assert want, "the reference board is empty: the test would prove nothing"
 
@@ -145,32 +146,38 @@ def test_every_endpoint_of_every_order_and_rule(client, season, order, rule) -> 
     assert weekly == want
 
 
-def test_asc_ranks_the_lowest_first_and_ties_go_to_the_first_reached(client, season) -> None:
+def test_asc_ranks_the_lowest_first_and_ties_go_to_the_first_reached(client, kinds_season) -> None:
     at = START + timedelta(days=1)
     results = [
-        Result(uuid.uuid4(), 1, season.id, 90_500, at, board="asc-best"),
-        Result(uuid.uuid4(), 2, season.id, 88_000, at + timedelta(seconds=5), board="asc-best"),
-        Result(uuid.uuid4(), 3, season.id, 88_000, at + timedelta(seconds=1), board="asc-best"),
-        Result(uuid.uuid4(), 1, season.id, 95_000, at + timedelta(seconds=9), board="asc-best"),
+        Result(uuid.uuid4(), 1, kinds_season.id, 90_500, at, board="asc-best"),
+        Result(
+            uuid.uuid4(), 2, kinds_season.id, 88_000, at + timedelta(seconds=5), board="asc-best"
+        ),
+        Result(
+            uuid.uuid4(), 3, kinds_season.id, 88_000, at + timedelta(seconds=1), board="asc-best"
+        ),
+        Result(
+            uuid.uuid4(), 1, kinds_season.id, 95_000, at + timedelta(seconds=9), board="asc-best"
+        ),
     ]
     ingest(results)
-    top = get(client, f"/api/seasons/{season.id}/boards/asc-best/top")
+    top = get(client, f"/api/seasons/{kinds_season.id}/boards/asc-best/top")
     assert top == [
         {"rank": 1, "playerId": 3, "points": 88_000},
         {"rank": 2, "playerId": 2, "points": 88_000},
         {"rank": 3, "playerId": 1, "points": 90_500},
     ]
-    standing = get(client, f"/api/seasons/{season.id}/boards/asc-best/players/1")
+    standing = get(client, f"/api/seasons/{kinds_season.id}/boards/asc-best/players/1")
     # Down by 2,501 ms to pass player 2.
     assert standing["pointsToNextRank"] == 2_501
 
 
 @pytest.mark.parametrize("order", BoardOrder.values)
-def test_latest_ignores_delivery_order_and_redelivery(board_redis, season, order) -> None:
+def test_latest_ignores_delivery_order_and_redelivery(board_redis, kinds_season, order) -> None:
     """Each player's latest result by achieved_at holds the board (an exact tie: the greater
     match id), whatever order the results arrive in, delivered once or many times."""
-    board = Board.objects.get(season=season, slug=slug(order, ScoringRule.LATEST))
-    results = [r for r in random_results(season, seed=11) if r.board == board.slug]
+    board = Board.objects.get(season=kinds_season, slug=slug(order, ScoringRule.LATEST))
+    results = [r for r in random_results(kinds_season, seed=11) if r.board == board.slug]
     want = expected_board(board, results)
     rng = random.Random(3)
     shuffled = results[:]
@@ -192,12 +199,12 @@ class _Crash(Exception):
 
 @pytest.mark.parametrize(("order", "rule"), KINDS)
 def test_a_crash_between_postgresql_and_redis_is_applied_once(
-    board_redis, season, order, rule
+    board_redis, kinds_season, order, rule
 ) -> None:
     from tests.ingestion.ingest_helpers import assert_boards_match
 
-    board = Board.objects.get(season=season, slug=slug(order, rule))
-    results = [r for r in random_results(season, seed=5) if r.board == board.slug]
+    board = Board.objects.get(season=kinds_season, slug=slug(order, rule))
+    results = [r for r in random_results(kinds_season, seed=5) if r.board == board.slug]
     records = [ConsumedRecord(0, n, r.key(), r.value()) for n, r in enumerate(results)]
     half = len(records) // 2
     ingest(results[:half])
@@ -222,13 +229,13 @@ def test_a_crash_between_postgresql_and_redis_is_applied_once(
     assert_boards_match(board_redis, board, results)
 
 
-def test_rebuild_of_an_asc_board_and_its_close_out(client, board_redis, season) -> None:
+def test_rebuild_of_an_asc_board_and_its_close_out(client, board_redis, kinds_season) -> None:
     from closeout.models import FinalStanding, RewardGrant
     from closeout.services import reward_tier_create, season_close
     from leaderboard import keys
 
-    board = Board.objects.get(season=season, slug="asc-best")
-    results = random_results(season, seed=9)
+    board = Board.objects.get(season=kinds_season, slug="asc-best")
+    results = random_results(kinds_season, seed=9)
     ingest(results)
     want = expected_board(board, results)
     key = keys.board(board_id=board.id)
@@ -239,9 +246,13 @@ def test_rebuild_of_an_asc_board_and_its_close_out(client, board_redis, season) 
     assert got == want
 
     reward_tier_create(
-        season_id=season.id, rank_from=1, rank_to=2, reward_name="trophy", board_slug="asc-best"
+        season_id=kinds_season.id,
+        rank_from=1,
+        rank_to=2,
+        reward_name="trophy",
+        board_slug="asc-best",
     )
-    result = season_close(season_id=season.id, now=season.ends_at, force=True)
+    result = season_close(season_id=kinds_season.id, now=kinds_season.ends_at, force=True)
     assert result.outcome == "closed"
     reference = ranking(board, want)
     standings = list(FinalStanding.objects.filter(board=board).order_by("rank"))
@@ -252,36 +263,36 @@ def test_rebuild_of_an_asc_board_and_its_close_out(client, board_redis, season) 
     grants = RewardGrant.objects.filter(board=board).order_by("rank")
     assert [(g.rank, g.player_id) for g in grants] == [(s.rank, s.player_id) for s in standings[:2]]
     # Only the board the tier belongs to grants; every board has its standings.
-    assert RewardGrant.objects.filter(season=season).count() == 2
-    api = get(client, f"/api/seasons/{season.id}/boards/asc-best/standings")
+    assert RewardGrant.objects.filter(season=kinds_season).count() == 2
+    api = get(client, f"/api/seasons/{kinds_season.id}/boards/asc-best/standings")
     assert [e["points"] for e in api["entries"]] == [s.points for s in standings]
 
 
-def test_boards_list_unknown_board_and_the_main_paths(client, season) -> None:
-    results = random_results(season, seed=1, per_board=30)
-    results += [Result(uuid.uuid4(), 5, season.id, 70, START + timedelta(days=1))]  # main
+def test_boards_list_unknown_board_and_the_main_paths(client, kinds_season) -> None:
+    results = random_results(kinds_season, seed=1, per_board=30)
+    results += [Result(uuid.uuid4(), 5, kinds_season.id, 70, START + timedelta(days=1))]  # main
     ingest(results)
-    listed = get(client, f"/api/seasons/{season.id}/boards")
+    listed = get(client, f"/api/seasons/{kinds_season.id}/boards")
     assert [b["slug"] for b in listed] == ["main", *(slug(o, r) for o, r in KINDS)]
     sizes = {b["slug"]: b["size"] for b in listed}
     assert sizes["main"] == 1
     assert sizes["desc-best"] == len({r.player_id for r in results if r.board == "desc-best"})
     assert {b["slug"]: (b["order"], b["rule"]) for b in listed}["asc-latest"] == ("asc", "latest")
 
-    missing = get(client, f"/api/seasons/{season.id}/boards/nope/top", status=404)
-    assert missing["detail"] == f"season {season.id} has no board 'nope'"
+    missing = get(client, f"/api/seasons/{kinds_season.id}/boards/nope/top", status=404)
+    assert missing["detail"] == f"season {kinds_season.id} has no board 'nope'"
     assert get(client, "/api/seasons/999999/boards/main/top", status=404)["detail"] == (
         "season 999999 does not exist"
     )
     assert get(client, "/api/seasons/999999/boards", status=404)
-    legacy = get(client, f"/api/seasons/{season.id}/leaderboard/top")
-    assert legacy == get(client, f"/api/seasons/{season.id}/boards/main/top")
+    legacy = get(client, f"/api/seasons/{kinds_season.id}/leaderboard/top")
+    assert legacy == get(client, f"/api/seasons/{kinds_season.id}/boards/main/top")
     assert legacy == [{"rank": 1, "playerId": 5, "points": 70}]
 
 
-def test_an_unknown_board_is_a_dead_letter_with_its_reason(season) -> None:
+def test_an_unknown_board_is_a_dead_letter_with_its_reason(kinds_season) -> None:
     letters = _Letters()
-    bad = Result(uuid.uuid4(), 1, season.id, 10, START + timedelta(days=1), board="nope")
+    bad = Result(uuid.uuid4(), 1, kinds_season.id, 10, START + timedelta(days=1), board="nope")
     match_results_ingest(
         topic=TOPIC, records=[ConsumedRecord(0, 0, bad.key(), bad.value())], dead_letters=letters
     )

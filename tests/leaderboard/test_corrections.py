@@ -20,7 +20,7 @@ from leaderboard.services import boards_correct, match_result_void, player_ban, 
 from leaderboard_project.celery import app as celery_app
 from seasons.models import SeasonStatus
 from seasons.selectors import SeasonRef
-from tests.helpers import as_board, expected_board, main_board_id, make_season
+from tests.helpers import as_board, board_read, expected_board, main_board_id, make_season
 from tests.leaderboard import live
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -52,11 +52,11 @@ def _reload(results):
 
 
 def _assert_boards(client, season, results, days, banned=()):
-    assert live.board(client, keys.board(board_id=main_board_id(season.id))) == expected_board(
+    assert board_read(client, keys.board(board_id=main_board_id(season.id))) == expected_board(
         season, results, banned=banned
     )
     for day in days:
-        assert live.board(
+        assert board_read(
             client, keys.daily_board(board_id=main_board_id(season.id), day=day)
         ) == expected_board(season, results, day=day, banned=banned)
 
@@ -78,9 +78,9 @@ def test_a_void_is_followed_by_the_right_rebuilt_boards(board_redis, rule):
     ref = SeasonRef.from_model(season)
     weekly = keys.weekly_board(board_id=main_board_id(season.id), iso_year=iso[0], iso_week=iso[1])
     weekly_board_build(board=as_board(ref), iso_year=iso[0], iso_week=iso[1])
-    assert live.board(board_redis, weekly) == _week_expected(season, results, iso)
+    assert board_read(board_redis, weekly) == _week_expected(season, results, iso)
 
-    before = live.board(board_redis, keys.board(board_id=main_board_id(season.id)))
+    before = board_read(board_redis, keys.board(board_id=main_board_id(season.id)))
     correction = match_result_void(result_id=victim.pk, reason="desync")
     assert (correction.season_id, correction.days, correction.changed) == (season.id, (day,), True)
     assert not match_result_void(result_id=victim.pk, reason="again").changed
@@ -90,9 +90,9 @@ def test_a_void_is_followed_by_the_right_rebuilt_boards(board_redis, rule):
     results = _reload(results)
     assert MatchResult.objects.get(pk=victim.pk).void_reason == "desync"
     _assert_boards(board_redis, season, results, [day])
-    assert live.board(board_redis, weekly) == _week_expected(season, results, iso)
+    assert board_read(board_redis, weekly) == _week_expected(season, results, iso)
     # Not vacuous: the void changed the player's score.
-    after = live.board(board_redis, keys.board(board_id=main_board_id(season.id)))
+    after = board_read(board_redis, keys.board(board_id=main_board_id(season.id)))
     assert after.get(victim.player_id) != before.get(victim.player_id)
 
 
@@ -173,32 +173,25 @@ def eager_celery():
     celery_app.conf.task_always_eager = False
 
 
-@pytest.fixture
-def staff_client(client):
-    user = get_user_model().objects.create_superuser("staff", "staff@example.com", "pw")
-    client.force_login(user)
-    return client
-
-
-def test_admin_void_asks_a_reason_then_voids_and_rebuilds(board_redis, staff_client, eager_celery):
+def test_admin_void_asks_a_reason_then_voids_and_rebuilds(board_redis, staff, eager_celery):
     season = make_season(status=SeasonStatus.ACTIVE)
     results = _ingest(board_redis, season, n=20)
     victim = results[0]
     url = "/admin/leaderboard/matchresult/"
     form = {"action": "void_match_results", "_selected_action": [victim.pk]}
-    page = staff_client.post(url, form)
+    page = staff.post(url, form)
     assert page.status_code == 200
     assert b"Reason (required)" in page.content
-    done = staff_client.post(url, {**form, "confirmed": "yes", "reason": "server bug"}, follow=True)
+    done = staff.post(url, {**form, "confirmed": "yes", "reason": "server bug"}, follow=True)
     assert b"1 result(s) voided." in done.content
     assert MatchResult.objects.get(pk=victim.pk).voided_at is not None
     _assert_boards(board_redis, season, _reload(results), [])
 
 
-def test_admin_ban_rebuilds_and_records_the_staff_user(board_redis, staff_client, eager_celery):
+def test_admin_ban_rebuilds_and_records_the_staff_user(board_redis, staff, eager_celery):
     season = make_season(status=SeasonStatus.ACTIVE)
     results = _ingest(board_redis, season, n=20)
-    response = staff_client.post(
+    response = staff.post(
         "/admin/leaderboard/playerban/add/",
         {"season": season.id, "player_id": 3, "reason": "smurf"},
         follow=True,
@@ -209,9 +202,7 @@ def test_admin_ban_rebuilds_and_records_the_staff_user(board_redis, staff_client
     _assert_boards(board_redis, season, results, [], banned=[3])
 
 
-def test_admin_review_page_renders_and_applies(
-    board_redis, staff_client, settings, drained_match_results
-):
+def test_admin_review_page_renders_and_applies(board_redis, staff, settings, drained_match_results):
     settings.FINAL_STANDINGS_SIZE = 2
     season = make_season(status=SeasonStatus.ACTIVE)
     for player, points in [(1, 50), (2, 40), (3, 30)]:
@@ -219,13 +210,11 @@ def test_admin_review_page_renders_and_applies(
     season_close(season_id=season.id, grace_seconds=0)
     PlayerBan.objects.create(season=season, player_id=1, reason="x")
     url = "/admin/seasons/season/"
-    page = staff_client.post(
-        url, {"action": "review_final_standings", "_selected_action": [season.id]}
-    )
+    page = staff.post(url, {"action": "review_final_standings", "_selected_action": [season.id]})
     assert page.status_code == 200
     assert b"Apply these changes" in page.content
     fingerprint = season_standings_review(season_id=season.id).fingerprint
-    staff_client.post(
+    staff.post(
         url,
         {
             "action": "review_final_standings",

@@ -39,7 +39,8 @@ NEEDS_POSTGRESQL = ["/api/seasons", "/api/seasons/{s}/standings"]
 
 
 @pytest.fixture
-def season(board_redis):
+def daily_season(board_redis):
+    """An active season with its main board and the DAY daily board in Redis."""
     starts = datetime(2026, 10, 1, tzinfo=UTC)
     season = make_season(
         status=SeasonStatus.ACTIVE, starts_at=starts, ends_at=starts + timedelta(days=30)
@@ -94,10 +95,10 @@ def _assert_503(response, *, json_body: bool = True) -> None:
         }
 
 
-def test_board_reads_keep_answering_and_postgresql_reads_are_503(season, pg_proxy) -> None:
+def test_board_reads_keep_answering_and_postgresql_reads_are_503(daily_season, pg_proxy) -> None:
     client = ServerClient()
-    reads = [path.format(s=season.id) for path in REDIS_READS]
-    page = f"/seasons/{season.id}"
+    reads = [path.format(s=daily_season.id) for path in REDIS_READS]
+    page = f"/seasons/{daily_season.id}"
     before = {path: client.get(path) for path in reads}
     assert {path: r.status_code for path, r in before.items()} == dict.fromkeys(reads, 200)
     assert client.get(page).status_code == 200
@@ -112,9 +113,9 @@ def test_board_reads_keep_answering_and_postgresql_reads_are_503(season, pg_prox
     assert b"Season" in page_during.content
 
     for path in NEEDS_POSTGRESQL:
-        _assert_503(client.get(path.format(s=season.id)))
+        _assert_503(client.get(path.format(s=daily_season.id)))
     # A season this process never resolved cannot be told unknown (404) without PostgreSQL.
-    _assert_503(client.get(f"/api/seasons/{season.id + 1000}/leaderboard/top"))
+    _assert_503(client.get(f"/api/seasons/{daily_season.id + 1000}/leaderboard/top"))
     # The pages that need PostgreSQL: a 503 page, with no trace of the error.
     seasons_page = client.get("/")
     _assert_503(seasons_page, json_body=False)
@@ -126,11 +127,11 @@ def test_board_reads_keep_answering_and_postgresql_reads_are_503(season, pg_prox
     assert client.get(reads[0]).status_code == 200
 
 
-def test_past_the_fallback_a_board_read_is_503_not_500(season, pg_proxy, settings) -> None:
+def test_past_the_fallback_a_board_read_is_503_not_500(daily_season, pg_proxy, settings) -> None:
     settings.LEADERBOARD_SEASON_FALLBACK_SECONDS = 0
     client = ServerClient()
-    top = f"/api/seasons/{season.id}/leaderboard/top"
+    top = f"/api/seasons/{daily_season.id}/leaderboard/top"
     assert client.get(top).status_code == 200
     pg_proxy.cut(refuse=True)
     _assert_503(client.get(top))
-    _assert_503(client.get(f"/seasons/{season.id}"), json_body=False)
+    _assert_503(client.get(f"/seasons/{daily_season.id}"), json_body=False)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from leaderboard.serializers import MAX_FRIENDS
-from seasons.models import SeasonStatus
 from tests.helpers import make_season, mark_intact
 
 from .board_fixtures import entry, write_season_board
@@ -21,13 +20,6 @@ FULL_BOARD = [
     entry(6, 10, 300),
     entry(7, 6, 100),
 ]
-
-
-@pytest.fixture
-def season(board_redis):
-    season = make_season(status=SeasonStatus.ACTIVE)
-    write_season_board(board_redis, season)
-    return season
 
 
 def board_url(season_id, rest: str) -> str:

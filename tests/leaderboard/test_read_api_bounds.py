@@ -6,21 +6,10 @@ from __future__ import annotations
 import pytest
 
 from leaderboard.serializers import MAX_START
-from seasons.models import SeasonStatus
-from tests.helpers import make_season
-
-from .board_fixtures import write_season_board
 
 pytestmark = pytest.mark.django_db
 
 HUGE = "9" * 5000  # past Python's 4,300-digit int() limit
-
-
-@pytest.fixture
-def season(board_redis):
-    season = make_season(status=SeasonStatus.ACTIVE)
-    write_season_board(board_redis, season)
-    return season
 
 
 def board_url(season_id: object, rest: str) -> str:

@@ -21,7 +21,7 @@ from leaderboard.services import (
     board_rebuild,
     daily_board_expire_at,
 )
-from tests.helpers import as_board, expected_board, main_board_id, make_season
+from tests.helpers import as_board, board_read, expected_board, main_board_id, make_season
 from tests.leaderboard import live
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -77,7 +77,7 @@ def test_rebuild_equals_the_board_live_ingestion_built(board_redis, rule):
     season_key = keys.board(board_id=main_board_id(season.id))
     day = season.starts_at.date() + timedelta(days=1)
     day_key = keys.daily_board(board_id=main_board_id(season.id), day=day)
-    live_season, live_day = live.board(board_redis, season_key), live.board(board_redis, day_key)
+    live_season, live_day = board_read(board_redis, season_key), board_read(board_redis, day_key)
     assert live_season == expected_board(season, results)
     assert live_day == expected_board(season, results, day=day)
 
@@ -86,8 +86,8 @@ def test_rebuild_equals_the_board_live_ingestion_built(board_redis, rule):
     assert board_rebuild(board_id=main_board_id(season.id)).members == len(live_season)
     board_rebuild(board_id=main_board_id(season.id), day=day)
 
-    assert live.board(board_redis, season_key) == live_season
-    assert live.board(board_redis, day_key) == live_day
+    assert board_read(board_redis, season_key) == live_season
+    assert board_read(board_redis, day_key) == live_day
     # Only the finished rebuilds' snapshots stay, for a while (the next test says why).
     leftovers = {k.decode() for k in board_redis.scan_iter(match=f"{season_key}*rebuild*")}
     assert leftovers == {
@@ -117,8 +117,8 @@ def test_a_result_stored_before_the_snapshot_and_applied_after_the_rebuild_count
     live.apply(board_redis, season, after, after_xid)  # stored after the snapshots: it counts
 
     results = [first, held_up, after]
-    assert live.board(board_redis, keys.board(board_id=board_id)) == expected_board(season, results)
-    assert live.board(board_redis, keys.daily_board(board_id=board_id, day=day)) == expected_board(
+    assert board_read(board_redis, keys.board(board_id=board_id)) == expected_board(season, results)
+    assert board_read(board_redis, keys.daily_board(board_id=board_id, day=day)) == expected_board(
         season, results, day=day
     )
 
@@ -185,7 +185,7 @@ def test_results_ingested_during_a_rebuild_survive_it(board_redis, rule, phase):
     # Results applied after the rebuild land on the new board as usual.
     ingest_some()
     everything = results + during
-    assert live.board(board_redis, keys.board(board_id=main_board_id(season.id))) == expected_board(
+    assert board_read(board_redis, keys.board(board_id=main_board_id(season.id))) == expected_board(
         season, everything
     )
 
@@ -245,7 +245,7 @@ def test_a_result_committed_after_the_snapshot_began_is_kept_once(board_redis, r
         board_rebuild(board_id=main_board_id(season.id), on_phase=on_phase)
     finally:
         conn.close()
-    assert live.board(board_redis, keys.board(board_id=main_board_id(season.id))) == expected_board(
+    assert board_read(board_redis, keys.board(board_id=main_board_id(season.id))) == expected_board(
         season, results
     )
 
@@ -292,7 +292,7 @@ def test_a_second_rebuild_of_the_same_board_is_refused(board_redis):
 
     board_rebuild(board_id=main_board_id(season.id), on_phase=on_phase)
     board_rebuild(board_id=main_board_id(season.id))
-    assert live.board(board_redis, keys.board(board_id=main_board_id(season.id))) == {
+    assert board_read(board_redis, keys.board(board_id=main_board_id(season.id))) == {
         1: as_board(season).codec.encode(points=5, elapsed_ticks=0)
     }
 
@@ -301,7 +301,7 @@ def test_a_failed_rebuild_leaves_the_live_board_and_no_marker(board_redis):
     season = make_season()
     live.ingest(board_redis, season, player_id=1, points=5, at=season.starts_at)
     key = keys.board(board_id=main_board_id(season.id))
-    before = live.board(board_redis, key)
+    before = board_read(board_redis, key)
 
     def on_phase(name):
         if name == PHASE_LOADED:
@@ -309,5 +309,5 @@ def test_a_failed_rebuild_leaves_the_live_board_and_no_marker(board_redis):
 
     with pytest.raises(RuntimeError, match="boom"):
         board_rebuild(board_id=main_board_id(season.id), on_phase=on_phase)
-    assert live.board(board_redis, key) == before
+    assert board_read(board_redis, key) == before
     assert list(board_redis.scan_iter(match=f"{key}*rebuild*")) == []

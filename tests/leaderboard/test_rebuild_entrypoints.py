@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from leaderboard import keys
 from leaderboard.models import RebuildRun, RunStatus
 from leaderboard.tasks import board_rebuild_task
-from tests.helpers import main_board_id, make_season
+from tests.helpers import board_read, main_board_id, make_season
 from tests.leaderboard import live
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -21,14 +21,14 @@ def test_command_rebuilds_the_season_and_a_day(board_redis, capsys):
     )
     key = keys.board(board_id=main_board_id(season.id))
     day_key = keys.daily_board(board_id=main_board_id(season.id), day=r.achieved_at.date())
-    expected, expected_day = live.board(board_redis, key), live.board(board_redis, day_key)
+    expected, expected_day = board_read(board_redis, key), board_read(board_redis, day_key)
     board_redis.delete(key, day_key)
     call_command("rebuild_leaderboard", "--season", str(season.id))
     call_command(
         "rebuild_leaderboard", "--season", str(season.id), "--day", r.achieved_at.date().isoformat()
     )
-    assert live.board(board_redis, key) == expected
-    assert live.board(board_redis, day_key) == expected_day
+    assert board_read(board_redis, key) == expected
+    assert board_read(board_redis, day_key) == expected_day
     assert "Rebuilt season" in capsys.readouterr().out
     assert list(RebuildRun.objects.values_list("status", flat=True)) == [RunStatus.SUCCEEDED] * 2
 
@@ -54,14 +54,14 @@ def _two_days(board_redis, season):
         day_key = keys.daily_board(board_id=main_board_id(season.id), day=r.achieved_at.date())
         if day_key not in day_keys:
             day_keys.append(day_key)
-    days = {day_key: live.board(board_redis, day_key) for day_key in day_keys}
+    days = {day_key: board_read(board_redis, day_key) for day_key in day_keys}
     return keys.board(board_id=main_board_id(season.id)), days
 
 
 def test_task_rebuilds_the_season_its_daily_boards_and_their_weekly_boards(board_redis):
     season = make_season()
     key, days = _two_days(board_redis, season)
-    expected = live.board(board_redis, key)
+    expected = board_read(board_redis, key)
     first_day, second_day = days
     (iso_year, iso_week, _) = season.starts_at.isocalendar()
     weekly = keys.weekly_board(
@@ -75,11 +75,11 @@ def test_task_rebuilds_the_season_its_daily_boards_and_their_weekly_boards(board
     outcome = board_rebuild_task.apply(args=(main_board_id(season),)).get()
 
     assert "1 daily and 1 weekly" in outcome
-    assert live.board(board_redis, key) == expected
-    assert live.board(board_redis, first_day) == days[first_day]
+    assert board_read(board_redis, key) == expected
+    assert board_read(board_redis, first_day) == days[first_day]
     assert not board_redis.exists(second_day)
     assert "999" not in {m.decode() for m in board_redis.zrange(weekly, 0, -1)}
-    assert live.board(board_redis, weekly) == days[first_day]
+    assert board_read(board_redis, weekly) == days[first_day]
     assert sorted(str(d) for d in RebuildRun.objects.values_list("day", flat=True)) == sorted(
         ["None", first_day.rsplit(":", 1)[-1]]
     )
@@ -88,14 +88,14 @@ def test_task_rebuilds_the_season_its_daily_boards_and_their_weekly_boards(board
 def test_command_all_days_brings_back_every_daily_board(board_redis, capsys):
     season = make_season()
     key, days = _two_days(board_redis, season)
-    expected = live.board(board_redis, key)
+    expected = board_read(board_redis, key)
     board_redis.delete(key, *days)
 
     call_command("rebuild_leaderboard", "--season", str(season.id), "--all-days")
 
-    assert live.board(board_redis, key) == expected
+    assert board_read(board_redis, key) == expected
     for day_key, board in days.items():
-        assert live.board(board_redis, day_key) == board
+        assert board_read(board_redis, day_key) == board
     assert "2 daily" in capsys.readouterr().out
     with pytest.raises(CommandError, match="not allowed with"):
         call_command(

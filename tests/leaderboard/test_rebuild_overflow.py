@@ -11,7 +11,7 @@ import pytest
 from leaderboard import keys
 from leaderboard.models import RebuildRun, ScoringRule
 from leaderboard.services import PHASE_ACTIVATED, board_rebuild, board_reconcile
-from tests.helpers import as_board, main_board_id, make_season
+from tests.helpers import as_board, board_read, main_board_id, make_season
 from tests.leaderboard import live
 from tests.leaderboard.test_rebuild import _in_other_thread
 
@@ -26,7 +26,7 @@ def test_a_player_whose_total_overflows_is_left_off_and_reported(board_redis):
     live.ingest(board_redis, season, player_id=1, points=1, at=at)  # live ingestion leaves it off
     live.ingest(board_redis, season, player_id=2, points=7, at=at)
     key = keys.board(board_id=main_board_id(season.id))
-    assert live.board(board_redis, key) == {
+    assert board_read(board_redis, key) == {
         1: as_board(season).codec.encode(points=top, elapsed_ticks=3600),
         2: as_board(season).codec.encode(points=7, elapsed_ticks=3600),
     }
@@ -34,7 +34,7 @@ def test_a_player_whose_total_overflows_is_left_off_and_reported(board_redis):
     result = board_rebuild(board_id=main_board_id(season.id))
 
     assert result.overflowed == (1,)
-    assert live.board(board_redis, key) == {
+    assert board_read(board_redis, key) == {
         2: as_board(season).codec.encode(points=7, elapsed_ticks=3600)
     }
     run = RebuildRun.objects.get()
@@ -65,7 +65,7 @@ def test_a_total_that_overflows_through_the_delta_is_left_off_and_reported(board
     result = board_rebuild(board_id=main_board_id(season.id), on_phase=on_phase)
 
     assert result.overflowed == (1,)
-    assert live.board(board_redis, keys.board(board_id=main_board_id(season.id))) == {
+    assert board_read(board_redis, keys.board(board_id=main_board_id(season.id))) == {
         2: as_board(season).codec.encode(points=7, elapsed_ticks=3600)
     }
     assert RebuildRun.objects.get().overflowed_players == [1]

@@ -26,11 +26,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.mark.slow
-def test_results_consumed_during_rebuilds_all_survive(board_redis, kafka_topic_factory):
+def test_results_consumed_during_rebuilds_all_survive(board_redis, topic_and_dlq):
     # Cumulative: a result lost or applied twice changes a sum (best could hide a lost one).
     season = make_season(rule=ScoringRule.CUMULATIVE, status=SeasonStatus.ACTIVE)
-    topic = kafka_topic_factory("rebuild-ingest", partitions=2)
-    dlq = kafka_topic_factory("rebuild-ingest-dlq")
+    topic, dlq = topic_and_dlq("rebuild-ingest", partitions=2)
     # As a recovery leaves it: the consumer's start-up recovery must not rebuild the board
     # under the test's own rebuilds (it would hold the board's rebuild marker).
     mark_intact(season, topic=topic)

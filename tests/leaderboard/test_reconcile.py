@@ -20,7 +20,7 @@ from leaderboard.services import (
     reconcile_days,
 )
 from seasons.models import SeasonStatus
-from tests.helpers import expected_board, main_board_id, make_live_season, make_season
+from tests.helpers import board_read, expected_board, main_board_id, make_live_season, make_season
 from tests.leaderboard import live
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,7 +90,7 @@ def test_a_lost_redis_is_detected_and_repaired_exactly(own_redis, rule):
     season_key = keys.board(board_id=main_board_id(season.id))
     day = season.starts_at.date()
     day_key = keys.daily_board(board_id=main_board_id(season.id), day=day)
-    assert live.board(own_redis, season_key) == expected_board(season, results)
+    assert board_read(own_redis, season_key) == expected_board(season, results)
 
     _lose_everything(own_redis)
 
@@ -101,8 +101,8 @@ def test_a_lost_redis_is_detected_and_repaired_exactly(own_redis, rule):
     report = boards_recover(now=now)
     days = tuple(sorted({r.achieved_at.astimezone(UTC).date() for r in results}))
     assert [(r.board_id, r.days) for r in report.recovered] == [(main_board_id(season.id), days)]
-    assert live.board(own_redis, season_key) == expected_board(season, results)
-    assert live.board(own_redis, day_key) == expected_board(season, results, day=day)
+    assert board_read(own_redis, season_key) == expected_board(season, results)
+    assert board_read(own_redis, day_key) == expected_board(season, results, day=day)
     # Repaired: the next look finds nothing to do.
     outcomes = boards_reconcile_live_seasons(now=now, sample_size=20)
     assert [(o.day, o.drift_found) for o in outcomes] == [(None, False)] + [
@@ -121,7 +121,7 @@ def test_a_wrong_score_and_a_stray_member_are_drift(board_redis):
     run = ReconcileRun.objects.get(pk=int(result.run_id or 0))
     assert run.mismatched_scores == 1
     assert run.mismatch_examples[0]["player_id"] == 7
-    assert live.board(board_redis, key) == expected_board(season, results)
+    assert board_read(board_redis, key) == expected_board(season, results)
 
     # A voided result still on the board: the player is sampled from Redis.
     stray_player = max(expected_board(season, results))
@@ -192,7 +192,7 @@ def _lose_last_writes(client, season, *, players: list[int], now) -> list[MatchR
     board_id = main_board_id(season.id)
     at = now - timedelta(hours=1)
     touched = [keys.board(board_id=board_id), keys.daily_board(board_id=board_id, day=at.date())]
-    before = {key: live.board(client, key) for key in touched}
+    before = {key: board_read(client, key) for key in touched}
     results = [live.ingest(client, season, player_id=p, points=3, at=at) for p in players]
     for key in touched:
         for player in players:
@@ -238,7 +238,7 @@ def test_a_large_board_after_a_restart_compares_every_recently_ingested_player(
     assert (result.full, result.drift_found, result.rebuilt) == (False, True, True)
     run = ReconcileRun.objects.get(pk=int(result.run_id or 0))
     assert run.mismatched_scores == 5
-    assert live.board(board_redis, keys.board(board_id=board_id)) == expected_board(season, results)
+    assert board_read(board_redis, keys.board(board_id=board_id)) == expected_board(season, results)
 
 
 def test_the_recovery_compares_the_players_ingested_before_a_redis_restart(own_redis, settings):
@@ -269,9 +269,9 @@ def test_the_recovery_compares_the_players_ingested_before_a_redis_restart(own_r
         (board_id, False, True, True)
     ]
     assert ReconcileRun.objects.get(pk=int(season_long[0].run_id or 0)).mismatched_scores == 5
-    assert live.board(own_redis, keys.board(board_id=board_id)) == expected_board(season, results)
+    assert board_read(own_redis, keys.board(board_id=board_id)) == expected_board(season, results)
     day = (now - timedelta(hours=1)).astimezone(UTC).date()
-    assert live.board(own_redis, keys.daily_board(board_id=board_id, day=day)) == (
+    assert board_read(own_redis, keys.daily_board(board_id=board_id, day=day)) == (
         expected_board(season, results, day=day)
     )
     # The heartbeat now holds this Redis's run id: the next look reconciles nothing.

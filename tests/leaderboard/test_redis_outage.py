@@ -56,7 +56,8 @@ PAGES = [
 
 
 @pytest.fixture
-def season(board_redis):
+def live_season(board_redis):
+    """A season around now, its main and today's daily board in Redis and marked intact."""
     season = make_live_season()
     write_season_board(board_redis, season)
     write_daily_board(board_redis, season, season_today(), {1: (10, 0), 2: (20, 0)})
@@ -126,9 +127,9 @@ def _assert_redis_503(response, path: str) -> None:
         assert "Traceback" not in html, path
 
 
-def test_every_read_and_page_is_503_while_redis_is_unreachable(season, point_redis_at) -> None:
+def test_every_read_and_page_is_503_while_redis_is_unreachable(live_season, point_redis_at) -> None:
     client = _client()
-    reads, pages = paths(season)
+    reads, pages = paths(live_season)
     closed = make_season(status=SeasonStatus.CLOSED)
     # What needs only PostgreSQL: the seasons list, a closed season's standings, the seasons page.
     postgresql_only = ["/api/seasons", f"/api/seasons/{closed.id}/standings", "/"]
@@ -236,18 +237,18 @@ def _parse_command(buffer: bytes) -> tuple[list[bytes], bytes] | None:
     ids=["loading", "busy", "masterdown", "clusterdown", "tryagain"],
 )
 def test_a_redis_that_cannot_serve_yet_is_503(
-    season, fake_redis, point_redis_at, settings, reply
+    live_season, fake_redis, point_redis_at, settings, reply
 ) -> None:
     if settings.LB_REDIS_MODE == "cluster":
         pytest.skip("the fake server speaks standalone Redis, not the cluster's discovery")
-    reads, pages = paths(season)
+    reads, pages = paths(live_season)
     point_redis_at(fake_redis(reply))
     client = _client()
     for path in [*reads, *pages]:
         _assert_redis_503(client.get(path), path)
 
 
-def test_a_redis_error_that_is_a_bug_stays_a_500(season, fake_redis, point_redis_at, settings):
+def test_a_redis_error_that_is_a_bug_stays_a_500(live_season, fake_redis, point_redis_at, settings):
     """Only Redis not serving is a 503: a refused command (a wrong key type, a script error)
     is the code's fault and must not pass for an outage."""
     if settings.LB_REDIS_MODE == "cluster":
@@ -256,8 +257,8 @@ def test_a_redis_error_that_is_a_bug_stays_a_500(season, fake_redis, point_redis
         fake_redis(b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
     )
     client = _client()
-    assert client.get(f"/api/seasons/{season.id}/leaderboard/ranks").status_code == 500
-    assert client.get(f"/seasons/{season.id}?start=2").status_code == 500
+    assert client.get(f"/api/seasons/{live_season.id}/leaderboard/ranks").status_code == 500
+    assert client.get(f"/seasons/{live_season.id}?start=2").status_code == 500
 
 
 # --- the boards list through a board loss ----------------------------------------------------

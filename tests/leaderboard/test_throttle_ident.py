@@ -23,7 +23,8 @@ def two_a_day(settings):
 
 
 @pytest.fixture
-def season():
+def intact_season():
+    """An active season marked intact, its boards empty: every read answers."""
     season = make_season(status=SeasonStatus.ACTIVE)
     mark_intact(season)
     return season
@@ -40,8 +41,8 @@ def throttle_keys() -> list[bytes]:
     return list(get_redis_connection("default").scan_iter(match=pattern, count=1000))
 
 
-def test_a_forged_forwarded_for_does_not_change_the_bucket(client, season, two_a_day):
-    url = f"/api/seasons/{season.id}/leaderboard/top"
+def test_a_forged_forwarded_for_does_not_change_the_bucket(client, intact_season, two_a_day):
+    url = f"/api/seasons/{intact_season.id}/leaderboard/top"
     forged = ["1.1.1.1", "2.2.2.2", "3.3.3.3", "4.4.4.4"]
     assert statuses(client, url, forged) == [200, 200, 429, 429]
     # The client's real address has a budget of its own.
@@ -49,10 +50,10 @@ def test_a_forged_forwarded_for_does_not_change_the_bucket(client, season, two_a
 
 
 def test_behind_one_trusted_proxy_the_rightmost_hop_is_the_client(
-    client, season, two_a_day, settings
+    client, intact_season, two_a_day, settings
 ):
     settings.API_TRUSTED_PROXY_COUNT = 1
-    url = f"/api/seasons/{season.id}/leaderboard/top"
+    url = f"/api/seasons/{intact_season.id}/leaderboard/top"
     # What the client wrote (left of the proxy's entry) changes nothing.
     same_client = ["1.1.1.1, 203.0.113.7", "9.9.9.9,203.0.113.7", "203.0.113.7"]
     assert statuses(client, url, same_client) == [200, 200, 429]
@@ -62,10 +63,10 @@ def test_behind_one_trusted_proxy_the_rightmost_hop_is_the_client(
 
 
 def test_behind_two_trusted_proxies_the_second_hop_from_the_right_is_the_client(
-    client, season, two_a_day, settings
+    client, intact_season, two_a_day, settings
 ):
     settings.API_TRUSTED_PROXY_COUNT = 2
-    url = f"/api/seasons/{season.id}/leaderboard/top"
+    url = f"/api/seasons/{intact_season.id}/leaderboard/top"
     hops = ["6.6.6.6, 198.51.100.4, 10.0.0.1", "7.7.7.7, 198.51.100.4, 10.0.0.2"]
     assert statuses(client, url, hops + hops) == [200, 200, 429, 429]
     assert statuses(client, url, ["198.51.100.5, 10.0.0.1"]) == [200]
@@ -73,19 +74,19 @@ def test_behind_two_trusted_proxies_the_second_hop_from_the_right_is_the_client(
 
 @pytest.mark.parametrize("forwarded", ["not-an-ip", "1.1.1.1, 999.1.1.1", "", "1.1.1.1, "])
 def test_a_trusted_hop_that_is_not_an_ip_falls_back_to_remote_addr(
-    client, season, two_a_day, settings, forwarded
+    client, intact_season, two_a_day, settings, forwarded
 ):
     settings.API_TRUSTED_PROXY_COUNT = 1
-    url = f"/api/seasons/{season.id}/leaderboard/top"
+    url = f"/api/seasons/{intact_season.id}/leaderboard/top"
     # Each request also varies what a client could forge: all land in REMOTE_ADDR's bucket.
     values = [forwarded, f"5.5.5.5, {forwarded}", forwarded]
     assert statuses(client, url, values) == [200, 200, 429]
 
 
 @pytest.mark.parametrize("proxies", [0, 1, 3])
-def test_a_huge_header_makes_no_huge_key(client, season, settings, proxies):
+def test_a_huge_header_makes_no_huge_key(client, intact_season, settings, proxies):
     settings.API_TRUSTED_PROXY_COUNT = proxies
-    url = f"/api/seasons/{season.id}/leaderboard/top"
+    url = f"/api/seasons/{intact_season.id}/leaderboard/top"
     assert client.get(url, HTTP_X_FORWARDED_FOR=HUGE_HEADER + ", x" * 100).status_code == 200
     assert client.get(url, HTTP_X_FORWARDED_FOR="y" * 8192).status_code == 200
     found = throttle_keys()
@@ -93,8 +94,8 @@ def test_a_huge_header_makes_no_huge_key(client, season, settings, proxies):
     assert max(len(key) for key in found) < len(django_settings.LEADERBOARD_KEY_PREFIX) + 120
 
 
-def test_a_non_ip_remote_addr_is_hashed_into_a_bounded_key(client, season, settings):
-    url = f"/api/seasons/{season.id}/leaderboard/top"
+def test_a_non_ip_remote_addr_is_hashed_into_a_bounded_key(client, intact_season, settings):
+    url = f"/api/seasons/{intact_season.id}/leaderboard/top"
     assert client.get(url, REMOTE_ADDR="z" * 8192).status_code == 200
     (key,) = throttle_keys()
     assert len(key) < len(django_settings.LEADERBOARD_KEY_PREFIX) + 120
@@ -124,8 +125,8 @@ def test_throttle_key_hashes_long_idents_and_keeps_addresses():
         "/api/docs",
     ],
 )
-def test_every_public_view_and_page_is_throttled(client, season, two_a_day, path):
-    url = path.format(season=season.id)
+def test_every_public_view_and_page_is_throttled(client, intact_season, two_a_day, path):
+    url = path.format(season=intact_season.id)
     first = [client.get(url).status_code for _ in range(2)]
     assert 429 not in first
     response = client.get(url)
@@ -135,7 +136,7 @@ def test_every_public_view_and_page_is_throttled(client, season, two_a_day, path
     assert client.get(url, REMOTE_ADDR="10.1.2.3").status_code != 429
 
 
-def test_pages_share_the_api_budget(client, season, two_a_day):
-    assert client.get(f"/api/seasons/{season.id}/leaderboard/top").status_code == 200
+def test_pages_share_the_api_budget(client, intact_season, two_a_day):
+    assert client.get(f"/api/seasons/{intact_season.id}/leaderboard/top").status_code == 200
     assert client.get("/").status_code == 200
-    assert client.get(f"/seasons/{season.id}").status_code == 429
+    assert client.get(f"/seasons/{intact_season.id}").status_code == 429

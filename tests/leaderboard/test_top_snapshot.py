@@ -31,13 +31,6 @@ def _fresh_snapshot_memo():
     top_snapshot_memo_clear()
 
 
-@pytest.fixture
-def season(board_redis):
-    season = make_season(status=SeasonStatus.ACTIVE)
-    write_season_board(board_redis, season)
-    return season
-
-
 def top(client, season_id, limit=3):
     response = client.get(f"/api/seasons/{season_id}/leaderboard/top?limit={limit}")
     assert response.status_code == 200

@@ -11,7 +11,7 @@ PASSWORD = "correct horse battery staple"
 
 
 @pytest.fixture
-def staff(db):
+def staff_user(db):
     return get_user_model().objects.create_user(
         "ops", password=PASSWORD, is_staff=True, is_superuser=True
     )
@@ -26,7 +26,7 @@ def _login(client: Client, password: str, address: str = "198.51.100.7") -> int:
     return response.status_code
 
 
-def test_the_sixth_wrong_password_and_then_the_right_one_are_refused(staff, settings) -> None:
+def test_the_sixth_wrong_password_and_then_the_right_one_are_refused(staff_user, settings) -> None:
     assert settings.AXES_FAILURE_LIMIT == 5
     client = Client()
     for _ in range(4):
@@ -38,7 +38,7 @@ def test_the_sixth_wrong_password_and_then_the_right_one_are_refused(staff, sett
     assert client.get("/admin/").status_code == 302  # still not logged in
 
 
-def test_the_lockout_is_per_username_and_address(staff) -> None:
+def test_the_lockout_is_per_username_and_address(staff_user) -> None:
     for _ in range(6):
         _login(Client(), "wrong")
     other = Client()
@@ -47,7 +47,7 @@ def test_the_lockout_is_per_username_and_address(staff) -> None:
     assert other.get("/admin/").status_code == 200
 
 
-def test_a_success_before_the_limit_resets_the_count(staff) -> None:
+def test_a_success_before_the_limit_resets_the_count(staff_user) -> None:
     client = Client()
     for _ in range(4):
         assert _login(client, "wrong") == 200
@@ -58,7 +58,7 @@ def test_a_success_before_the_limit_resets_the_count(staff) -> None:
     assert _login(client, PASSWORD) == 302
 
 
-def test_a_forged_forwarded_for_does_not_escape_the_lockout(staff) -> None:
+def test_a_forged_forwarded_for_does_not_escape_the_lockout(staff_user) -> None:
     client = Client()
     for n in range(6):
         client.post(

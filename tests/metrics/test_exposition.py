@@ -104,10 +104,9 @@ def test_celery_task_outcome_and_duration_are_counted() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_consumer_counts_results_dead_letters_by_reason_lag_and_offsets(
-    kafka_topic_factory,
+    topic_and_dlq,
 ) -> None:
-    topic = kafka_topic_factory("ingest", partitions=1)
-    dlq = kafka_topic_factory("ingest-dlq")
+    topic, dlq = topic_and_dlq("ingest")
     season = make_season(rule=ScoringRule.BEST)
     when = season.starts_at + timedelta(days=1)
     results = [Result(uuid.uuid4(), 10 + n, season.id, 100 + n, when) for n in range(5)]

@@ -83,12 +83,9 @@ def _wait_for_value(
     )
 
 
-def test_prometheus_scrapes_web_workers_and_a_consumer(
-    tmp_path, processes, kafka_topic_factory
-) -> None:
+def test_prometheus_scrapes_web_workers_and_a_consumer(tmp_path, processes, topic_and_dlq) -> None:
     ensure_prometheus()
-    topic = kafka_topic_factory("ingest", partitions=2)
-    dlq = kafka_topic_factory("ingest-dlq")
+    topic, dlq = topic_and_dlq("ingest", partitions=2)
     season = make_season(rule=ScoringRule.BEST, status=SeasonStatus.ACTIVE)
     env = {
         **os.environ,

@@ -20,13 +20,6 @@ SEASONS = "/admin/seasons/season/"
 
 
 @pytest.fixture
-def staff(client: Client) -> Client:
-    user = get_user_model().objects.create_superuser("boss", "boss@example.com", "pw")
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
 def outsider(client: Client) -> Client:
     user = get_user_model().objects.create_user("player", "p@example.com", "pw")
     client.force_login(user)
