@@ -16,7 +16,8 @@ from leaderboard.player_names import PlayerName, player_names_get
 from players.models import PlayerProfile
 from tests.helpers import make_live_season
 
-from .ingest_helpers import committed_offsets, consumer_options, end_offsets, publish, read_topic
+from .ingest_helpers import committed_offsets, consumer_options, end_offsets, publish
+from .topic_reader import topic_read
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -98,7 +99,7 @@ def test_the_consumer_reads_both_topics_and_commits_both(topics):
         7: PlayerName(None, None),
     }
 
-    letters = read_topic(topics["profiles_dlq"], count=4)
+    letters = topic_read(topics["profiles_dlq"], count=4)
     by_key = {r.key: dict(r.headers) for r in letters}
     assert {k: h["dlq.code"] for k, h in by_key.items()} == {
         b"3": b"invalid_display_name",
@@ -109,7 +110,7 @@ def test_the_consumer_reads_both_topics_and_commits_both(topics):
     assert all(h["dlq.source.topic"] == topics["profiles"].encode() for h in by_key.values())
     assert all(h["dlq.reason"] for h in by_key.values())
     assert {r.key: r.value for r in letters}[b"6"] == b"not json"  # the original bytes
-    assert read_topic(topics["results_dlq"], count=1, timeout_ms=2000) == []
+    assert topic_read(topics["results_dlq"]) == []
 
     # Both topics' offsets were committed after the batch.
     for topic in ("results", "profiles"):
