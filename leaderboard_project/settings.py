@@ -199,9 +199,19 @@ RECONCILE_FULL_MAX_MEMBERS = env.int("RECONCILE_FULL_MAX_MEMBERS", default=200_0
 
 KAFKA_BOOTSTRAP_SERVERS = env.list("KAFKA_BOOTSTRAP_SERVERS", default="127.0.0.1:9092")
 # The test suite's Kafka outage: the broker's FAULTS listener (infra/kafka/server.properties
-# .template) and the address it advertises, where the suite runs a TCP proxy it can cut.
-KAFKA_FAULTS_LISTENER = env.str("KAFKA_FAULTS_LISTENER", default="127.0.0.1:9094")
-KAFKA_FAULTS_PROXY = env.str("KAFKA_FAULTS_PROXY", default="127.0.0.1:9095")
+# .template) and the address it advertises, where the suite runs a TCP proxy it can cut. By
+# default the ports devservices gives that listener (LB_KAFKA_FAULTS_PORT and
+# LB_KAFKA_FAULTS_PROXY_PORT, else the local broker's LB_KAFKA_PORT + 2 and + 3), so a suite
+# run against services on other ports never binds the shared broker's proxy port.
+_LB_KAFKA_PORT = env.int("LB_KAFKA_PORT", default=9092)
+_LB_KAFKA_FAULTS_PORT = env.int("LB_KAFKA_FAULTS_PORT", default=_LB_KAFKA_PORT + 2)
+_LB_KAFKA_FAULTS_PROXY_PORT = env.int("LB_KAFKA_FAULTS_PROXY_PORT", default=_LB_KAFKA_PORT + 3)
+KAFKA_FAULTS_LISTENER = env.str(
+    "KAFKA_FAULTS_LISTENER", default=f"127.0.0.1:{_LB_KAFKA_FAULTS_PORT}"
+)
+KAFKA_FAULTS_PROXY = env.str(
+    "KAFKA_FAULTS_PROXY", default=f"127.0.0.1:{_LB_KAFKA_FAULTS_PROXY_PORT}"
+)
 KAFKA_MATCH_RESULTS_TOPIC = env.str("KAFKA_MATCH_RESULTS_TOPIC", default="match-results")
 KAFKA_DEAD_LETTER_TOPIC = env.str(
     "KAFKA_DEAD_LETTER_TOPIC", default=f"{KAFKA_MATCH_RESULTS_TOPIC}.dlq"
@@ -211,7 +221,7 @@ KAFKA_TOPIC_PARTITIONS = env.int("KAFKA_TOPIC_PARTITIONS", default=4)
 
 # --- Clusters (LB_REDIS_MODE, LB_KAFKA_BROKERS; README "Running on clusters") ------------------
 # Self-contained on purpose: reads only its own variables, and replaces the default of
-# KAFKA_BOOTSTRAP_SERVERS (above) only when that variable is not set. scripts/services.sh reads
+# KAFKA_BOOTSTRAP_SERVERS (above) only when that variable is not set. devservices reads
 # the same LB_* variables and starts the local clusters on these ports.
 
 # Where the boards live: "single" (REDIS_URL, the default) or "cluster" (REDIS_CLUSTER_NODES,
@@ -220,7 +230,7 @@ KAFKA_TOPIC_PARTITIONS = env.int("KAFKA_TOPIC_PARTITIONS", default=4)
 LB_REDIS_MODE = env.str("LB_REDIS_MODE", default="single").strip().lower()
 if LB_REDIS_MODE not in {"single", "cluster"}:
     raise ImproperlyConfigured(f"LB_REDIS_MODE={LB_REDIS_MODE!r}: use 'single' or 'cluster'")
-# The local Redis Cluster of scripts/services.sh: six nodes from this port on.
+# The local Redis Cluster of devservices: six nodes from this port on.
 _LB_REDIS_CLUSTER_PORT = env.int("LB_REDIS_CLUSTER_PORT", default=7000)
 LOCAL_REDIS_CLUSTER_NODES = [f"127.0.0.1:{_LB_REDIS_CLUSTER_PORT + i}" for i in range(6)]
 # Seed nodes (host:port, comma-separated) the cluster client discovers the rest from.
