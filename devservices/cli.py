@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Sequence
 
 from devservices import browser, commands, faults, prometheus
 from devservices.config import Config
-from devservices.errors import PREFIX, ServiceError
+from devservices.errors import PREFIX, ServiceError, log
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -75,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     config = Config.from_env()
     if command == "start":
+        started = time.monotonic()
         print(commands.start(config), flush=True)
+        log(f"all services up ({time.monotonic() - started:.0f}s)")
         return 0
     if command == "stop":
         return 0 if commands.stop(config) else EXIT_FAILED

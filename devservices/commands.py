@@ -7,7 +7,6 @@ alone (stop only ever signals pids from this state folder's pid files).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,7 +22,6 @@ STATUS_DOWN = 3
 
 def start(config: Config) -> str:
     """Install what is missing, start (or reuse) every service; the summary to print."""
-    started = time.monotonic()
     reused: list[str] = []
     with locks.held(config.lock_file, "the services"):
         ensure_installed(config)
@@ -36,9 +34,7 @@ def start(config: Config) -> str:
                     reused += redis_cluster.start(config)
                 if config.kafka_cluster:
                     reused += kafka_cluster.start(config)
-    summary = summary_text(config, reused)
-    log(f"all services up ({time.monotonic() - started:.0f}s)")
-    return summary
+    return summary_text(config, reused)
 
 
 def summary_text(config: Config, reused: list[str]) -> str:
