@@ -1,11 +1,11 @@
-"""The local clusters of ``scripts/services.sh`` survive the death of one node.
+"""The local clusters of ``devservices`` survive the death of one node.
 
 Run against the real processes: a Redis Cluster of three masters and three replicas
 (``LB_REDIS_MODE=cluster``) and a three-node KRaft Kafka (``LB_KAFKA_BROKERS=3``), killed with
-SIGKILL through the script's own helpers. Each half is skipped, with the reason, when its cluster
+SIGKILL through ``devservices.faults``. Each half is skipped, with the reason, when its cluster
 does not answer: start them with ``LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3 make services``.
-The nodes are killed and restarted by ``services.sh`` of this checkout, so the clusters must have
-been started from this checkout's state folder (``LB_LOCAL_DIR``).
+The nodes are killed and restarted from this checkout's state folder (``LB_LOCAL_DIR``), so the
+clusters must have been started from it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -29,28 +30,16 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from redis.cluster import ClusterNode, RedisCluster
 
+from devservices import faults
+
 pytestmark = pytest.mark.clusters
 
-SERVICES_SH = Path(__file__).resolve().parents[2] / "scripts" / "services.sh"
+REPO = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 # cluster-node-timeout is 2 s: a failover takes a few seconds; this bounds it generously.
 REDIS_FAILOVER_SECONDS = 30.0
 # broker.session.timeout.ms is 4 s; a restart needs the JVM and a catch-up of the replicas.
 KAFKA_REJOIN_SECONDS = 90.0
-
-
-def services(*args: str) -> str:
-    """Run ``scripts/services.sh <args>``; its stdout (what it did), or fail with its stderr."""
-    done = subprocess.run(
-        ["bash", str(SERVICES_SH), *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"services.sh {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
-    return done.stdout.strip()
 
 
 def wait_for(what: str, condition: Callable[[], Any], timeout: float) -> Any:
@@ -210,7 +199,7 @@ def test_redis_master_killed_replica_promoted_then_old_master_rejoins_as_replica
 
     killed_at = time.monotonic()
     try:
-        out = services("redis-cluster-kill", str(victim))
+        out = faults.redis_cluster_kill(victim)
         assert f"killed Redis cluster node {victim}" in out
 
         wait_for(
@@ -231,7 +220,7 @@ def test_redis_master_killed_replica_promoted_then_old_master_rejoins_as_replica
         assert int(fresh.get_node_from_key(key).port) == replica
         fresh.close()
     finally:
-        out = services("redis-cluster-start", str(victim))
+        out = faults.redis_cluster_start(victim)
     assert f"started Redis cluster node {victim}" in out or "already running" in out
 
     def rejoined_as_replica() -> bool:
@@ -376,7 +365,7 @@ def _produce_and_consume_through_a_broker_death(
         t.start()
     try:
         wait_for("200 acknowledged writes before the kill", lambda: len(acked) >= 200, 60)
-        out = services("kafka-broker-kill", str(victim))
+        out = faults.kafka_broker_kill(victim)
         assert f"killed Kafka node {victim}" in out
         acked_at_kill, consumed_at_kill = len(acked), len(consumed)
 
@@ -394,7 +383,7 @@ def _produce_and_consume_through_a_broker_death(
         assert not failed, failed[:3]
         assert victim not in unfenced_broker_ids(admin)
 
-        out = services("kafka-broker-start", str(victim))
+        out = faults.kafka_broker_start(victim)
         assert f"started Kafka node {victim}" in out
         wait_for(
             f"broker {victim} back in the ISR of every partition",
@@ -411,7 +400,7 @@ def _produce_and_consume_through_a_broker_death(
         stop_producing.set()
         threads[0].join(timeout=150)
         if victim not in _safe_unfenced(admin):
-            services("kafka-broker-start", str(victim))
+            faults.kafka_broker_start(victim)
 
     producer.close(timeout=30)
     assert not failed, failed[:3]
@@ -470,7 +459,8 @@ def test_a_second_checkout_reuses_the_running_clusters_and_its_stop_leaves_them(
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["bash", str(SERVICES_SH), *args],
+            [sys.executable, "-m", "devservices", *args],
+            cwd=REPO,
             capture_output=True,
             text=True,
             timeout=240,

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
+from devservices import faults
 from leaderboard import keys
 from leaderboard.redis import get_board_read_redis, get_board_redis
 from leaderboard.selectors import (
@@ -28,7 +29,6 @@ from tests.infra.test_local_clusters import (
     healthy_layout,
     node_client,
     redis_cluster_up,  # noqa: F401  (the fixture)
-    services,
     topology,
     wait_for,
 )
@@ -102,7 +102,7 @@ def test_reads_go_on_from_the_master_while_the_replica_is_dead(settings, caplog)
     settings.REDIS_READ_FROM_REPLICAS = True
     assert _reads(board) == from_master  # the read client knows the replica now
 
-    services("redis-cluster-kill", str(replica))
+    faults.redis_cluster_kill(replica)
     try:
         # Every read answers, and right, from the first one after the kill until the cluster
         # has marked the replica failed and well after (the client's slot map still names it
@@ -114,6 +114,6 @@ def test_reads_go_on_from_the_master_while_the_replica_is_dead(settings, caplog)
         # The dead replica was tried and the master answered instead.
         assert any("reading the master" in r.getMessage() for r in caplog.records)
     finally:
-        services("redis-cluster-start", str(replica))
+        faults.redis_cluster_start(replica)
         wait_for("a healthy Redis Cluster layout", lambda: healthy_layout(master), 60)
     get_board_redis().delete(key)
