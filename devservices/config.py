@@ -179,7 +179,7 @@ class Config:
 
     @property
     def lock_file(self) -> Path:
-        """One start/stop at a time per set of ports (the name services.sh used)."""
+        """One start/stop at a time per set of ports; the name depends on the ports alone."""
         return (
             self.lock_dir / f"lb-services-{self.pg_port}-{self.redis_port}-{self.kafka_port}.lock"
         )

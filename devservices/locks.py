@@ -1,7 +1,7 @@
 """File locks: one start/stop at a time per set of ports. Several worktrees (each with its own
 state folder, or sharing one) run the suite in parallel against the same ports and must not race
-to start the same service twice. The file names are the ones scripts/services.sh used, so a run
-of the old script and of this package exclude each other too.
+to start the same service twice. The file names depend on the ports alone (in TMPDIR), so every
+checkout's runs on the same ports exclude each other.
 
 The cluster nodes have their own lock: killing and restarting one node for a failover test must
 not wait for another checkout's start of the shared services. Both are flock(2) locks on
