@@ -14,7 +14,9 @@ class ServiceError(Exception):
 
 
 def log(message: str) -> None:
-    print(f"{PREFIX} {message}", file=sys.stderr, flush=True)
+    # One write per line: the Kafka nodes are stopped from parallel threads.
+    sys.stderr.write(f"{PREFIX} {message}\n")
+    sys.stderr.flush()
 
 
 def show_log_tail(path: Path, lines: int = 25) -> None:

@@ -24,7 +24,7 @@ ACTION_TIMEOUT_MS = 8000
 def _chromium() -> str:
     path = os.environ.get("LB_CHROMIUM") or shutil.which("chromium")
     if not path:
-        pytest.fail("chromium is missing: run `make browser` (python3 -m devservices install-browser) first")
+        pytest.fail("chromium is missing: run `make browser` (devservices install-browser) first")
     return path
 
 
