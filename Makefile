@@ -6,6 +6,9 @@ PYTHON_BIN ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The local services' tool is standard library only: the system python3 runs it, venv or not.
+SYSTEM_PYTHON ?= python3
+SERVICES := $(SYSTEM_PYTHON) -m devservices
 
 .DEFAULT_GOAL := help
 .PHONY: help venv browser services services-stop services-status prometheus migrate lint test test-only test-cluster run bench clean
@@ -31,17 +34,17 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 services: $(STAMP)
-	bash scripts/services.sh start
+	$(SERVICES) start
 
 # Debian's prometheus + promtool: the suite runs a real Prometheus and checks the alert rules.
 prometheus:
-	bash scripts/prometheus.sh install
+	$(SERVICES) install-prometheus
 
 services-stop:
-	bash scripts/services.sh stop
+	$(SERVICES) stop
 
 services-status:
-	bash scripts/services.sh status
+	$(SERVICES) status
 
 # The local processes run on the local services, clusters included when LB_REDIS_MODE=cluster /
 # LB_KAFKA_BROKERS=3 say so (leaderboard_project/local_clusters.py); manage.py, gunicorn and
@@ -61,7 +64,7 @@ lint: $(STAMP)
 
 # The browser tests drive Debian's chromium (never a browser downloaded by Playwright).
 browser:
-	bash scripts/browser.sh
+	$(SERVICES) install-browser
 
 test: services browser prometheus lint test-only test-cluster
 
@@ -70,10 +73,10 @@ test-only: $(STAMP)
 
 # The second pass: every test that touches the boards' Redis or Kafka, again on the
 # local Redis Cluster (3 masters + 3 replicas) and three-broker Kafka, plus their failover tests.
-# The clusters stay up afterwards for the next run (`bash scripts/services.sh stop-clusters`).
+# The clusters stay up afterwards for the next run (`python3 -m devservices stop-clusters`).
 CLUSTER_TESTS ?= tests/leaderboard tests/ingestion tests/closeout tests/infra
 test-cluster: $(STAMP)
-	LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3 bash scripts/services.sh start
+	LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3 $(SERVICES) start
 	LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3 $(VENV)/bin/pytest $(CLUSTER_TESTS) $(PYTEST_ARGS)
 
 # The local demo runs with DEBUG on (DJANGO_DEBUG=false make run to try production behaviour,

@@ -1,7 +1,7 @@
-"""Settings for a machine running the local services of scripts/services.sh, clusters included.
+"""Settings for a machine running the local services of devservices, clusters included.
 
 ``make run``, ``make test`` (through ``settings_test``) and the benchmarks choose this module
-(DJANGO_SETTINGS_MODULE). It reads the same LB_* variables as scripts/services.sh, which starts
+(DJANGO_SETTINGS_MODULE). It reads the same LB_* variables as devservices, which starts
 the local Redis Cluster (LB_REDIS_MODE=cluster: six nodes from LB_REDIS_CLUSTER_PORT) and the
 three-broker Kafka (LB_KAFKA_BROKERS=3: from LB_KAFKA_CLUSTER_PORT), and makes their addresses
 the defaults of the variables the production settings read: REDIS_CLUSTER_NODES,

@@ -4,7 +4,7 @@ The settings modules are the only places that read the process environment (thro
 ``leaderboard_project.env``); everything else reads ``django.conf.settings`` at call time. Every
 variable is documented in ``.env.example``. Defaults point at the local services that ``make
 services`` starts. Two modules build on this one, each chosen by DJANGO_SETTINGS_MODULE:
-``local_clusters`` (the local Redis Cluster and Kafka brokers of scripts/services.sh: ``make run``,
+``local_clusters`` (the local Redis Cluster and Kafka brokers of devservices: ``make run``,
 the benchmarks) and ``settings_test`` (the test suite, through pyproject.toml).
 """
 

@@ -22,6 +22,12 @@ if _test_db_name:
 ALLOWED_HOSTS = [*ALLOWED_HOSTS, "testserver"]
 
 # The Kafka outage tests: the broker's FAULTS listener (infra/kafka/server.properties.template)
-# and the address it advertises, where the tests run a TCP proxy they can cut.
-KAFKA_FAULTS_LISTENER = _env.str("KAFKA_FAULTS_LISTENER", default="127.0.0.1:9094")
-KAFKA_FAULTS_PROXY = _env.str("KAFKA_FAULTS_PROXY", default="127.0.0.1:9095")
+# and the address it advertises, where the tests run a TCP proxy they can cut. By default the
+# ports devservices gives that listener (LB_KAFKA_FAULTS_PORT and LB_KAFKA_FAULTS_PROXY_PORT,
+# else the local broker's LB_KAFKA_PORT + 2 and + 3), so a suite run against services on other
+# ports never binds the shared broker's proxy port.
+_kafka_port = _env.int("LB_KAFKA_PORT", default=9092)
+_faults_port = _env.int("LB_KAFKA_FAULTS_PORT", default=_kafka_port + 2)
+_faults_proxy_port = _env.int("LB_KAFKA_FAULTS_PROXY_PORT", default=_kafka_port + 3)
+KAFKA_FAULTS_LISTENER = _env.str("KAFKA_FAULTS_LISTENER", default=f"127.0.0.1:{_faults_port}")
+KAFKA_FAULTS_PROXY = _env.str("KAFKA_FAULTS_PROXY", default=f"127.0.0.1:{_faults_proxy_port}")

@@ -1,5 +1,6 @@
-"""Browser tests: Playwright for Python driving Debian's chromium (``scripts/browser.sh``
-installs it; ``LB_CHROMIUM`` may point to another build) against pytest-django's live server.
+"""Browser tests: Playwright for Python driving Debian's chromium (``make browser``, i.e.
+``python3 -m devservices install-browser``, installs it; ``LB_CHROMIUM`` may point to another
+build) against pytest-django's live server.
 
 No browser is ever downloaded: Playwright launches the executable found here. Screenshots land
 in ``.local/artifacts/`` (gitignored) for a human to look at after a run.
@@ -23,7 +24,7 @@ ACTION_TIMEOUT_MS = 8000
 def _chromium() -> str:
     path = os.environ.get("LB_CHROMIUM") or shutil.which("chromium")
     if not path:
-        pytest.fail("chromium is missing: run `make browser` (scripts/browser.sh) first")
+        pytest.fail("chromium is missing: run `make browser` (devservices install-browser) first")
     return path
 
 

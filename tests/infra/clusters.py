@@ -1,10 +1,10 @@
-"""Helpers for the tests of the local clusters (``scripts/services.sh``): their script, their
-nodes' state as the nodes report it, and a poll that tolerates a node being killed."""
+"""Helpers for the tests of the local clusters (``devservices``; their nodes are killed and
+restarted through ``devservices.faults``): the nodes' state as the nodes report it, and a poll
+that tolerates a node being killed."""
 
 from __future__ import annotations
 
 import socket
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,26 +16,12 @@ import redis
 from django.conf import settings
 from kafka import KafkaAdminClient
 
-SERVICES_SH = Path(__file__).resolve().parents[2] / "scripts" / "services.sh"
+REPO = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 # cluster-node-timeout is 2 s: a failover takes a few seconds; this bounds it generously.
 REDIS_FAILOVER_SECONDS = 30.0
 # broker.session.timeout.ms is 4 s; a restart needs the JVM and a catch-up of the replicas.
 KAFKA_REJOIN_SECONDS = 90.0
-
-
-def services(*args: str) -> str:
-    """Run ``scripts/services.sh <args>``; its stdout (what it did), or fail with its stderr."""
-    done = subprocess.run(
-        ["bash", str(SERVICES_SH), *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"services.sh {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
-    return done.stdout.strip()
 
 
 def wait_for(what: str, condition: Callable[[], Any], timeout: float) -> Any:

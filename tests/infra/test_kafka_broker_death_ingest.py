@@ -28,6 +28,7 @@ from django.db import connection
 from kafka import KafkaAdminClient, KafkaProducer
 from rest_framework.test import APIClient
 
+from devservices import faults
 from ingestion.services import game_server_token_create
 from leaderboard import keys
 from leaderboard.models import MatchResult, ScoringRule
@@ -37,7 +38,6 @@ from tests.helpers import board_read, expected_board, main_board_id, make_season
 from tests.infra.clusters import (
     KAFKA_REJOIN_SECONDS,
     partitions_of,
-    services,
     unfenced_broker_ids,
     wait_for,
 )
@@ -223,12 +223,12 @@ def test_broker_killed_and_restarted_under_consumer_and_http_door_nothing_lost_o
     streams.start()
     try:
         progress("before the kill", 200, 3 * DOOR_BATCH, 200, 60)
-        out = services("kafka-broker-kill", str(victim))
+        out = faults.kafka_broker_kill(victim)
         assert f"killed Kafka node {victim}" in out
         progress("with a broker dead", 500, 5 * DOOR_BATCH, 500, KAFKA_REJOIN_SECONDS)
         assert victim not in unfenced_broker_ids(admin)
 
-        out = services("kafka-broker-start", str(victim))
+        out = faults.kafka_broker_start(victim)
         assert f"started Kafka node {victim}" in out
         restarted = True
         wait_for(
@@ -240,7 +240,7 @@ def test_broker_killed_and_restarted_under_consumer_and_http_door_nothing_lost_o
     finally:
         streams.finish()
         if not restarted:
-            services("kafka-broker-start", str(victim))
+            faults.kafka_broker_start(victim)
 
     assert not streams.errors, streams.errors[:3]
     acked = streams.acked()

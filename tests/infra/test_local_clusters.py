@@ -1,17 +1,19 @@
-"""The local clusters of ``scripts/services.sh`` survive the death of one node.
+"""The local clusters of ``devservices`` survive the death of one node.
 
 Run against the real processes: a Redis Cluster of three masters and three replicas
 (``LB_REDIS_MODE=cluster``) and a three-node KRaft Kafka (``LB_KAFKA_BROKERS=3``), killed with
-SIGKILL through the script's own helpers. Each half is skipped, with the reason, when its cluster
-does not answer: start them with ``LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3 make services``.
-The nodes are killed and restarted by ``services.sh`` of this checkout, so the clusters must have
-been started from this checkout's state folder (``LB_LOCAL_DIR``).
+SIGKILL through ``devservices.faults``. Each half is skipped, with the reason, when its cluster
+does not answer (in ``make test-cluster`` such a skip fails the run): start them with
+``LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3 make services``.
+The nodes are killed and restarted from this checkout's state folder (``LB_LOCAL_DIR``), so the
+clusters must have been started from it.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -24,18 +26,18 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from redis.cluster import ClusterNode, RedisCluster
 
+from devservices import faults
 from tests.infra.clusters import (
     HOST,
     KAFKA_REJOIN_SECONDS,
     REDIS_FAILOVER_SECONDS,
-    SERVICES_SH,
+    REPO,
     cluster_info,
     healthy_layout,
     kafka_brokers,
     node_client,
     partitions_of,
     role,
-    services,
     state_ok,
     topology,
     unfenced_broker_ids,
@@ -87,7 +89,7 @@ def test_redis_master_killed_replica_promoted_then_old_master_rejoins_as_replica
 
     killed_at = time.monotonic()
     try:
-        out = services("redis-cluster-kill", str(victim))
+        out = faults.redis_cluster_kill(victim)
         assert f"killed Redis cluster node {victim}" in out
 
         wait_for(
@@ -108,7 +110,7 @@ def test_redis_master_killed_replica_promoted_then_old_master_rejoins_as_replica
         assert int(fresh.get_node_from_key(key).port) == replica
         fresh.close()
     finally:
-        out = services("redis-cluster-start", str(victim))
+        out = faults.redis_cluster_start(victim)
     assert f"started Redis cluster node {victim}" in out or "already running" in out
 
     def rejoined_as_replica() -> bool:
@@ -203,7 +205,7 @@ def _produce_and_consume_through_a_broker_death(
         t.start()
     try:
         wait_for("200 acknowledged writes before the kill", lambda: len(acked) >= 200, 60)
-        out = services("kafka-broker-kill", str(victim))
+        out = faults.kafka_broker_kill(victim)
         assert f"killed Kafka node {victim}" in out
         acked_at_kill, consumed_at_kill = len(acked), len(consumed)
 
@@ -221,7 +223,7 @@ def _produce_and_consume_through_a_broker_death(
         assert not failed, failed[:3]
         assert victim not in unfenced_broker_ids(admin)
 
-        out = services("kafka-broker-start", str(victim))
+        out = faults.kafka_broker_start(victim)
         assert f"started Kafka node {victim}" in out
         wait_for(
             f"broker {victim} back in the ISR of every partition",
@@ -238,7 +240,7 @@ def _produce_and_consume_through_a_broker_death(
         stop_producing.set()
         threads[0].join(timeout=150)
         if victim not in _safe_unfenced(admin):
-            services("kafka-broker-start", str(victim))
+            faults.kafka_broker_start(victim)
 
     producer.close(timeout=30)
     assert not failed, failed[:3]
@@ -279,7 +281,8 @@ def test_a_second_checkout_reuses_the_running_clusters_and_its_stop_leaves_them(
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["bash", str(SERVICES_SH), *args],
+            [sys.executable, "-m", "devservices", *args],
+            cwd=REPO,
             capture_output=True,
             text=True,
             timeout=240,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from devservices import faults
 from leaderboard import keys
 from leaderboard.redis import get_board_read_redis, get_board_redis
 from leaderboard.selectors.rankings import (
@@ -26,7 +27,6 @@ from tests.helpers import as_board, main_board_id, make_season
 from tests.infra.clusters import (
     healthy_layout,
     node_client,
-    services,
     topology,
     wait_for,
 )
@@ -94,7 +94,7 @@ def test_reads_go_on_from_the_master_while_the_replica_is_dead(settings, caplog)
     settings.REDIS_READ_FROM_REPLICAS = True
     assert _reads(board) == from_master  # the read client knows the replica now
 
-    services("redis-cluster-kill", str(replica))
+    faults.redis_cluster_kill(replica)
     try:
         # Every read answers, and right, from the first one after the kill until the cluster
         # has marked the replica failed and well after (the client's slot map still names it
@@ -106,6 +106,6 @@ def test_reads_go_on_from_the_master_while_the_replica_is_dead(settings, caplog)
         # The dead replica was tried and the master answered instead.
         assert any("reading the master" in r.getMessage() for r in caplog.records)
     finally:
-        services("redis-cluster-start", str(replica))
+        faults.redis_cluster_start(replica)
         wait_for("a healthy Redis Cluster layout", lambda: healthy_layout(master), 60)
     get_board_redis().delete(key)

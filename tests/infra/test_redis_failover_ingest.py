@@ -24,6 +24,7 @@ import pytest
 from django.db import connection
 from redis.cluster import RedisCluster
 
+from devservices import faults
 from ingestion.consumer import IngestTotals, MatchResultConsumer
 from leaderboard import keys
 from leaderboard.models import RebuildRun, ScoringRule
@@ -33,7 +34,6 @@ from tests.helpers import board_read, expected_board, main_board_id, make_season
 from tests.infra.clusters import (
     node_client,
     role,
-    services,
     state_ok,
     topology,
 )
@@ -122,7 +122,7 @@ def test_acknowledged_writes_a_dead_master_never_replicated_are_repaired(topic_a
                 assert time.monotonic() < wait, "the consumer applied nothing more"
                 time.sleep(0.05)
             time.sleep(1.0)  # a few more acknowledged batches (and their commits)
-            services("redis-cluster-kill", str(master))
+            faults.redis_cluster_kill(master)
             killed_at = time.monotonic()
         finally:
             os.kill(replica_pid, signal.SIGCONT)
@@ -156,7 +156,7 @@ def test_acknowledged_writes_a_dead_master_never_replicated_are_repaired(topic_a
         stop.set()
         consumer.join(timeout=60)
         if killed_at is not None:
-            services("redis-cluster-start", str(master))
+            faults.redis_cluster_start(master)
             deadline = time.monotonic() + 60
             while not (state_ok(replica) and role(master)[0] == b"slave"):
                 if time.monotonic() > deadline:

@@ -1,4 +1,4 @@
-"""Prometheus and promtool for the tests: installed by the project's script, run on free ports."""
+"""Prometheus and promtool for the tests: installed by devservices, run on free ports."""
 
 from __future__ import annotations
 
@@ -13,13 +13,15 @@ from typing import Any
 
 from django.conf import settings
 
+from devservices import prometheus
+
 REPO = Path(settings.BASE_DIR)
 ALERTS = REPO / "infra" / "prometheus" / "alerts.yml"
 
 
 def ensure_prometheus() -> None:
-    """scripts/prometheus.sh install: a no-op when Debian's package is there (idempotent)."""
-    subprocess.run(["bash", str(REPO / "scripts" / "prometheus.sh"), "install"], check=True)
+    """Debian's package, installed when missing (a no-op when it is there)."""
+    prometheus.ensure_installed()
     assert shutil.which("prometheus")
     assert shutil.which("promtool")
 
