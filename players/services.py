@@ -135,27 +135,33 @@ def player_profile_hide(*, player_id: int, by: AbstractBaseUser | None = None) -
     """Hide the player's name everywhere (staff moderation); False if there is no profile.
 
     Hiding a hidden profile changes nothing (its hidden_at and hidden_by stay)."""
-    exists = PlayerProfile.objects.filter(player_id=player_id)
-    updated = exists.filter(hidden=False).update(
+    return _visibility_set(
+        player_id=player_id,
         hidden=True,
         hidden_at=timezone.now(),
         hidden_by=by if by is not None and by.pk is not None else None,
-        revision=F("revision") + 1,
-        changed_at=timezone.now(),
     )
-    found = bool(updated) or exists.exists()
-    if found:
-        _changed([player_id])
-    return found
 
 
 def player_profile_unhide(*, player_id: int) -> bool:
     """Show the player's name again; False if there is no profile."""
+    return _visibility_set(player_id=player_id, hidden=False, hidden_at=None, hidden_by=None)
+
+
+def _visibility_set(
+    *,
+    player_id: int,
+    hidden: bool,
+    hidden_at: datetime | None,
+    hidden_by: AbstractBaseUser | None,
+) -> bool:
+    """Set ``hidden`` where it differs (a new revision, so the name cache follows); False if
+    there is no profile."""
     exists = PlayerProfile.objects.filter(player_id=player_id)
-    updated = exists.filter(hidden=True).update(
-        hidden=False,
-        hidden_at=None,
-        hidden_by=None,
+    updated = exists.filter(hidden=not hidden).update(
+        hidden=hidden,
+        hidden_at=hidden_at,
+        hidden_by=hidden_by,
         revision=F("revision") + 1,
         changed_at=timezone.now(),
     )
