@@ -93,12 +93,12 @@ def ingest(results: Sequence[Result], *, first_offset: int = 0, partition: int =
     return letters
 
 
-def ranking(board, scores: dict[int, int]) -> list[dict[str, int]]:
+def ranking(board, scores: dict[int, int]) -> list[dict[str, Any]]:
     """The contract's entries for a board holding ``scores`` (player -> encoded score)."""
     codec = as_board(board).codec
     # Redis: score descending, then member (as bytes) descending among equal scores.
     ordered = sorted(scores.items(), key=lambda item: (item[1], str(item[0])), reverse=True)
-    entries = []
+    entries: list[dict[str, Any]] = []
     previous = None
     rank = 0
     for position, (player, score) in enumerate(ordered, start=1):

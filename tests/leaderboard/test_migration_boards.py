@@ -330,7 +330,7 @@ def _staff_permissions() -> dict[str, Any]:
 # --- the reference ----------------------------------------------------------------------------
 
 
-def _entries(scores: dict[int, int], codec: ScoreCodec) -> list[dict[str, int]]:
+def _entries(scores: dict[int, int], codec: ScoreCodec) -> list[dict[str, Any]]:
     """A board's entries in Redis's order (score descending, then member bytes descending),
     with competition ranks (identical scores share one)."""
     ordered = sorted(scores.items(), key=lambda kv: (kv[1], str(kv[0])), reverse=True)
