@@ -13,6 +13,14 @@
    snapshot every second as beat would, and measures each endpoint with wrk over loopback
    beside a bare Django view.
 
+Names (``--names``): the whole run is measured twice, first with the name cache empty for the
+board's players (every entry joins null names: the cache's round trip without a name to return),
+then, after a name and country are written into the cache for every player (pipelined HSETs into
+the product's buckets, ``leaderboard/player_names.py``), with names on every entry; the top-list
+snapshot carries them from the next refresh. The report gives each figure of the second pass
+against the first (player entry, around, friends p50 on one connection; top-100 throughput
+under load).
+
 Results are printed as Markdown and saved under bench/results/. Nothing here runs in the test
 suite. It uses Redis db ``--redis-db`` (default 12: the benchmark's own) of the Redis that
 ``REDIS_URL`` names and the PostgreSQL database ``--database`` (created if missing) on the
@@ -41,7 +49,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -76,6 +84,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--cleanup", action="store_true", help="drop the data sets at the end")
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--skip-pg", action="store_true")
+    parser.add_argument(
+        "--names",
+        action="store_true",
+        help="measure without names, then again with a name for every player in the cache",
+    )
     parser.add_argument(
         "--cluster",
         action="store_true",
@@ -211,6 +224,64 @@ def load(args: argparse.Namespace, season: Any) -> None:
         pg.execute(f"VACUUM ANALYZE {PG_TABLE}")
         print(f"indexed in {time.perf_counter() - started:.0f}s")
     pg.close()
+
+
+# --- names ---------------------------------------------------------------------------------------
+
+_COUNTRIES = ["FR", "DE", "US", "JP", "BR", "KR", "SE", "PL", "TR", "CA", None]
+
+
+def _name_buckets(players: int) -> Iterator[tuple[str, dict[Any, Any]]]:
+    """Each bucket of the name cache with a name and country for each of its players (names of
+    8 to 16 characters, like the simulator's, 12.7 on average), one bucket at a time."""
+    from leaderboard import keys
+    from leaderboard.keys import PLAYER_NAMES_BUCKET_SIZE
+    from leaderboard.player_names import player_name_encode
+
+    rng = random.Random(SEED + 1)
+    for first in range(0, players + 1, PLAYER_NAMES_BUCKET_SIZE):
+        fields = {
+            str(player): player_name_encode(
+                revision=1,
+                display_name=f"P{player}-" + "x" * rng.randint(0, 8),
+                country=rng.choice(_COUNTRIES),
+            )
+            for player in range(max(first, 1), min(first + PLAYER_NAMES_BUCKET_SIZE, players + 1))
+        }
+        if fields:
+            yield keys.player_names(player_id=first), fields
+
+
+def names_load(args: argparse.Namespace) -> None:
+    """A name and country for every player, straight into the name cache's buckets (what the
+    cache holds once every player has a profile; PostgreSQL plays no part in the reads)."""
+    from tqdm import tqdm
+
+    from leaderboard.redis import get_board_redis
+
+    client = get_board_redis()
+    pipe = client.pipeline(transaction=False)
+    with tqdm(total=args.players, unit="player", desc="names") as progress:
+        for key, fields in _name_buckets(args.players):
+            pipe.hset(key, mapping=fields)
+            progress.update(len(fields))
+            if len(pipe) >= 500:
+                pipe.execute()
+        pipe.execute()
+
+
+def names_drop(args: argparse.Namespace) -> None:
+    """Empty the name cache of the board's players (the pass without names)."""
+    from leaderboard import keys
+    from leaderboard.redis import get_board_redis
+
+    client = get_board_redis()
+    pipe = client.pipeline(transaction=False)
+    for bucket_key in {keys.player_names(player_id=p) for p in range(0, args.players + 1, 100)}:
+        pipe.unlink(bucket_key)
+        if len(pipe) >= 500:
+            pipe.execute()
+    pipe.execute()
 
 
 # --- timing --------------------------------------------------------------------------------------
@@ -505,6 +576,34 @@ def summarize(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+# (the run's key, the pass's key, what is compared, the target: at most or at least the ratio)
+_NAMES_TARGETS = [
+    ("http", "player entry · 1 conn", "p50_ms", "player entry p50 (1 conn)", "<=", 1.25),
+    ("http", "around r=5 · 1 conn", "p50_ms", "around r=5 p50 (1 conn)", "<=", 1.25),
+    ("http", "friends 200 · 1 conn", "p50_ms", "friends 200 p50 (1 conn)", "<=", 1.25),
+    ("http", "top 100 (snapshot) · load", "rps", "top-100 throughput (load)", ">=", 0.9),
+    ("python", "selector: player entry (Lua)", "p50_ms", "selector player entry p50", "<=", 1.25),
+    ("python", "selector: around r=5 (Lua)", "p50_ms", "selector around p50", "<=", 1.25),
+    ("python", "selector: friends 200 (Lua)", "p50_ms", "selector friends 200 p50", "<=", 1.25),
+]
+
+
+def summarize_names(without: dict[str, Any], named: dict[str, Any]) -> list[str]:
+    """Each figure with names against the same figure without, from the two passes."""
+    lines = []
+    for part, row, column, label, sense, target in _NAMES_TARGETS:
+        if part not in without or part not in named:
+            continue
+        before, after = without[part][row][column], named[part][row][column]
+        ratio = after / before
+        unit = "req/s" if column == "rps" else "ms"
+        lines.append(
+            f"names: {label} {after:,.3f} {unit} with vs {before:,.3f} without = {ratio:.2f}x "
+            f"(target {sense} {target}x)"
+        )
+    return lines
+
+
 def describe_redis() -> str:
     """Where the board lives, for the report's heading."""
     from django.conf import settings
@@ -532,27 +631,37 @@ def main() -> None:
     print(f"Read benchmark, {mode}")
     load(args, season)
     report: dict[str, Any] = {"players": args.players, "args": vars(args), "mode": mode}
-    report["python"] = python_benchmarks(args, season)
-    print()
-    print(
-        table(
-            f"From Python, one connection ({args.players:,} players)",
-            report["python"],
-            ["n", "p50_ms", "p99_ms", "ops_s"],
-        )
-    )
-    if not args.skip_http:
-        report["http"] = http_benchmarks(args)
+    passes: list[tuple[str, dict[str, Any]]] = [("", report)]
+    if args.names:
+        names_drop(args)
+        report["names"] = {}
+        passes.append((" · with names", report["names"]))
+    for suffix, part in passes:
+        if suffix:
+            names_load(args)
+        part["python"] = python_benchmarks(args, season)
         print()
         print(
             table(
-                f"HTTP via wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "
-                f"gunicorn {args.workers} sync workers",
-                report["http"],
-                ["rps", "p50_ms", "p99_ms", "non_2xx"],
+                f"From Python, one connection ({args.players:,} players){suffix}",
+                part["python"],
+                ["n", "p50_ms", "p99_ms", "ops_s"],
             )
         )
+        if not args.skip_http:
+            part["http"] = http_benchmarks(args)
+            print()
+            print(
+                table(
+                    f"HTTP via wrk -t{args.threads} -c{args.connections} -d{args.duration}s, "
+                    f"gunicorn {args.workers} sync workers{suffix}",
+                    part["http"],
+                    ["rps", "p50_ms", "p99_ms", "non_2xx"],
+                )
+            )
     summary = [mode, *summarize(report)]
+    if args.names:
+        summary += summarize_names(report, report["names"])
     print()
     print("\n".join(f"- {line}" for line in summary))
     report["summary"] = summary
