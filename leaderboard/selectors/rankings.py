@@ -175,8 +175,11 @@ def _player_script(*, board: BoardRef, player_id: int, radius: int) -> list[obje
     return cast(list[object] | None, result)
 
 
-def board_player_get(*, board: BoardRef, player_id: int) -> PlayerStanding | None:
-    """The player's standing on the board, or None if they have no score."""
+def board_player_get(
+    *, board: BoardRef, player_id: int, named: bool = True
+) -> PlayerStanding | None:
+    """The player's standing on the board, or None if they have no score; ``named=False``
+    skips the name read (the card, which reads the profile itself, once for all boards)."""
     result = _player_script(board=board, player_id=player_id, radius=-1)
     if result is None:
         return None
@@ -194,8 +197,9 @@ def board_player_get(*, board: BoardRef, player_id: int) -> PlayerStanding | Non
         # an asc one.
         gap = codec.decode_points(next_score) - points
         to_next = (-gap if board.ascending else gap) + 1
+    entry = RankingEntry(rank=rank, player_id=player_id, points=points)
     return PlayerStanding(
-        entry=entries_named([RankingEntry(rank=rank, player_id=player_id, points=points)])[0],
+        entry=entries_named([entry])[0] if named else entry,
         total=total,
         percentile=round((total - rank + 1) * 100 / total, 2),
         points_to_next_rank=to_next,
