@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from leaderboard import openapi
 from leaderboard.apis import PublicApi
 from leaderboard.models import MAIN_BOARD
-from leaderboard.serializers import ErrorSerializer
+from leaderboard.serializers import ErrorSerializer, country_field, display_name_field
 
 from .selectors import SeasonNotFinal, final_standings_list
 
@@ -23,6 +23,8 @@ class FinalEntrySerializer(serializers.Serializer):
     rank = serializers.IntegerField()
     playerId = serializers.IntegerField(source="player_id")
     points = serializers.IntegerField()
+    displayName = display_name_field(source="display_name")
+    country = country_field()
     reachedAt = serializers.DateTimeField(source="reached_at")
 
 

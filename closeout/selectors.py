@@ -14,6 +14,7 @@ from kafka import KafkaConsumer, TopicPartition
 from leaderboard.models import MAIN_BOARD, Board
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.selectors.scores import board_scores_top
+from players.selectors import player_profiles_get
 from seasons.models import Season, SeasonStatus
 
 from .models import FinalStanding
@@ -45,15 +46,30 @@ def board_standings_compute(*, board: BoardRef, limit: int) -> list[StandingRow]
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class FinalEntry:
+    """A final standing as the API lists it: with the player's name and country as they read
+    now, not as they were at close-out (null when unknown; a name staff hid is null, its
+    country stays, as on the player card)."""
+
+    rank: int
+    player_id: int
+    points: int
+    reached_at: datetime
+    display_name: str | None = None
+    country: str | None = None
+
+
 class SeasonNotFinal(Exception):
     """The season or board is unknown, or the season not closed: no final standings (yet)."""
 
 
 def final_standings_list(
     *, season_id: int, limit: int, board_slug: str = MAIN_BOARD
-) -> list[FinalStanding]:
-    """A closed season's final entries on one board, best first; SeasonNotFinal says why there
-    are none."""
+) -> list[FinalEntry]:
+    """A closed season's final entries on one board, best first, named from PostgreSQL (one
+    query for the page's profiles: the standings already need PostgreSQL, and a hide shows at
+    once); SeasonNotFinal says why there are none."""
     season = Season.objects.filter(id=season_id).only("id", "status").first()
     if season is None:
         raise SeasonNotFinal(f"season {season_id} does not exist")
@@ -64,7 +80,22 @@ def final_standings_list(
         raise SeasonNotFinal(
             f"season {season_id} is {season.status}; final standings exist once it is closed"
         )
-    return list(FinalStanding.objects.filter(board_id=board.id).order_by("rank")[:limit])
+    standings = list(FinalStanding.objects.filter(board_id=board.id).order_by("rank")[:limit])
+    profiles = player_profiles_get(player_ids=[standing.player_id for standing in standings])
+    entries: list[FinalEntry] = []
+    for standing in standings:
+        profile = profiles.get(standing.player_id)
+        entries.append(
+            FinalEntry(
+                rank=standing.rank,
+                player_id=standing.player_id,
+                points=standing.points,
+                reached_at=standing.reached_at,
+                display_name=None if profile is None else profile.visible_name,
+                country=None if profile is None else profile.country,
+            )
+        )
+    return entries
 
 
 # --- Close-out: has the consumer drained the match-results topic? --------------------------------

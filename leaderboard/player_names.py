@@ -32,7 +32,7 @@ from players.models import PlayerProfile
 from players.selectors import player_profiles_get, player_profiles_iter
 
 from . import keys
-from .redis import get_board_redis
+from .redis import get_board_read_redis, get_board_redis
 from .scripts import ScriptCall, get_script, scripts_pipelined
 
 logger = logging.getLogger(__name__)
@@ -101,16 +101,24 @@ def player_names_on_change(sender: Any, *, player_ids: Sequence[int], **kwargs: 
 
 
 def player_names_get(*, player_ids: Sequence[int]) -> dict[int, PlayerName]:
-    """The cached names of ``player_ids`` (UNKNOWN for players without one), one pipeline."""
+    """The cached names of ``player_ids`` (UNKNOWN for players without one): one HMGET per
+    bucket of 100 players, all in one pipeline, so a page of 1,000 dense ids costs one round
+    trip of about 10 commands. Read where the boards are read (a replica with
+    ``REDIS_READ_FROM_REPLICAS``): a name may lag its write by the replication delay, far
+    inside the contract's 5 seconds for a hide."""
     if not player_ids:
         return {}
-    pipe = get_board_redis().pipeline(transaction=False)
-    for player_id in player_ids:
-        pipe.hget(keys.player_names(player_id=player_id), str(player_id))
-    return {
-        player_id: player_name_decode(raw)
-        for player_id, raw in zip(player_ids, pipe.execute(), strict=True)
-    }
+    buckets: dict[str, list[int]] = {}
+    for player_id in dict.fromkeys(player_ids):
+        buckets.setdefault(keys.player_names(player_id=player_id), []).append(player_id)
+    pipe = get_board_read_redis().pipeline(transaction=False)
+    for key, ids in buckets.items():
+        pipe.hmget(key, [str(player_id) for player_id in ids])
+    names: dict[int, PlayerName] = {}
+    for ids, values in zip(buckets.values(), pipe.execute(), strict=True):
+        for player_id, raw in zip(ids, values, strict=True):
+            names[player_id] = player_name_decode(raw)
+    return names
 
 
 def player_names_rebuild(*, chunk_size: int = 10_000) -> int:

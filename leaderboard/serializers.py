@@ -147,22 +147,46 @@ class WeekPathSerializer(serializers.Serializer):
         return iso_week_parse(value)
 
 
+_DISPLAY_NAME_HELP = "The player's display name; null when unknown or hidden by staff."
+_COUNTRY_HELP = "ISO 3166-1 alpha-2; null when unknown (a hidden name keeps its country)."
+
+
+def display_name_field(**kwargs: Any) -> serializers.CharField:
+    return serializers.CharField(allow_null=True, help_text=_DISPLAY_NAME_HELP, **kwargs)
+
+
+def country_field(**kwargs: Any) -> serializers.CharField:
+    return serializers.CharField(
+        allow_null=True, min_length=2, max_length=2, help_text=_COUNTRY_HELP, **kwargs
+    )
+
+
 class RankingEntrySerializer(serializers.Serializer):
     rank = serializers.IntegerField(help_text="1-based; equal scores share a rank.")
     playerId = serializers.IntegerField(source="player_id")
     points = serializers.IntegerField()
+    displayName = display_name_field(source="display_name")
+    country = country_field()
 
     def to_representation(self, instance: RankingEntry) -> dict[str, Any]:
         # The declared fields document the shape (and the schema); DRF's generic per-field
         # walk cost more than the Redis read on the hot lists, so the dict is built directly.
         # tests/leaderboard/test_serializers.py holds the two to the same output.
-        return {"rank": instance.rank, "playerId": instance.player_id, "points": instance.points}
+        return {
+            "rank": instance.rank,
+            "playerId": instance.player_id,
+            "points": instance.points,
+            "displayName": instance.display_name,
+            "country": instance.country,
+        }
 
 
 class PlayerStandingSerializer(serializers.Serializer):
     rank = serializers.IntegerField(source="entry.rank")
     playerId = serializers.IntegerField(source="entry.player_id")
     points = serializers.IntegerField(source="entry.points")
+    displayName = display_name_field(source="entry.display_name")
+    country = country_field(source="entry.country")
     total = serializers.IntegerField(help_text="Players on the board.")
     percentile = serializers.FloatField(
         help_text="Share of the board ranked at or below the player, in percent."
@@ -179,6 +203,8 @@ class PlayerStandingSerializer(serializers.Serializer):
             "rank": instance.entry.rank,
             "playerId": instance.entry.player_id,
             "points": instance.entry.points,
+            "displayName": instance.entry.display_name,
+            "country": instance.entry.country,
             "total": instance.total,
             "percentile": instance.percentile,
             "pointsToNextRank": instance.points_to_next_rank,

@@ -13,6 +13,15 @@
    snapshot every second as beat would, and measures each endpoint with wrk over loopback
    beside a bare Django view.
 
+Names (``--names``): a name and country are written into the name cache for every player
+(pipelined HSETs into the product's buckets, ``leaderboard/player_names.py``; what the cache
+holds once every player has a profile), and a second board of the season (``unnamed``) gets the
+same scores under player ids + 10^12, for which no name exists: every entry of that board joins
+null names (the same round trip, with nothing found). Each operation is then measured on both
+boards back to back, unnamed first, so both figures share the machine's load of that minute.
+The report gives each figure with names against the same figure without (player entry, around,
+friends p50 on one connection; top-100 throughput under load).
+
 Results are printed as Markdown and saved under bench/results/. Nothing here runs in the test
 suite. It uses Redis db ``--redis-db`` (default 12: the benchmark's own) of the Redis that
 ``REDIS_URL`` names and the PostgreSQL database ``--database`` (created if missing) on the
@@ -41,7 +50,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -54,6 +63,13 @@ SEASON_ID = 1
 SEED = 20261130
 MAX_POINTS = 1_000_000
 PG_TABLE = "bench_read_scores"
+# --names: a second board of the season holds the same scores under these player ids + the
+# offset, ids no name was written for, so each read is measured with and without names side by
+# side in the same minute (the machine's load moves between minutes more than names do).
+UNNAMED_BOARD = "unnamed"
+UNNAMED_OFFSET = 1_000_000_000_000
+# The suffix of a figure measured on the unnamed board.
+NO_NAMES = " · no names"
 # As in leaderboard_project/settings.py when REDIS_URL is not set.
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -76,6 +92,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--cleanup", action="store_true", help="drop the data sets at the end")
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--skip-pg", action="store_true")
+    parser.add_argument(
+        "--names",
+        action="store_true",
+        help="measure without names, then again with a name for every player in the cache",
+    )
     parser.add_argument(
         "--cluster",
         action="store_true",
@@ -144,6 +165,20 @@ def ensure_season() -> Any:
     return season
 
 
+def unnamed_board(args: argparse.Namespace) -> Any:
+    """With --names: the season's board of the same scores under ids without names."""
+    if not args.names:
+        return None
+    from leaderboard.models import Board
+    from leaderboard.selectors.boards import BoardRef
+    from leaderboard.services import board_create
+
+    board = Board.objects.filter(season_id=SEASON_ID, slug=UNNAMED_BOARD).first()
+    if board is None:
+        board = board_create(season_id=SEASON_ID, slug=UNNAMED_BOARD, name="Without names")
+    return BoardRef.from_model(Board.objects.select_related("season").get(id=board.id))
+
+
 def load(args: argparse.Namespace, season: Any) -> None:
     """Random board of ``args.players``: pipelined ZADDs and a PostgreSQL COPY of the same rows."""
     import psycopg
@@ -158,6 +193,8 @@ def load(args: argparse.Namespace, season: Any) -> None:
     client = get_board_redis()
     board = main_board_get(season_id=SEASON_ID)
     key = keys.board(board_id=board.id)
+    unnamed = unnamed_board(args)
+    unnamed_key = None if unnamed is None else keys.board(board_id=unnamed.id)
     codec = board.codec
     pg = psycopg.connect(settings.DATABASE_URL, autocommit=True)
     pg.execute(
@@ -170,6 +207,9 @@ def load(args: argparse.Namespace, season: Any) -> None:
     # PostgreSQL, where this board has no results.
     board_mark_intact(board_id=board.id)
     redis_ok = client.zcard(key) == args.players
+    if unnamed is not None and unnamed_key is not None:
+        board_mark_intact(board_id=unnamed.id)
+        redis_ok = redis_ok and client.zcard(unnamed_key) == args.players
     pg_count = pg.execute(f"SELECT count(*) FROM {PG_TABLE}").fetchone()
     pg_ok = args.skip_pg or (pg_count is not None and pg_count[0] == args.players)
     if redis_ok and pg_ok and not args.reload:
@@ -177,6 +217,8 @@ def load(args: argparse.Namespace, season: Any) -> None:
         pg.close()
         return
     client.unlink(key)
+    if unnamed_key is not None:
+        client.unlink(unnamed_key)
     if not args.skip_pg:
         pg.execute(f"DROP INDEX IF EXISTS {PG_TABLE}_rank_idx")
         pg.execute(f"DROP INDEX IF EXISTS {PG_TABLE}_player_idx")
@@ -194,6 +236,11 @@ def load(args: argparse.Namespace, season: Any) -> None:
                 score = codec.encode(points=points, elapsed_ticks=rng.randint(0, max_ticks))
                 rows.append((player, points, score))
             client.zadd(key, {str(player): score for player, _, score in rows})
+            if unnamed_key is not None:
+                client.zadd(
+                    unnamed_key,
+                    {str(UNNAMED_OFFSET + player): score for player, _, score in rows},
+                )
             if not args.skip_pg:
                 with pg.cursor().copy(
                     f"COPY {PG_TABLE} (season_id, player_id, points, score) FROM STDIN"
@@ -211,6 +258,50 @@ def load(args: argparse.Namespace, season: Any) -> None:
         pg.execute(f"VACUUM ANALYZE {PG_TABLE}")
         print(f"indexed in {time.perf_counter() - started:.0f}s")
     pg.close()
+
+
+# --- names ---------------------------------------------------------------------------------------
+
+_COUNTRIES = ["FR", "DE", "US", "JP", "BR", "KR", "SE", "PL", "TR", "CA", None]
+
+
+def _name_buckets(players: int) -> Iterator[tuple[str, dict[Any, Any]]]:
+    """Each bucket of the name cache with a name and country for each of its players (names of
+    8 to 16 characters, like the simulator's, 12.7 on average), one bucket at a time."""
+    from leaderboard import keys
+    from leaderboard.keys import PLAYER_NAMES_BUCKET_SIZE
+    from leaderboard.player_names import player_name_encode
+
+    rng = random.Random(SEED + 1)
+    for first in range(0, players + 1, PLAYER_NAMES_BUCKET_SIZE):
+        fields = {
+            str(player): player_name_encode(
+                revision=1,
+                display_name=f"P{player}-" + "x" * rng.randint(0, 8),
+                country=rng.choice(_COUNTRIES),
+            )
+            for player in range(max(first, 1), min(first + PLAYER_NAMES_BUCKET_SIZE, players + 1))
+        }
+        if fields:
+            yield keys.player_names(player_id=first), fields
+
+
+def names_load(args: argparse.Namespace) -> None:
+    """A name and country for every player, straight into the name cache's buckets (what the
+    cache holds once every player has a profile; PostgreSQL plays no part in the reads)."""
+    from tqdm import tqdm
+
+    from leaderboard.redis import get_board_redis
+
+    client = get_board_redis()
+    pipe = client.pipeline(transaction=False)
+    with tqdm(total=args.players, unit="player", desc="names") as progress:
+        for key, fields in _name_buckets(args.players):
+            pipe.hset(key, mapping=fields)
+            progress.update(len(fields))
+            if len(pipe) >= 500:
+                pipe.execute()
+        pipe.execute()
 
 
 # --- timing --------------------------------------------------------------------------------------
@@ -239,6 +330,7 @@ def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[s
     from django.conf import settings
 
     from leaderboard import keys
+    from leaderboard.player_names import player_names_get
     from leaderboard.redis import get_board_redis
     from leaderboard.selectors import boards, rankings
 
@@ -264,17 +356,50 @@ def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[s
     results["redis: ZMSCORE 200"] = timed(
         lambda: client.zmscore(key, [str(p) for p in friends()]), n
     )
-    results["selector: top 100 (live, Lua)"] = timed(
-        lambda: rankings.board_page_get(board=ref, board_key=key, start=0, count=100), n
+    # With --names each selector runs on the unnamed board first, then on the named one: the
+    # figure "without names" and the one with share the minute's load.
+    targets = [("", ref, key, 0)]
+    unnamed = unnamed_board(args)
+    if unnamed is not None:
+        targets.insert(0, (NO_NAMES, unnamed, keys.board(board_id=unnamed.id), UNNAMED_OFFSET))
+    selectors: list[tuple[str, Callable[[Any, str, int], Callable[[], Any]], int]] = [
+        (
+            "selector: top 100 (live, Lua)",
+            lambda b, k, o: (
+                lambda: rankings.board_page_get(board=b, board_key=k, start=0, count=100)
+            ),
+            n,
+        ),
+        (
+            "selector: player entry (Lua)",
+            lambda b, k, o: lambda: rankings.board_player_get(board=b, player_id=o + player()),
+            n,
+        ),
+        (
+            "selector: around r=5 (Lua)",
+            lambda b, k, o: (
+                lambda: rankings.board_around_get(board=b, player_id=o + player(), radius=5)
+            ),
+            n,
+        ),
+        (
+            "selector: friends 200 (Lua)",
+            lambda b, k, o: (
+                lambda: rankings.board_friends_get(board=b, player_ids=[o + p for p in friends()])
+            ),
+            max(1, n // 4),
+        ),
+    ]
+    for name, make, iterations in selectors:
+        for suffix, board, board_key, offset in targets:
+            results[name + suffix] = timed(make(board, board_key, offset), iterations)
+    # The names' own round trip, which each of the reads above includes (rankings.entries_named).
+    results["names: 1 id (HMGET)"] = timed(lambda: player_names_get(player_ids=[player()]), n)
+    results["names: 11 ids in a row"] = timed(
+        lambda: player_names_get(player_ids=list(range(start := player(), start + 11))), n
     )
-    results["selector: player entry (Lua)"] = timed(
-        lambda: rankings.board_player_get(board=ref, player_id=player()), n
-    )
-    results["selector: around r=5 (Lua)"] = timed(
-        lambda: rankings.board_around_get(board=ref, player_id=player(), radius=5), n
-    )
-    results["selector: friends 200 (Lua)"] = timed(
-        lambda: rankings.board_friends_get(board=ref, player_ids=friends()), max(1, n // 4)
+    results["names: 200 ids (pipelined HMGETs)"] = timed(
+        lambda: player_names_get(player_ids=friends()), max(1, n // 4)
     )
     if args.skip_pg:
         return results
@@ -422,14 +547,33 @@ def http_benchmarks(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             source = response.headers["X-Leaderboard-Source"]
         print(f"gunicorn up ({args.workers} workers); top list source: {source}")
         rng = random.Random(2)
-        friend_ids = ",".join(str(rng.randint(1, args.players)) for _ in range(200))
-        runs = {
-            "bare Django view": (["/bench/bare"], None),
-            "top 100 (snapshot)": ([f"{board}/top?limit=100"], None),
-            "player entry": ([""], [f"{board}/players/{{id}}", str(args.players)]),
-            "around r=5": ([""], [f"{board}/players/{{id}}/around?radius=5", str(args.players)]),
-            "friends 200": ([f"{board}/friends?ids={friend_ids}"], None),
-        }
+        friends = [rng.randint(1, args.players) for _ in range(200)]
+
+        def board_runs(base_path: str, offset: int) -> dict[str, tuple[list[str], Any]]:
+            ids = ",".join(str(offset + friend) for friend in friends)
+            around = f"{base_path}/players/{{id}}/around?radius=5"
+            return {
+                "top 100 (snapshot)": ([f"{base_path}/top?limit=100"], None),
+                "player entry": (
+                    [""],
+                    [f"{base_path}/players/{{id}}", str(args.players), str(offset)],
+                ),
+                "around r=5": ([""], [around, str(args.players), str(offset)]),
+                "friends 200": ([f"{base_path}/friends?ids={ids}"], None),
+            }
+
+        named = board_runs(board, 0)
+        unnamed = (
+            board_runs(f"/api/seasons/{SEASON_ID}/boards/{UNNAMED_BOARD}", UNNAMED_OFFSET)
+            if args.names
+            else {}
+        )
+        runs: dict[str, tuple[list[str], Any]] = {"bare Django view": (["/bench/bare"], None)}
+        for name, run in named.items():
+            # Without names first, then with, back to back (see UNNAMED_BOARD).
+            if name in unnamed:
+                runs[name + NO_NAMES] = unnamed[name]
+            runs[name] = run
         results: dict[str, dict[str, float]] = {}
         for name, (paths, script_args) in runs.items():
             print(f"wrk: {name} ...")
@@ -505,6 +649,36 @@ def summarize(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+# (the report's part, the operation, the figure compared, its label, the target: at most or at
+# least that ratio of the figure with names to the one without)
+_NAMES_TARGETS = [
+    ("http", "player entry", " · 1 conn", "p50_ms", "player entry p50 (1 conn)", "<=", 1.25),
+    ("http", "around r=5", " · 1 conn", "p50_ms", "around r=5 p50 (1 conn)", "<=", 1.25),
+    ("http", "friends 200", " · 1 conn", "p50_ms", "friends 200 p50 (1 conn)", "<=", 1.25),
+    ("http", "top 100 (snapshot)", " · load", "rps", "top-100 throughput (load)", ">=", 0.9),
+    ("python", "selector: player entry (Lua)", "", "p50_ms", "selector player p50", "<=", 1.25),
+    ("python", "selector: around r=5 (Lua)", "", "p50_ms", "selector around p50", "<=", 1.25),
+    ("python", "selector: friends 200 (Lua)", "", "p50_ms", "selector friends p50", "<=", 1.25),
+]
+
+
+def summarize_names(report: dict[str, Any]) -> list[str]:
+    """Each figure on the named board against the same figure on the unnamed one."""
+    lines = []
+    for part, operation, mode, column, label, sense, target in _NAMES_TARGETS:
+        rows = report.get(part)
+        if not rows:
+            continue
+        before = rows[operation + NO_NAMES + mode][column]
+        after = rows[operation + mode][column]
+        unit = "req/s" if column == "rps" else "ms"
+        lines.append(
+            f"names: {label} {after:,.3f} {unit} with vs {before:,.3f} without = "
+            f"{after / before:.2f}x (target {sense} {target}x)"
+        )
+    return lines
+
+
 def describe_redis() -> str:
     """Where the board lives, for the report's heading."""
     from django.conf import settings
@@ -532,6 +706,8 @@ def main() -> None:
     print(f"Read benchmark, {mode}")
     load(args, season)
     report: dict[str, Any] = {"players": args.players, "args": vars(args), "mode": mode}
+    if args.names:
+        names_load(args)
     report["python"] = python_benchmarks(args, season)
     print()
     print(
@@ -553,6 +729,8 @@ def main() -> None:
             )
         )
     summary = [mode, *summarize(report)]
+    if args.names:
+        summary += summarize_names(report)
     print()
     print("\n".join(f"- {line}" for line in summary))
     report["summary"] = summary

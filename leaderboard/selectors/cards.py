@@ -44,7 +44,7 @@ def player_card_get(*, player_id: int) -> PlayerCard | None:
     for board in board_list_live():
         if board.season.status != SeasonStatus.ACTIVE:
             continue
-        standing = board_player_get(board=board, player_id=player_id)
+        standing = board_player_get(board=board, player_id=player_id, named=False)
         if standing is not None:
             standings.append(
                 CardBoard(

@@ -9,6 +9,7 @@ script, so its ranks come from a single board state.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -16,10 +17,13 @@ from typing import Any, cast
 
 from .. import keys
 from ..codec import ScoreCodec
-from ..redis import get_board_read_redis, reads_from_replicas
+from ..player_names import player_names_get
+from ..redis import get_board_read_redis, reads_from_replicas, redis_unavailable
 from ..scripts import read_script_call
 from ._guards import guard_keys
 from .boards import BoardRef
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +31,41 @@ class RankingEntry:
     rank: int
     player_id: int
     points: int
+    # The player's visible name and ISO country from the name cache (leaderboard/
+    # player_names.py); None when unknown, hidden by staff, or the cache could not be read.
+    display_name: str | None = None
+    country: str | None = None
+
+
+def entries_named(entries: Sequence[RankingEntry]) -> list[RankingEntry]:
+    """``entries`` with their players' names, read in one round trip (player_names_get).
+
+    Names are an adornment of an answer the board already gave: when the name cache cannot be
+    read (its Redis node down while the board's answered, a cluster slot moving) the entries
+    go out with null names rather than turn a good read into a 503. A cache that lost its keys
+    (before its rebuild) reads as unknown names the same way, by itself."""
+    if not entries:
+        return []
+    try:
+        names = player_names_get(player_ids=[entry.player_id for entry in entries])
+    except Exception as exc:
+        if not redis_unavailable(exc):
+            raise
+        logger.warning("name cache unreadable, entries served without names: %s", exc)
+        return list(entries)
+    named: list[RankingEntry] = []
+    for entry in entries:
+        name = names[entry.player_id]
+        named.append(
+            RankingEntry(
+                rank=entry.rank,
+                player_id=entry.player_id,
+                points=entry.points,
+                display_name=name.display_name,
+                country=name.country,
+            )
+        )
+    return named
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +139,9 @@ def board_page_get(
         board, "board_page", key=board_key, args=[start, start + count - 1]
     )
     codec = board.codec
-    return ranked_entries(flat=flat, start=start, first_rank=int(first_rank), codec=codec)
+    return entries_named(
+        ranked_entries(flat=flat, start=start, first_rank=int(first_rank), codec=codec)
+    )
 
 
 def board_ranks_get(*, board: BoardRef, start_rank: int, count: int) -> list[RankingEntry]:
@@ -134,8 +175,11 @@ def _player_script(*, board: BoardRef, player_id: int, radius: int) -> list[obje
     return cast(list[object] | None, result)
 
 
-def board_player_get(*, board: BoardRef, player_id: int) -> PlayerStanding | None:
-    """The player's standing on the board, or None if they have no score."""
+def board_player_get(
+    *, board: BoardRef, player_id: int, named: bool = True
+) -> PlayerStanding | None:
+    """The player's standing on the board, or None if they have no score; ``named=False``
+    skips the name read (the card, which reads the profile itself, once for all boards)."""
     result = _player_script(board=board, player_id=player_id, radius=-1)
     if result is None:
         return None
@@ -153,8 +197,9 @@ def board_player_get(*, board: BoardRef, player_id: int) -> PlayerStanding | Non
         # an asc one.
         gap = codec.decode_points(next_score) - points
         to_next = (-gap if board.ascending else gap) + 1
+    entry = RankingEntry(rank=rank, player_id=player_id, points=points)
     return PlayerStanding(
-        entry=RankingEntry(rank=rank, player_id=player_id, points=points),
+        entry=entries_named([entry])[0] if named else entry,
         total=total,
         percentile=round((total - rank + 1) * 100 / total, 2),
         points_to_next_rank=to_next,
@@ -168,7 +213,9 @@ def board_around_get(*, board: BoardRef, player_id: int, radius: int) -> list[Ra
         return []
     start, first_rank = int(cast(int, result[4])), int(cast(int, result[5]))
     window = cast(list[bytes], result[6])
-    return ranked_entries(flat=window, start=start, first_rank=first_rank, codec=board.codec)
+    return entries_named(
+        ranked_entries(flat=window, start=start, first_rank=first_rank, codec=board.codec)
+    )
 
 
 def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[RankingEntry]:
@@ -194,4 +241,4 @@ def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[Ranking
     # the friends list agrees with the top list and the pages.
     entries.sort(key=lambda entry: str(entry.player_id), reverse=True)
     entries.sort(key=lambda entry: entry.rank)
-    return entries
+    return entries_named(entries)

@@ -29,7 +29,7 @@ from ..redis import get_board_read_redis, get_board_redis
 from ..scripts import get_script, read_script_call
 from ._guards import guard_keys
 from .boards import BoardRef
-from .rankings import BoardUnavailableError, RankingEntry, ranked_entries
+from .rankings import BoardUnavailableError, RankingEntry, entries_named, ranked_entries
 
 logger = logging.getLogger(__name__)
 
@@ -70,14 +70,36 @@ class TopRead:
 def board_top_read(*, board: BoardRef, count: int) -> TopRead:
     """The board's top ``count`` entries with the Redis clock at that read, in one script on the
     board's master: a snapshot is taken with it, and a live top list is read with it, so their
-    versions come from one clock and order them as the board's states (docs/read-api.md)."""
+    versions come from one clock and order them as the board's states (docs/read-api.md).
+    The entries carry their names, read from the name cache just after (one more round trip):
+    the snapshot stores them, so a top list served from it costs no name read."""
     seconds, micros, intact, flat = get_script(get_board_redis(), "board_top")(
         keys=[keys.board(board_id=board.id), *guard_keys(board)], args=[count]
     )
+    entries = ranked_entries(flat=flat, start=0, first_rank=1, codec=board.codec)
     return TopRead(
         version=int(seconds) * 1_000_000 + int(micros),
         intact=bool(int(intact)),
-        entries=tuple(ranked_entries(flat=flat, start=0, first_rank=1, codec=board.codec)),
+        entries=tuple(entries_named(entries) if int(intact) else entries),
+    )
+
+
+def top_snapshot_row(entry: RankingEntry) -> list[int | str | None]:
+    """One entry as the snapshot stores it: ``[rank, player, points, name, country]``."""
+    return [entry.rank, entry.player_id, entry.points, entry.display_name, entry.country]
+
+
+def _top_snapshot_entry(row: list[int | str | None]) -> RankingEntry:
+    # A snapshot written before names were stored holds [rank, player, points]: no names,
+    # until the next refresh (a second later) rewrites it.
+    rank, player, points, *named = row
+    name, country = [*named, None, None][:2]
+    return RankingEntry(
+        rank=int(rank),  # type: ignore[arg-type]
+        player_id=int(player),  # type: ignore[arg-type]
+        points=int(points),  # type: ignore[arg-type]
+        display_name=None if name is None else str(name),
+        country=None if country is None else str(country),
     )
 
 
@@ -88,10 +110,7 @@ def top_snapshot_decode(*, raw: bytes | str, board_id: int) -> TopSnapshot | Non
         snapshot = TopSnapshot(
             board_id=int(body["boardId"]),
             generated_at=float(body["generatedAt"]),
-            entries=tuple(
-                RankingEntry(rank=int(rank), player_id=int(player), points=int(points))
-                for rank, player, points in body["entries"]
-            ),
+            entries=tuple(_top_snapshot_entry(row) for row in body["entries"]),
             version=int(body["version"]),
         )
     except (ValueError, KeyError, TypeError) as exc:

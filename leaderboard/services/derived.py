@@ -19,7 +19,7 @@ from leaderboard.models import ScoringRule
 from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.scripts import get_script
 from leaderboard.selectors.boards import BoardRef, board_list_live
-from leaderboard.selectors.top import TOP_SNAPSHOT_SIZE, board_top_read
+from leaderboard.selectors.top import TOP_SNAPSHOT_SIZE, board_top_read, top_snapshot_row
 
 from .rebuild import spec_args
 
@@ -35,7 +35,8 @@ class WeeklyBuildError(RuntimeError):
 
 
 def top_snapshot_refresh(*, board: BoardRef) -> int:
-    """Store the board's top entries, encoded once, for every API process to serve.
+    """Store the board's top entries with their names, encoded once, for every API process to
+    serve.
 
     The top is read with the Redis clock in one script (board_top.lua): that time, in
     microseconds, is the snapshot's version. The write (top_snapshot_write.lua) keeps the stored
@@ -54,7 +55,10 @@ def top_snapshot_refresh(*, board: BoardRef) -> int:
     if not read.intact:
         write(keys=[snapshot_key, version_key], args=[read.version, "", ttl])
         return 0
-    rows = [[entry.rank, entry.player_id, entry.points] for entry in read.entries]
+    # The names too (board_top_read joins them): every refresh rewrites the document under a
+    # new version even when the scores did not move, so a rename or a staff hide reaches the
+    # snapshot within one refresh period, and serving the top list costs no name read.
+    rows = [top_snapshot_row(entry) for entry in read.entries]
     body = {
         "boardId": board.id,
         "generatedAt": time.time(),

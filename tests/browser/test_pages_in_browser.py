@@ -183,3 +183,26 @@ def test_the_live_list_ignores_an_answer_older_than_the_one_on_screen(page, boar
     assert calls[0].get("if-none-match") == rendered_etag
     assert calls[2].get("if-none-match") == f'"{newer}-902"'
     assert calls[3].get("if-none-match") == f'"{newer}-902"'
+
+
+def test_the_live_list_shows_names_and_flags_and_redraws_a_rename(page, board_redis):
+    from players.schema import ProfileUpdate
+    from players.services import player_profiles_upsert
+
+    season = _live_season()
+    write_season_board(board_redis, season)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    player_profiles_upsert(profiles=[ProfileUpdate(2, "Alice", "FR", None, at)])
+    page.goto(f"/seasons/{season.id}")
+    table = page.locator("table[data-live-url]")
+    first = table.locator('tbody tr[data-player="2"]')
+    expect(first.locator("a")).to_have_text("Alice")
+    expect(first.locator(".flag")).to_have_text("\U0001f1eb\U0001f1f7")
+    expect(table.locator('tbody tr[data-player="6"] a')).to_have_text("Player 6")
+    # A rename (scores unchanged) reaches the open page through live.js, flag redrawn too.
+    later = at + timedelta(hours=1)
+    player_profiles_upsert(profiles=[ProfileUpdate(2, "Alicia", "JP", None, later)])
+    expect(first.locator("a")).to_have_text("Alicia", timeout=5000)
+    expect(first.locator(".flag")).to_have_text("\U0001f1ef\U0001f1f5")
+    expect(first.locator(".flag")).to_have_attribute("aria-label", "JP")
+    assert page.evaluate("performance.getEntriesByType('navigation').length") == 1  # no reload

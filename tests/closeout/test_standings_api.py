@@ -11,6 +11,7 @@ from tests.factories import MatchResultFactory, SeasonFactory
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 END = START + timedelta(days=30)
+NO_NAME = {"displayName": None, "country": None}
 
 # A close-out waits for the match-results topic to drain: give it an empty one.
 pytestmark = pytest.mark.usefixtures("drained_match_results")
@@ -58,9 +59,27 @@ def test_standings_of_a_closed_season(api: APIClient, season) -> None:
     assert response.json() == {
         "seasonId": season.id,
         "entries": [
-            {"rank": 1, "playerId": 8, "points": 500, "reachedAt": "2026-10-01T00:00:30Z"},
-            {"rank": 2, "playerId": 9, "points": 300, "reachedAt": "2026-10-01T00:01:00Z"},
-            {"rank": 3, "playerId": 7, "points": 300, "reachedAt": "2026-10-01T00:01:30Z"},
+            {
+                "rank": 1,
+                "playerId": 8,
+                "points": 500,
+                **NO_NAME,
+                "reachedAt": "2026-10-01T00:00:30Z",
+            },
+            {
+                "rank": 2,
+                "playerId": 9,
+                "points": 300,
+                **NO_NAME,
+                "reachedAt": "2026-10-01T00:01:00Z",
+            },
+            {
+                "rank": 3,
+                "playerId": 7,
+                "points": 300,
+                **NO_NAME,
+                "reachedAt": "2026-10-01T00:01:30Z",
+            },
         ],
     }
     response = api.get(f"/api/seasons/{season.id}/standings?limit=2")

@@ -49,5 +49,14 @@ def write_daily_board(client, season: Season, day: date, entries) -> None:
     )
 
 
-def entry(rank: int, player: int, points: int) -> dict[str, int]:
-    return {"rank": rank, "playerId": player, "points": points}
+def entry(
+    rank: int, player: int, points: int, name: str | None = None, country: str | None = None
+) -> dict[str, int | str | None]:
+    """An entry as the API answers it (no name unless given: the player has no profile)."""
+    return {
+        "rank": rank,
+        "playerId": player,
+        "points": points,
+        "displayName": name,
+        "country": country,
+    }

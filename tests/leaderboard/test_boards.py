@@ -32,6 +32,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TOPIC = "boards-test"
 START = datetime(2026, 10, 1, tzinfo=UTC)
 KINDS = [(order, rule) for order in BoardOrder.values for rule in ScoringRule.values]
+# Players without a profile: no name on their entries.
+NO_NAME = {"displayName": None, "country": None}
 
 
 def slug(order: str, rule: str) -> str:
@@ -91,19 +93,27 @@ def ingest(results: Sequence[Result], *, first_offset: int = 0, partition: int =
     return letters
 
 
-def ranking(board, scores: dict[int, int]) -> list[dict[str, int]]:
+def ranking(board, scores: dict[int, int]) -> list[dict[str, Any]]:
     """The contract's entries for a board holding ``scores`` (player -> encoded score)."""
     codec = as_board(board).codec
     # Redis: score descending, then member (as bytes) descending among equal scores.
     ordered = sorted(scores.items(), key=lambda item: (item[1], str(item[0])), reverse=True)
-    entries = []
+    entries: list[dict[str, Any]] = []
     previous = None
     rank = 0
     for position, (player, score) in enumerate(ordered, start=1):
         if score != previous:
             rank = position
         previous = score
-        entries.append({"rank": rank, "playerId": player, "points": codec.decode_points(score)})
+        entries.append(
+            {
+                "rank": rank,
+                "playerId": player,
+                "points": codec.decode_points(score),
+                "displayName": None,
+                "country": None,
+            }
+        )
     return entries
 
 
@@ -127,7 +137,7 @@ def test_every_endpoint_of_every_order_and_rule(client, kinds_season, order, rul
     for entry in want[:: max(1, len(want) // 6)]:
         player = entry["playerId"]
         standing = get(client, f"{base}/players/{player}")
-        assert {k: standing[k] for k in ("rank", "playerId", "points")} == entry
+        assert {k: standing[k] for k in entry} == entry
         position = want.index(entry)
         around = get(client, f"{base}/players/{player}/around?radius=2")
         assert around == want[max(0, position - 2) : position + 3]
@@ -163,9 +173,9 @@ def test_asc_ranks_the_lowest_first_and_ties_go_to_the_first_reached(client, kin
     ingest(results)
     top = get(client, f"/api/seasons/{kinds_season.id}/boards/asc-best/top")
     assert top == [
-        {"rank": 1, "playerId": 3, "points": 88_000},
-        {"rank": 2, "playerId": 2, "points": 88_000},
-        {"rank": 3, "playerId": 1, "points": 90_500},
+        {"rank": 1, "playerId": 3, "points": 88_000, **NO_NAME},
+        {"rank": 2, "playerId": 2, "points": 88_000, **NO_NAME},
+        {"rank": 3, "playerId": 1, "points": 90_500, **NO_NAME},
     ]
     standing = get(client, f"/api/seasons/{kinds_season.id}/boards/asc-best/players/1")
     # Down by 2,501 ms to pass player 2.
@@ -287,7 +297,7 @@ def test_boards_list_unknown_board_and_the_main_paths(client, kinds_season) -> N
     assert get(client, "/api/seasons/999999/boards", status=404)
     legacy = get(client, f"/api/seasons/{kinds_season.id}/leaderboard/top")
     assert legacy == get(client, f"/api/seasons/{kinds_season.id}/boards/main/top")
-    assert legacy == [{"rank": 1, "playerId": 5, "points": 70}]
+    assert legacy == [{"rank": 1, "playerId": 5, "points": 70, **NO_NAME}]
 
 
 def test_an_unknown_board_is_a_dead_letter_with_its_reason(kinds_season) -> None:

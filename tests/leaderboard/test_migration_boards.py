@@ -330,7 +330,7 @@ def _staff_permissions() -> dict[str, Any]:
 # --- the reference ----------------------------------------------------------------------------
 
 
-def _entries(scores: dict[int, int], codec: ScoreCodec) -> list[dict[str, int]]:
+def _entries(scores: dict[int, int], codec: ScoreCodec) -> list[dict[str, Any]]:
     """A board's entries in Redis's order (score descending, then member bytes descending),
     with competition ranks (identical scores share one)."""
     ordered = sorted(scores.items(), key=lambda kv: (kv[1], str(kv[0])), reverse=True)
@@ -339,6 +339,9 @@ def _entries(scores: dict[int, int], codec: ScoreCodec) -> list[dict[str, int]]:
             "rank": 1 + sum(1 for other in scores.values() if other > score),
             "playerId": player,
             "points": codec.decode(score).points,
+            # No profiles in these boards.
+            "displayName": None,
+            "country": None,
         }
         for player, score in ordered
     ]
@@ -354,6 +357,8 @@ def _player(scores: dict[int, int], codec: ScoreCodec, player: int) -> dict[str,
         "rank": rank,
         "playerId": player,
         "points": points,
+        "displayName": None,
+        "country": None,
         "total": total,
         "percentile": round((total - rank + 1) * 100 / total, 2),
         "pointsToNextRank": codec.decode(min(above)).points - points + 1 if above else None,
@@ -490,6 +495,8 @@ def test_boards_migration_keeps_every_row_and_every_answer_of_the_read_api(old_a
                 "rank": rank,
                 "playerId": player,
                 "points": codec.decode(score).points,
+                "displayName": None,
+                "country": None,
                 "reachedAt": _DATETIME.to_representation(
                     closed.starts_at + codec.decode(score).elapsed
                 ),

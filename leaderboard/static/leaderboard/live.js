@@ -67,6 +67,37 @@
     return td;
   }
 
+  // The flag of an ISO 3166-1 alpha-2 code as its two regional-indicator symbols (FR -> the
+  // French flag in the reader's own emoji font: no image, no request), as the server renders
+  // it (leaderboard/templatetags/names.py); "" for anything else.
+  function flag(country) {
+    if (typeof country !== "string" || !/^[A-Za-z]{2}$/.test(country)) { return ""; }
+    var upper = country.toUpperCase();
+    return String.fromCodePoint(0x1F1E6 + upper.charCodeAt(0) - 65, 0x1F1E6 + upper.charCodeAt(1) - 65);
+  }
+
+  // The player cell: the flag, then the name linked to the player's page ("Player <id>" for a
+  // player without a name to show: unknown, or hidden by staff).
+  function playerCell(entry, player) {
+    var td = document.createElement("td");
+    var mark = flag(entry.country);
+    if (mark) {
+      var span = document.createElement("span");
+      span.className = "flag";
+      span.setAttribute("role", "img");
+      span.setAttribute("aria-label", entry.country);
+      span.title = entry.country;
+      span.textContent = mark;
+      td.appendChild(span);
+      td.appendChild(document.createTextNode(" "));
+    }
+    var link = document.createElement("a");
+    link.href = playerUrl + "?player=" + encodeURIComponent(player);
+    link.textContent = entry.displayName || "Player " + player;
+    td.appendChild(link);
+    return td;
+  }
+
   function render(entries) {
     var before = shown();
     var hadRows = Object.keys(before).length > 0;
@@ -81,12 +112,7 @@
       if (hadRows && before[player] !== entry.rank + ":" + entry.points) { classes.push("changed"); }
       if (classes.length) { tr.className = classes.join(" "); }
       tr.appendChild(cell(String(entry.rank), true));
-      var td = document.createElement("td");
-      var link = document.createElement("a");
-      link.href = playerUrl + "?player=" + encodeURIComponent(player);
-      link.textContent = player;
-      td.appendChild(link);
-      tr.appendChild(td);
+      tr.appendChild(playerCell(entry, player));
       tr.appendChild(cell(String(entry.points), true));
       fragment.appendChild(tr);
     });

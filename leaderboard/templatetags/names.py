@@ -1,0 +1,29 @@
+"""How the pages show a player: the name, or "Player <id>", and a flag drawn from the country.
+
+The flag is the pair of Unicode regional-indicator symbols of the ISO code (FR -> U+1F1EB
+U+1F1F7), which the reader's own fonts draw as the flag: no image, no request to anyone.
+live.js computes the same two symbols for the rows it redraws.
+"""
+
+from __future__ import annotations
+
+from django import template
+
+register = template.Library()
+
+_REGIONAL_A = 0x1F1E6
+
+
+@register.filter
+def flag(country: str | None) -> str:
+    """The flag emoji of an ISO 3166-1 alpha-2 code; "" for none or anything else."""
+    if not country or len(country) != 2 or not country.isascii() or not country.isalpha():
+        return ""
+    return "".join(chr(_REGIONAL_A + ord(letter) - ord("A")) for letter in country.upper())
+
+
+@register.filter
+def player_label(entry: object) -> str:
+    """An entry's display name, or "Player <id>" when the player has none to show."""
+    name = getattr(entry, "display_name", None)
+    return name if name else f"Player {getattr(entry, 'player_id', '')}"
