@@ -43,6 +43,7 @@ from .dead_letters import DeadLetterSink, KafkaDeadLetterSink, dead_letter_produ
 from .kafka_adapter import group_coordinator_connected
 from .kafka_watch import KafkaWatch
 from .offsets import next_offsets, offsets_commit, owed_offsets_commit, partition_lags
+from .poll_watchdog import PollWatchdog
 from .retrying import Backoff, ConsumerStopping
 from .services import match_results_ingest, player_profiles_ingest
 from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
@@ -71,6 +72,8 @@ class ConsumerOptions:
     # The player-profiles topic and its dead-letter topic; "" : not consumed.
     profiles_topic: str = ""
     profiles_dead_letter_topic: str = ""
+    # A poll() that has not returned after this long ends the process (poll_watchdog.py); 0: off.
+    poll_stall_seconds: float = 360.0
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> ConsumerOptions:
@@ -89,6 +92,7 @@ class ConsumerOptions:
             kafka_reconnect_backoff_max_ms=settings.INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS,
             profiles_topic=settings.KAFKA_PLAYER_PROFILES_TOPIC,
             profiles_dead_letter_topic=settings.KAFKA_PLAYER_PROFILES_DEAD_LETTER_TOPIC,
+            poll_stall_seconds=settings.INGEST_POLL_STALL_SECONDS,
         )
         return replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -110,6 +114,7 @@ class MatchResultConsumer:
         self._board_redis = BoardRedisWatch(
             topic=options.topic, interval_seconds=options.failover_check_seconds
         )
+        self._watchdog = PollWatchdog(limit_seconds=options.poll_stall_seconds)
 
     def request_stop(self) -> None:
         self.stop_event.set()
@@ -198,12 +203,14 @@ class MatchResultConsumer:
                 + ([self.options.profiles_dead_letter_topic] if self.options.profiles_topic else [])
             ),
         )
+        self._watchdog.start()
         try:
             while not self.stop_event.is_set():
-                polled = consumer.poll(
-                    timeout_ms=self.options.poll_timeout_ms,
-                    max_records=self.options.max_poll_records,
-                )
+                with self._watchdog.polling():
+                    polled = consumer.poll(
+                        timeout_ms=self.options.poll_timeout_ms,
+                        max_records=self.options.max_poll_records,
+                    )
                 if polled:
                     self._handle(consumer, polled, sink, profiles_sink)
                 self._kafka.observe(
@@ -219,6 +226,7 @@ class MatchResultConsumer:
         except ConsumerStopping as exc:
             logger.warning("%s; the uncommitted batch will be delivered again", exc)
         finally:
+            self._watchdog.stop()
             committed = owed_offsets_commit(
                 consumer=consumer, owed=self._owed, poll_timeout_ms=self.options.poll_timeout_ms
             )

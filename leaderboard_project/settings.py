@@ -264,6 +264,10 @@ INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS = env.int(
 # How often each consumer asks the boards' Redis who its masters are: a change (a replica
 # promoted, a restart) makes it look for writes the old master lost and rebuild those boards.
 INGEST_FAILOVER_CHECK_SECONDS = env.float("INGEST_FAILOVER_CHECK_SECONDS", default=1.0)
+# A Kafka poll() that has not returned after this long ends the consumer process, for its
+# supervisor to restart (ingestion/poll_watchdog.py: a stuck client); above the longest poll a
+# group rebalance can make (max.poll.interval.ms, 300 s). 0 turns the watchdog off.
+INGEST_POLL_STALL_SECONDS = env.float("INGEST_POLL_STALL_SECONDS", default=360.0)
 # Kafka static membership id of this consumer process (e.g. the pod name); empty = dynamic.
 INGEST_GROUP_INSTANCE_ID = env.str("INGEST_GROUP_INSTANCE_ID", default="")
 
