@@ -23,7 +23,7 @@ def test_a_poll_that_outlasts_the_limit_is_reported_once_with_how_long_it_hung()
     poller = threading.Thread(target=stuck_poll)
     poller.start()
     try:
-        wait_until(lambda: stalls, timeout=5)
+        wait_until(lambda: bool(stalls), timeout=5)
     finally:
         release.set()
         poller.join()
