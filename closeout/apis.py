@@ -12,7 +12,12 @@ from rest_framework.response import Response
 from leaderboard import openapi
 from leaderboard.apis import PublicApi
 from leaderboard.models import MAIN_BOARD
-from leaderboard.serializers import ErrorSerializer, country_field, display_name_field
+from leaderboard.serializers import (
+    ErrorSerializer,
+    MetadataField,
+    country_field,
+    display_name_field,
+)
 
 from .selectors import SeasonNotFinal, final_standings_list
 
@@ -25,6 +30,7 @@ class FinalEntrySerializer(serializers.Serializer):
     points = serializers.IntegerField()
     displayName = display_name_field(source="display_name")
     country = country_field()
+    metadata = MetadataField()
     reachedAt = serializers.DateTimeField(source="reached_at")
 
 

@@ -106,6 +106,8 @@ class FinalStanding(models.Model):
     points = models.BigIntegerField()
     # The moment the board credits the score to (season start + whole ticks), as the board shows.
     reached_at = models.DateTimeField()
+    # On a board that keeps metadata, the deciding result's (contract 0.3); null elsewhere.
+    metadata = models.JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "seasons_finalstanding"

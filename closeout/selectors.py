@@ -7,12 +7,15 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from kafka import KafkaConsumer, TopicPartition
 
 from leaderboard.models import MAIN_BOARD, Board
 from leaderboard.selectors.boards import BoardRef
+from leaderboard.selectors.metadata import entries_with_metadata
+from leaderboard.selectors.rankings import NOT_KEPT
 from leaderboard.selectors.scores import board_scores_top
 from players.selectors import player_profiles_get
 from seasons.models import Season, SeasonStatus
@@ -26,15 +29,23 @@ class StandingRow:
     player_id: int
     points: int
     reached_at: datetime
+    # The deciding result's metadata on a board that keeps metadata; NOT_KEPT elsewhere.
+    metadata: Any = NOT_KEPT
+
+    @property
+    def stored_metadata(self) -> Any:
+        """As FinalStanding stores it: null where the board keeps none."""
+        return None if self.metadata is NOT_KEPT else self.metadata
 
 
 def board_standings_compute(*, board: BoardRef, limit: int) -> list[StandingRow]:
     """The board's top ``limit`` from PostgreSQL (the aggregation a rebuild loads), never from
     Redis, which may have lost writes. Ranks follow the board: encoded score, then the lower
-    player id for an exact tie, so ranks are distinct and reproducible."""
+    player id for an exact tie, so ranks are distinct and reproducible. On a board that keeps
+    metadata, each row carries its deciding result's."""
     codec = board.codec
     starts_at = board.season.starts_at
-    return [
+    rows = [
         StandingRow(
             rank=index,
             player_id=score.player_id,
@@ -44,6 +55,7 @@ def board_standings_compute(*, board: BoardRef, limit: int) -> list[StandingRow]
         )
         for index, score in enumerate(board_scores_top(board=board, limit=limit), start=1)
     ]
+    return entries_with_metadata(board=board, entries=rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +70,7 @@ class FinalEntry:
     reached_at: datetime
     display_name: str | None = None
     country: str | None = None
+    metadata: Any = NOT_KEPT
 
 
 class SeasonNotFinal(Exception):
@@ -73,7 +86,11 @@ def final_standings_list(
     season = Season.objects.filter(id=season_id).only("id", "status").first()
     if season is None:
         raise SeasonNotFinal(f"season {season_id} does not exist")
-    board = Board.objects.filter(season_id=season_id, slug=board_slug).only("id").first()
+    board = (
+        Board.objects.filter(season_id=season_id, slug=board_slug)
+        .only("id", "keeps_metadata")
+        .first()
+    )
     if board is None:
         raise SeasonNotFinal(f"season {season_id} has no board {board_slug[:40]!r}")
     if season.status != SeasonStatus.CLOSED:
@@ -93,6 +110,7 @@ def final_standings_list(
                 reached_at=standing.reached_at,
                 display_name=None if profile is None else profile.visible_name,
                 country=None if profile is None else profile.country,
+                metadata=standing.metadata if board.keeps_metadata else NOT_KEPT,
             )
         )
     return entries

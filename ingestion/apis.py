@@ -31,7 +31,7 @@ from players.services import player_profiles_upsert
 
 from .authentication import GameServerTokenAuthentication, HasActiveGameServerToken
 from .parsers import BoundedJSONParser
-from .schema import POINTS_CEILING
+from .schema import METADATA_MAX_BYTES, POINTS_CEILING
 from .services import (
     HTTP_MAX_RESULTS_PER_REQUEST,
     MatchResultsRejected,
@@ -63,6 +63,19 @@ _RESULT_ITEM: dict[str, Any] = {
             "description": "RFC 3339 with seconds and an offset.",
         },
         "board": {"type": "string", "pattern": BOARD_SLUG_PATTERN, "default": "main"},
+        "displayName": {
+            "type": "string",
+            "nullable": True,
+            "description": "The player's name as of achievedAt (a bad one is skipped; the "
+            "result counts).",
+        },
+        "metadata": {
+            "type": "object",
+            "nullable": True,
+            "additionalProperties": True,
+            "description": f"At most {METADATA_MAX_BYTES} bytes as compact UTF-8 JSON; kept by "
+            "boards created with --metadata (invalid_metadata, metadata_too_large otherwise).",
+        },
     },
     # Producers may add fields before consumers know them; they are ignored.
     "additionalProperties": True,

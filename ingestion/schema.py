@@ -9,6 +9,9 @@ One UTF-8 JSON object per player result (see DESIGN.md, "Contracts > Kafka")::
 ``displayName`` is optional (contract 0.3): the player's name, as of ``achievedAt``. It is
 carried as sent and checked by the batch handler (players/schema.py), because a bad name never
 sets the result aside: the result counts, the name is skipped (docs/ingestion.md).
+``metadata`` is optional (contract 0.3): a JSON object of at most 512 bytes in its compact UTF-8
+form, carried in that form; anything else sets the result aside (``invalid_metadata``,
+``metadata_too_large``), whatever its board keeps.
 
 ``message_decode`` has two paths that accept exactly the same messages with the same values.
 The fast one decodes with msgspec into a typed Struct (types, integer bounds and the board slug
@@ -98,6 +101,10 @@ POINTS_TOO_LARGE = "points_too_large"
 # achievedAt is later than the receiver's clock allows (now + INGEST_MAX_FUTURE_SKEW_SECONDS):
 # the sender's clock would otherwise decide ties against every honest result.
 ACHIEVED_IN_FUTURE = "achieved_in_future"
+# metadata (contract 0.3) is not a JSON object, or its compact UTF-8 form is too long.
+INVALID_METADATA = "invalid_metadata"
+METADATA_TOO_LARGE = "metadata_too_large"
+METADATA_MAX_BYTES = 512
 # A check failed in a way it should not (a bug): the message is set aside, never a stop.
 UNEXPECTED = "unexpected_error"
 
@@ -115,6 +122,9 @@ class MatchResultMessage(msgspec.Struct, frozen=True, gc=False):
     # The optional displayName as sent (contract 0.3), unchecked; "" stands for a value that
     # is not a string (never a valid name either). None: absent or null.
     display_name: str | None = None
+    # The optional metadata (contract 0.3), a JSON object in its compact UTF-8 form (checked:
+    # at most METADATA_MAX_BYTES). None: absent or null.
+    metadata: bytes | None = None
 
     def to_contract(self) -> dict[str, Any]:
         """The contract's JSON object (camelCase), e.g. to publish it."""
@@ -130,6 +140,8 @@ class MatchResultMessage(msgspec.Struct, frozen=True, gc=False):
             body["board"] = self.board
         if self.display_name is not None:
             body["displayName"] = self.display_name
+        if self.metadata is not None:
+            body["metadata"] = json_loads_exact(self.metadata.decode())
         return body
 
     def to_bytes(self) -> bytes:
@@ -157,6 +169,8 @@ class _WireMessage(msgspec.Struct, frozen=True, gc=False, rename="camel"):
     achieved_at: str
     board: Annotated[str, msgspec.Meta(pattern=_BOARD_SLUG.pattern)] = MAIN_BOARD
     display_name: str | None = None
+    # msgspec refuses an integer past 64 bits here (the checked path keeps it exact).
+    metadata: dict[str, Any] | None = None
 
 
 _wire_decoder = msgspec.json.Decoder(_WireMessage)
@@ -226,6 +240,80 @@ def integers_read_as_floats(value: object) -> bool:
     )
 
 
+def _metadata_has_float(data: object) -> bool:
+    """Whether the metadata may hold an integer literal orjson read as a float (past 64 bits):
+    only the exact parse keeps such metadata as sent. Floats are rare on this path (the fast
+    path takes ASCII messages), so checking for any float is enough."""
+    if not isinstance(data, dict):
+        return False
+    metadata = data.get("metadata")
+    return isinstance(metadata, dict) and _holds(metadata, float)
+
+
+def _holds(value: object, kind: type) -> bool:
+    """Whether a parsed JSON value holds a value of exactly the type ``kind``."""
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is kind:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def metadata_compact(value: object) -> bytes | None:
+    """The metadata field's value in its compact UTF-8 form; MessageRejected when it is not a
+    JSON object or that form is longer than METADATA_MAX_BYTES. None (absent or null) is None.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise MessageRejected(
+            INVALID_METADATA,
+            f"metadata must be a JSON object, got {_json_type(value)}",
+            field="metadata",
+        )
+    if _holds(value, IntegerLiteralTooLong):
+        raise MessageRejected(
+            INVALID_METADATA,
+            "metadata holds an integer literal too long to keep exactly",
+            field="metadata",
+        )
+    try:
+        compact = orjson.dumps(value)
+    except TypeError:
+        # An integer past 64 bits (kept exact by the checked parse), or a lone surrogate.
+        try:
+            compact = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        except (UnicodeEncodeError, ValueError) as exc:
+            raise MessageRejected(
+                INVALID_METADATA, f"metadata is not valid UTF-8 JSON: {exc}", field="metadata"
+            ) from exc
+    if len(compact) > METADATA_MAX_BYTES:
+        raise MessageRejected(
+            METADATA_TOO_LARGE,
+            f"metadata is {len(compact)} bytes in compact UTF-8 JSON, more than the maximum "
+            f"{METADATA_MAX_BYTES}",
+            field="metadata",
+        )
+    return compact
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
 def message_decode(raw: bytes | None) -> MatchResultMessage:
     """Decode and validate one message value; raise ``MessageRejected`` with the reason."""
     # Non-ASCII bytes take the checked path: msgspec does not check the UTF-8 of the fields it
@@ -234,9 +322,14 @@ def message_decode(raw: bytes | None) -> MatchResultMessage:
         try:
             wire = _wire_decoder.decode(raw)
             at = _fast_datetime(wire.achieved_at)
+            # orjson refuses an integer past 64 bits; that and a size to reject take the
+            # checked path, which keeps the one exactly and gives the other its reason.
+            metadata = None if wire.metadata is None else orjson.dumps(wire.metadata)
         except Exception:  # noqa: S110 -- whatever the fast path refuses, the checked path decides
             pass
         else:
+            if metadata is not None and len(metadata) > METADATA_MAX_BYTES:
+                at = None
             if at is not None:
                 return MatchResultMessage(
                     wire.match_id,
@@ -246,6 +339,7 @@ def message_decode(raw: bytes | None) -> MatchResultMessage:
                     at,
                     wire.board,
                     wire.display_name,
+                    metadata,
                 )
     return message_decode_checked(raw)
 
@@ -262,7 +356,7 @@ def message_decode_checked(raw: bytes | None) -> MatchResultMessage:
     except orjson.JSONDecodeError:
         pass
     else:
-        if not integers_read_as_floats(data):
+        if not integers_read_as_floats(data) and not _metadata_has_float(data):
             return message_validate(data)
     try:
         text = raw.decode("utf-8")
@@ -370,6 +464,7 @@ def message_validate(data: object) -> MatchResultMessage:
     display_name = data.get("displayName")
     if display_name is not None and not isinstance(display_name, str):
         display_name = ""
+    metadata = metadata_compact(data.get("metadata"))
     return MatchResultMessage(
         match_id=match_id,
         player_id=player_id,
@@ -378,6 +473,7 @@ def message_validate(data: object) -> MatchResultMessage:
         achieved_at=achieved_at,
         board=board,
         display_name=display_name,
+        metadata=metadata,
     )
 
 

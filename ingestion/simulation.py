@@ -62,6 +62,12 @@ class SimulatedBoard:
     points_mean: int = 1_500
     points_sigma: float = 0.5
     points_step: int = 10
+    # The board keeps metadata (contract 0.3): each result carries a car and a replay id.
+    metadata: bool = False
+
+
+# What a racing game would attach to a lap time.
+_CARS = ("Aster GT", "Boreal R", "Cinder S", "Drift 86", "Ember RS", "Falcon V8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,10 +217,15 @@ class MatchGenerator:
                 points=self.points(board),
                 achieved_at=achieved_at,
                 board=board.slug,
+                metadata=self._metadata(match_id, player_id) if board.metadata else None,
             )
             for player_id in sorted(players)
             for board in self._boards_of_result()
         ]
+
+    def _metadata(self, match_id: uuid.UUID, player_id: int) -> bytes:
+        car = _CARS[self.random.randrange(len(_CARS))]
+        return f'{{"car":"{car}","replay":"r-{match_id.hex[:12]}-{player_id}"}}'.encode()
 
 
 def simulation_run(
@@ -339,7 +350,12 @@ def simulation_config_for_season(
         elif slug == MAIN_BOARD or len(wanted) == 1:
             shape = {key: options[key] for key in ("points_mean", "points_step") if key in options}
         simulated.append(
-            SimulatedBoard(slug=slug, max_points=board.codec.max_points, **shape)  # type: ignore[arg-type]
+            SimulatedBoard(
+                slug=slug,
+                max_points=board.codec.max_points,
+                metadata=board.keeps_metadata,
+                **shape,  # type: ignore[arg-type]
+            )
         )
     main = boards.get(MAIN_BOARD)
     return SimulationConfig(

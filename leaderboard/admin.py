@@ -135,7 +135,7 @@ class BoardForm(forms.ModelForm):
 
     class Meta:
         model = Board
-        fields = ("slug", "name", "order", "rule", "time_resolution_seconds")
+        fields = ("slug", "name", "order", "rule", "time_resolution_seconds", "keeps_metadata")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -154,7 +154,15 @@ class BoardInline(admin.TabularInline):
     model = Board
     form = BoardForm
     extra = 0
-    fields = ("slug", "name", "order", "rule", "time_resolution_seconds", "time_bits")
+    fields = (
+        "slug",
+        "name",
+        "order",
+        "rule",
+        "time_resolution_seconds",
+        "keeps_metadata",
+        "time_bits",
+    )
     readonly_fields = ("time_bits",)
     show_change_link = False
 

@@ -31,8 +31,9 @@ class ScoringRule(models.TextChoices):
 class Board(models.Model):
     """One ranking of a season, with everything its encoded scores depend on.
 
-    ``order``, ``rule``, ``time_resolution_seconds`` and ``time_bits`` are fixed once the board
-    has results: every score in Redis and every stored standing was computed with them.
+    ``order``, ``rule``, ``time_resolution_seconds``, ``time_bits`` and ``keeps_metadata`` are
+    fixed once the board has results: every score in Redis and every stored standing was
+    computed with them.
     """
 
     season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="boards")
@@ -49,6 +50,12 @@ class Board(models.Model):
     )
     # Fixed at creation from the season's length and the resolution (see leaderboard/codec.py).
     time_bits = models.PositiveSmallIntegerField(editable=False)
+    # Contract 0.3: entries carry the metadata of the result that gives each player's value.
+    # Fixed once the board has results: the results stored before would have none.
+    keeps_metadata = models.BooleanField(
+        default=False,
+        help_text="Keep each result's metadata; entries carry the deciding result's.",
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -130,6 +137,9 @@ class MatchResult(models.Model):
     points = models.BigIntegerField()
     achieved_at = models.DateTimeField()
     ingested_at = models.DateTimeField(default=timezone.now)
+    # The result's metadata (contract 0.3), on boards that keep it (Board.keeps_metadata);
+    # null elsewhere and when the result had none.
+    metadata = models.JSONField(null=True, blank=True)
     # Staff corrections: a voided result stays for audit but no longer counts.
     voided_at = models.DateTimeField(null=True, blank=True)
     void_reason = models.CharField(max_length=500, blank=True, default="")

@@ -8,7 +8,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from .selectors.rankings import PlayerStanding, RankingEntry
+from .selectors.rankings import NOT_KEPT, PlayerStanding, RankingEntry
 from .selectors.top import TOP_SNAPSHOT_SIZE
 
 # Player ids are positive integers that fit PostgreSQL's bigint.
@@ -161,24 +161,52 @@ def country_field(**kwargs: Any) -> serializers.CharField:
     )
 
 
+class MetadataField(serializers.JSONField):
+    """An entry's ``metadata``: present (an object, or null) on a board that keeps metadata,
+    left out elsewhere (contract 0.3)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "Boards created with --metadata only: the metadata of the result that gives the "
+            "player's value (null when it had none).",
+        )
+        super().__init__(required=False, allow_null=True, **kwargs)
+
+    def get_attribute(self, instance: Any) -> Any:
+        value = super().get_attribute(instance)
+        if value is NOT_KEPT:
+            raise serializers.SkipField()
+        return value
+
+
+def entry_metadata_into(body: dict[str, Any], metadata: Any) -> dict[str, Any]:
+    """``body`` with ``metadata`` where the board keeps metadata (as MetadataField decides)."""
+    if metadata is not NOT_KEPT:
+        body["metadata"] = metadata
+    return body
+
+
 class RankingEntrySerializer(serializers.Serializer):
     rank = serializers.IntegerField(help_text="1-based; equal scores share a rank.")
     playerId = serializers.IntegerField(source="player_id")
     points = serializers.IntegerField()
     displayName = display_name_field(source="display_name")
     country = country_field()
+    metadata = MetadataField()
 
     def to_representation(self, instance: RankingEntry) -> dict[str, Any]:
         # The declared fields document the shape (and the schema); DRF's generic per-field
         # walk cost more than the Redis read on the hot lists, so the dict is built directly.
         # tests/leaderboard/test_serializers.py holds the two to the same output.
-        return {
+        body = {
             "rank": instance.rank,
             "playerId": instance.player_id,
             "points": instance.points,
             "displayName": instance.display_name,
             "country": instance.country,
         }
+        return entry_metadata_into(body, instance.metadata)
 
 
 class PlayerStandingSerializer(serializers.Serializer):
@@ -187,6 +215,7 @@ class PlayerStandingSerializer(serializers.Serializer):
     points = serializers.IntegerField(source="entry.points")
     displayName = display_name_field(source="entry.display_name")
     country = country_field(source="entry.country")
+    metadata = MetadataField(source="entry.metadata")
     total = serializers.IntegerField(help_text="Players on the board.")
     percentile = serializers.FloatField(
         help_text="Share of the board ranked at or below the player, in percent."
@@ -205,6 +234,7 @@ class PlayerStandingSerializer(serializers.Serializer):
             "points": instance.entry.points,
             "displayName": instance.entry.display_name,
             "country": instance.entry.country,
+            **entry_metadata_into({}, instance.entry.metadata),
             "total": instance.total,
             "percentile": instance.percentile,
             "pointsToNextRank": instance.points_to_next_rank,

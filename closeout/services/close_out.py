@@ -397,6 +397,7 @@ def final_standings_replace(*, board: BoardRef, rows: Sequence[StandingRow]) -> 
             player_id=row.player_id,
             points=row.points,
             reached_at=row.reached_at,
+            metadata=row.stored_metadata,
         )
         for row in rows
     )

@@ -77,7 +77,12 @@ def _board_plan(board: BoardRef) -> _BoardPlan:
     standing_changes = []
     for player in sorted(set(old) | set(new)):
         o, n = old.get(player), new.get(player)
-        if o and n and (o.rank, o.points, o.reached_at) == (n.rank, n.points, n.reached_at):
+        if (
+            o
+            and n
+            and (o.rank, o.points, o.reached_at, o.metadata)
+            == (n.rank, n.points, n.reached_at, n.stored_metadata)
+        ):
             continue
         standing_changes.append(
             StandingChange(

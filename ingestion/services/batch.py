@@ -109,9 +109,24 @@ def match_results_decode(*, records: Sequence[Record]) -> DecodedBatch:
         [m.achieved_at for m in messages],
         [r.partition for r in parsed],
         [r.offset for r in parsed],
+        _metadata_kept(messages, board_ids, checked.boards),  # type: ignore[arg-type]
     )
     names, skipped = _names_of(messages, parsed)
     return DecodedBatch(results, letters, checked.boards, names, skipped)
+
+
+def _metadata_kept(
+    messages: list[MatchResultMessage], board_ids: list[int], boards: dict[int, BoardRef]
+) -> list[bytes | None]:
+    """Each result's metadata where its board keeps metadata (None elsewhere: stored for
+    nothing, it would only cost space)."""
+    keeping = {board_id for board_id, board in boards.items() if board.keeps_metadata}
+    if not keeping:
+        return [None] * len(messages)
+    return [
+        message.metadata if board_id in keeping else None
+        for message, board_id in zip(messages, board_ids, strict=True)
+    ]
 
 
 def _names_of(

@@ -10,7 +10,8 @@ from leaderboard.models import BoardOrder, ScoringRule
 
 
 def board_spec_arguments(parser: ArgumentParser) -> None:
-    """--order, --rule, --time-resolution (dest ``time_resolution_seconds``)."""
+    """--order, --rule, --time-resolution (dest ``time_resolution_seconds``), --metadata
+    (dest ``keeps_metadata``)."""
     parser.add_argument(
         "--order",
         choices=BoardOrder.values,
@@ -25,10 +26,18 @@ def board_spec_arguments(parser: ArgumentParser) -> None:
         dest="time_resolution_seconds",
         help="tie-break resolution in seconds (default 1)",
     )
+    parser.add_argument(
+        "--metadata",
+        action="store_true",
+        dest="keeps_metadata",
+        help="keep each result's metadata: entries carry the one that gives the player's value",
+    )
 
 
 def board_spec_values(options: dict[str, Any]) -> dict[str, Any]:
-    return {key: options[key] for key in ("order", "rule", "time_resolution_seconds")}
+    return {
+        key: options[key] for key in ("order", "rule", "time_resolution_seconds", "keeps_metadata")
+    }
 
 
 def codec_description(codec: ScoreCodec) -> str:

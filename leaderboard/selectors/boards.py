@@ -26,6 +26,8 @@ class BoardRef:
     rule: str
     codec: ScoreCodec
     season: SeasonRef
+    # Entries carry the metadata of each player's deciding result (contract 0.3).
+    keeps_metadata: bool = False
 
     @property
     def season_id(self) -> int:
@@ -45,6 +47,7 @@ class BoardRef:
             rule=board.rule,
             codec=board.codec,
             season=SeasonRef.from_model(board.season),
+            keeps_metadata=board.keeps_metadata,
         )
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import date
-from typing import Any, cast
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Final, cast
 
 from .. import keys
 from ..codec import ScoreCodec
@@ -22,8 +22,19 @@ from ..redis import get_board_read_redis, reads_from_replicas, redis_unavailable
 from ..scripts import read_script_call
 from ._guards import guard_keys
 from .boards import BoardRef
+from .metadata import entries_with_metadata
 
 logger = logging.getLogger(__name__)
+
+
+class _NotKept:
+    """The metadata of an entry of a board that keeps none (the field is left out)."""
+
+    def __repr__(self) -> str:
+        return "NOT_KEPT"
+
+
+NOT_KEPT: Final = _NotKept()
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +46,9 @@ class RankingEntry:
     # player_names.py); None when unknown, hidden by staff, or the cache could not be read.
     display_name: str | None = None
     country: str | None = None
+    # On a board that keeps metadata, the deciding result's (selectors/metadata.py), None
+    # when it had none; NOT_KEPT elsewhere.
+    metadata: Any = NOT_KEPT
 
 
 def entries_named(entries: Sequence[RankingEntry]) -> list[RankingEntry]:
@@ -56,16 +70,34 @@ def entries_named(entries: Sequence[RankingEntry]) -> list[RankingEntry]:
     named: list[RankingEntry] = []
     for entry in entries:
         name = names[entry.player_id]
-        named.append(
-            RankingEntry(
-                rank=entry.rank,
-                player_id=entry.player_id,
-                points=entry.points,
-                display_name=name.display_name,
-                country=name.country,
-            )
-        )
+        named.append(replace(entry, display_name=name.display_name, country=name.country))
     return named
+
+
+def entries_adorned(
+    *,
+    board: BoardRef,
+    entries: Sequence[RankingEntry],
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[RankingEntry]:
+    """``entries`` with their names and, on a board that keeps metadata, their metadata (for
+    the results from ``since`` to before ``until``: a daily or weekly board)."""
+    return entries_with_metadata(
+        board=board, entries=entries_named(entries), since=since, until=until
+    )
+
+
+def day_bounds(day: date) -> tuple[datetime, datetime]:
+    """The UTC day's results, as a daily board holds them: [midnight, next midnight)."""
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+def week_bounds(*, iso_year: int, iso_week: int) -> tuple[datetime, datetime]:
+    """The ISO week's results, as a weekly board holds them: its seven UTC days."""
+    start, _ = day_bounds(date.fromisocalendar(iso_year, iso_week, 1))
+    return start, start + timedelta(days=7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,17 +162,27 @@ def _board_read(board: BoardRef, script: str, *, key: str, args: Sequence[str | 
 
 
 def board_page_get(
-    *, board: BoardRef, board_key: str, start: int, count: int
+    *,
+    board: BoardRef,
+    board_key: str,
+    start: int,
+    count: int,
+    period: tuple[datetime, datetime] | None = None,
 ) -> list[RankingEntry]:
-    """``count`` entries of a board from 0-based position ``start`` (one atomic script)."""
+    """``count`` entries of a board from 0-based position ``start`` (one atomic script);
+    ``period`` bounds a daily or weekly board's results (for their metadata)."""
     if count <= 0:
         return []
     first_rank, flat = _board_read(
         board, "board_page", key=board_key, args=[start, start + count - 1]
     )
     codec = board.codec
-    return entries_named(
-        ranked_entries(flat=flat, start=start, first_rank=int(first_rank), codec=codec)
+    since, until = period or (None, None)
+    return entries_adorned(
+        board=board,
+        entries=ranked_entries(flat=flat, start=start, first_rank=int(first_rank), codec=codec),
+        since=since,
+        until=until,
     )
 
 
@@ -153,7 +195,11 @@ def board_ranks_get(*, board: BoardRef, start_rank: int, count: int) -> list[Ran
 
 def daily_board_top_get(*, board: BoardRef, day: date, limit: int) -> list[RankingEntry]:
     return board_page_get(
-        board=board, board_key=keys.daily_board(board_id=board.id, day=day), start=0, count=limit
+        board=board,
+        board_key=keys.daily_board(board_id=board.id, day=day),
+        start=0,
+        count=limit,
+        period=day_bounds(day),
     )
 
 
@@ -165,6 +211,7 @@ def weekly_board_top_get(
         board_key=keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week),
         start=0,
         count=limit,
+        period=week_bounds(iso_year=iso_year, iso_week=iso_week),
     )
 
 
@@ -199,7 +246,7 @@ def board_player_get(
         to_next = (-gap if board.ascending else gap) + 1
     entry = RankingEntry(rank=rank, player_id=player_id, points=points)
     return PlayerStanding(
-        entry=entries_named([entry])[0] if named else entry,
+        entry=entries_adorned(board=board, entries=[entry])[0] if named else entry,
         total=total,
         percentile=round((total - rank + 1) * 100 / total, 2),
         points_to_next_rank=to_next,
@@ -213,8 +260,9 @@ def board_around_get(*, board: BoardRef, player_id: int, radius: int) -> list[Ra
         return []
     start, first_rank = int(cast(int, result[4])), int(cast(int, result[5]))
     window = cast(list[bytes], result[6])
-    return entries_named(
-        ranked_entries(flat=window, start=start, first_rank=first_rank, codec=board.codec)
+    return entries_adorned(
+        board=board,
+        entries=ranked_entries(flat=window, start=start, first_rank=first_rank, codec=board.codec),
     )
 
 
@@ -241,4 +289,4 @@ def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[Ranking
     # the friends list agrees with the top list and the pages.
     entries.sort(key=lambda entry: str(entry.player_id), reverse=True)
     entries.sort(key=lambda entry: entry.rank)
-    return entries_named(entries)
+    return entries_adorned(board=board, entries=entries)

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from cachetools import LRUCache
 from django.conf import settings
@@ -29,7 +29,13 @@ from ..redis import get_board_read_redis, get_board_redis
 from ..scripts import get_script, read_script_call
 from ._guards import guard_keys
 from .boards import BoardRef
-from .rankings import BoardUnavailableError, RankingEntry, entries_named, ranked_entries
+from .rankings import (
+    NOT_KEPT,
+    BoardUnavailableError,
+    RankingEntry,
+    entries_adorned,
+    ranked_entries,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +77,9 @@ def board_top_read(*, board: BoardRef, count: int) -> TopRead:
     """The board's top ``count`` entries with the Redis clock at that read, in one script on the
     board's master: a snapshot is taken with it, and a live top list is read with it, so their
     versions come from one clock and order them as the board's states (docs/read-api.md).
-    The entries carry their names, read from the name cache just after (one more round trip):
-    the snapshot stores them, so a top list served from it costs no name read."""
+    The entries carry their names, read from the name cache just after (one more round trip),
+    and on a board that keeps metadata their metadata (one PostgreSQL statement): the snapshot
+    stores both, so a top list served from it costs neither."""
     seconds, micros, intact, flat = get_script(get_board_redis(), "board_top")(
         keys=[keys.board(board_id=board.id), *guard_keys(board)], args=[count]
     )
@@ -80,26 +87,31 @@ def board_top_read(*, board: BoardRef, count: int) -> TopRead:
     return TopRead(
         version=int(seconds) * 1_000_000 + int(micros),
         intact=bool(int(intact)),
-        entries=tuple(entries_named(entries) if int(intact) else entries),
+        entries=tuple(entries_adorned(board=board, entries=entries) if int(intact) else entries),
     )
 
 
-def top_snapshot_row(entry: RankingEntry) -> list[int | str | None]:
-    """One entry as the snapshot stores it: ``[rank, player, points, name, country]``."""
-    return [entry.rank, entry.player_id, entry.points, entry.display_name, entry.country]
+def top_snapshot_row(entry: RankingEntry) -> list[Any]:
+    """One entry as the snapshot stores it: ``[rank, player, points, name, country]``, and
+    the metadata after them on a board that keeps metadata."""
+    row = [entry.rank, entry.player_id, entry.points, entry.display_name, entry.country]
+    if entry.metadata is not NOT_KEPT:
+        row.append(entry.metadata)
+    return row
 
 
-def _top_snapshot_entry(row: list[int | str | None]) -> RankingEntry:
+def _top_snapshot_entry(row: list[Any]) -> RankingEntry:
     # A snapshot written before names were stored holds [rank, player, points]: no names,
     # until the next refresh (a second later) rewrites it.
     rank, player, points, *named = row
     name, country = [*named, None, None][:2]
     return RankingEntry(
-        rank=int(rank),  # type: ignore[arg-type]
-        player_id=int(player),  # type: ignore[arg-type]
-        points=int(points),  # type: ignore[arg-type]
+        rank=int(rank),
+        player_id=int(player),
+        points=int(points),
         display_name=None if name is None else str(name),
         country=None if country is None else str(country),
+        metadata=named[2] if len(named) > 2 else NOT_KEPT,
     )
 
 

@@ -30,9 +30,11 @@ def board_create(
     order: str = BoardOrder.DESC,
     rule: str = ScoringRule.BEST,
     time_resolution_seconds: int = 1,
+    keeps_metadata: bool = False,
 ) -> Board:
     """Add a board to a season; its codec split is fixed now from the season's length and the
-    time resolution, and never changes once the board has results."""
+    time resolution, and never changes once the board has results (nor does
+    ``keeps_metadata``: the results stored before would have none)."""
     season = Season.objects.select_for_update(no_key=True).filter(id=season_id).first()
     if season is None:
         raise ValidationError(f"season {season_id} does not exist")
@@ -59,6 +61,7 @@ def board_create(
         rule=rule,
         time_resolution_seconds=time_resolution_seconds,
         time_bits=codec.time_bits,
+        keeps_metadata=keeps_metadata,
     )
     board.full_clean()
     board.save(force_insert=True)
@@ -77,8 +80,8 @@ def _new_board_mark_intact(*, board_id: int) -> None:
         logger.warning("board %s: Redis unavailable; the recovery task marks it intact", board_id)
 
 
-# What a board's encoded scores depend on: fixed once the board has results.
-SCORE_FIELDS = ("slug", "order", "rule", "time_resolution_seconds")
+# What a board's encoded scores (and its stored results) depend on: fixed once it has results.
+SCORE_FIELDS = ("slug", "order", "rule", "time_resolution_seconds", "keeps_metadata")
 
 
 @transaction.atomic
@@ -90,15 +93,18 @@ def board_update(
     order: str,
     rule: str,
     time_resolution_seconds: int,
+    keeps_metadata: bool = False,
 ) -> Board:
-    """Change a board. Its slug, order, rule and time resolution only while it has no result:
-    every stored score, standing and message naming it depends on them."""
+    """Change a board. Its slug, order, rule, time resolution and whether it keeps metadata
+    only while it has no result: every stored score, standing and message naming it depends on
+    them."""
     board = Board.objects.select_for_update().select_related("season").get(pk=board_id)
     wanted = {
         "slug": slug,
         "order": order,
         "rule": rule,
         "time_resolution_seconds": time_resolution_seconds,
+        "keeps_metadata": keeps_metadata,
     }
     changed = [field for field, value in wanted.items() if getattr(board, field) != value]
     if changed and board.match_results.exists():
@@ -132,10 +138,11 @@ def season_setup(
     rule: str = ScoringRule.BEST,
     order: str = BoardOrder.DESC,
     time_resolution_seconds: int = 1,
+    keeps_metadata: bool = False,
     main_board_name: str = "Main",
 ) -> Season:
-    """Create a season with its ``main`` board (configured by ``rule``, ``order`` and
-    ``time_resolution_seconds``), in one transaction."""
+    """Create a season with its ``main`` board (configured by ``rule``, ``order``,
+    ``time_resolution_seconds`` and ``keeps_metadata``), in one transaction."""
     season = season_create(season_id=season_id, name=name, starts_at=starts_at, ends_at=ends_at)
     board_create(
         season_id=season.id,
@@ -144,5 +151,6 @@ def season_setup(
         order=order,
         rule=rule,
         time_resolution_seconds=time_resolution_seconds,
+        keeps_metadata=keeps_metadata,
     )
     return season

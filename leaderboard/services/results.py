@@ -30,6 +30,8 @@ class ResultRow(NamedTuple):
     achieved_at: datetime
     kafka_partition: int
     kafka_offset: int
+    # Compact UTF-8 JSON (ingestion/schema.py), for a board that keeps metadata; else None.
+    metadata: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,16 +47,20 @@ class ResultColumns:
     achieved_at: list[datetime]
     kafka_partitions: list[int]
     kafka_offsets: list[int]
+    # None where the result has none or its board keeps none (Board.keeps_metadata).
+    metadata: list[bytes | None]
 
     @classmethod
     def of(cls, rows: Iterable[ResultRow]) -> ResultColumns:
         rows = list(rows)
-        return cls(*([list(column) for column in zip(*rows, strict=True)] or [[]] * 8))
+        return cls(*([list(column) for column in zip(*rows, strict=True)] or [[]] * 9))
 
     def __len__(self) -> int:
         return len(self.kafka_offsets)
 
-    def rows(self) -> Iterator[tuple[uuid.UUID, int, int, int, int, datetime, int, int]]:
+    def rows(
+        self,
+    ) -> Iterator[tuple[uuid.UUID, int, int, int, int, datetime, int, int, bytes | None]]:
         return zip(
             self.match_ids,
             self.player_ids,
@@ -64,6 +70,7 @@ class ResultColumns:
             self.achieved_at,
             self.kafka_partitions,
             self.kafka_offsets,
+            self.metadata,
             strict=True,
         )
 
@@ -132,6 +139,8 @@ _STAGE_COLUMNS = (
     ("achieved_at", "timestamptz"),
     ("kafka_partition", "int4"),
     ("kafka_offset", "int8"),
+    # bytea: the compact JSON goes in as it is, and the INSERT turns it into jsonb.
+    ("metadata", "bytea"),
 )
 _STAGE_SQL = f"""
     CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (
@@ -146,9 +155,10 @@ _INSERT_SQL = f"""
     WITH inserted AS (
         INSERT INTO {_TABLE} (match_id, player_id, season_id, board_id, points, achieved_at,
                               ingested_at, void_reason, kafka_partition, kafka_offset,
-                              ingest_xid)
+                              ingest_xid, metadata)
         SELECT s.match_id, s.player_id, s.season_id, s.board_id, s.points, s.achieved_at, now(),
-               '', s.kafka_partition, s.kafka_offset, pg_current_xact_id()::text::bigint
+               '', s.kafka_partition, s.kafka_offset, pg_current_xact_id()::text::bigint,
+               convert_from(s.metadata, 'UTF8')::jsonb
         FROM {_STAGE} s
         ON CONFLICT (match_id, player_id, board_id) DO NOTHING
         RETURNING kafka_partition, kafka_offset, season_id, player_id

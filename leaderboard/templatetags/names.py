@@ -7,6 +7,8 @@ live.js computes the same two symbols for the rows it redraws.
 
 from __future__ import annotations
 
+import json
+
 from django import template
 
 register = template.Library()
@@ -20,6 +22,22 @@ def flag(country: str | None) -> str:
     if not country or len(country) != 2 or not country.isascii() or not country.isalpha():
         return ""
     return "".join(chr(_REGIONAL_A + ord(letter) - ord("A")) for letter in country.upper())
+
+
+@register.filter
+def metadata_text(metadata: object) -> str:
+    """An entry's metadata as one line: ``key: value`` pairs joined by " · " (a nested value
+    as compact JSON); "" for none. live.js writes the same text."""
+    if not isinstance(metadata, dict):
+        return ""
+    return " · ".join(
+        f"{key}: {value if isinstance(value, str) else _compact(value)}"
+        for key, value in metadata.items()
+    )
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 @register.filter

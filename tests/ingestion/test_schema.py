@@ -53,6 +53,72 @@ def test_round_trips_through_its_contract_bytes() -> None:
     assert schema.message_decode(message.to_bytes()) == message
 
 
+# --- metadata (contract 0.3) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("metadata", "compact"),
+    [
+        (None, None),
+        ({}, b"{}"),
+        ({"car": "Aster GT", "lap": 81.5}, b'{"car":"Aster GT","lap":81.5}'),
+        # 512 bytes exactly: 6 + 2 * 252 + 2 (é is two bytes of UTF-8).
+        ({"a": "é" * 252}, ('{"a":"' + "é" * 252 + '"}').encode()),
+        ({"big": 10**30}, b'{"big":1000000000000000000000000000000}'),
+        ({"n": {"d": [1, None, True]}}, b'{"n":{"d":[1,null,true]}}'),
+    ],
+)
+def test_metadata_is_kept_in_its_compact_utf8_form(metadata: object, compact: bytes | None) -> None:
+    for ensure_ascii in (True, False):
+        raw = json.dumps(_good(metadata=metadata), ensure_ascii=ensure_ascii, indent=2).encode()
+        message = schema.message_decode(raw)
+        assert message.metadata == compact
+        assert schema.message_decode(message.to_bytes()) == message
+
+
+@pytest.mark.parametrize(
+    ("metadata", "code", "reason"),
+    [
+        ([1], schema.INVALID_METADATA, "metadata must be a JSON object, got an array"),
+        ("car", schema.INVALID_METADATA, "metadata must be a JSON object, got a string"),
+        (5, schema.INVALID_METADATA, "metadata must be a JSON object, got a number"),
+        (True, schema.INVALID_METADATA, "metadata must be a JSON object, got a boolean"),
+        (
+            {"a": "é" * 253},
+            schema.METADATA_TOO_LARGE,
+            "metadata is 514 bytes in compact UTF-8 JSON, more than the maximum 512",
+        ),
+        (
+            {"a": "x" * 506},
+            schema.METADATA_TOO_LARGE,
+            "metadata is 514 bytes in compact UTF-8 JSON, more than the maximum 512",
+        ),
+    ],
+)
+def test_metadata_that_is_not_an_object_or_too_large_is_rejected(
+    metadata: object, code: str, reason: str
+) -> None:
+    raw = json.dumps(_good(metadata=metadata)).encode()
+    with pytest.raises(MessageRejected) as caught:
+        schema.message_decode(raw)
+    assert (caught.value.code, caught.value.reason, caught.value.field) == (
+        code,
+        reason,
+        "metadata",
+    )
+
+
+def test_metadata_that_cannot_be_kept_exactly_is_invalid() -> None:
+    for raw in (
+        # A lone surrogate has no UTF-8 form; an integer of 5,000 digits no exact parse.
+        json.dumps(_good()).encode()[:-1] + b', "metadata": {"a": "\\ud800"}}',
+        json.dumps(_good()).encode()[:-1] + b', "metadata": {"a": 1' + b"0" * 5000 + b"}}",
+    ):
+        with pytest.raises(MessageRejected) as caught:
+            schema.message_decode(raw)
+        assert caught.value.code == schema.INVALID_METADATA
+
+
 @pytest.mark.parametrize(
     ("raw", "code"),
     [
@@ -366,6 +432,23 @@ _FIELD_VALUES: dict[str, list[object]] = {
         None,
     ],
     "board": ["main", "lap-times", "a" * 32, "a" * 33, "Main", "", "main\n", "é", None, 5],
+    "metadata": [
+        {"car": "Aster GT", "lap": 81.5},
+        None,
+        {},
+        [1],
+        "car",
+        5,
+        True,
+        {"a": 10**30},
+        {"a": 1e300},
+        {"a": "é"},
+        {"a": "x" * 505},
+        {"a": "x" * 506},
+        {"a": "é" * 252},
+        {"a": "é" * 253},
+        {"n": {"d": [1, 2.5, None, True, "\u00e9"]}},
+    ],
 }
 
 

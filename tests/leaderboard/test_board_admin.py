@@ -99,3 +99,46 @@ def test_score_fields_are_read_only_once_the_board_has_results(staff: Client) ->
         "best",
         1,
     )
+
+
+def test_keeping_metadata_is_chosen_in_the_admin_and_fixed_once_the_board_has_results(
+    staff: Client,
+) -> None:
+    season: Season = SeasonFactory.create(starts_at=START, ends_at=START + timedelta(days=30))
+    main = Board.objects.get(season=season, slug="main")
+    checkbox = re.compile(r'<input type="checkbox" name="boards-0-keeps_metadata"[^>]*>')
+
+    def post(*, keeps: bool) -> None:
+        row = _board_row(
+            0,
+            id=main.id,
+            season=season.id,
+            slug="main",
+            name="Main",
+            order="desc",
+            rule="best",
+            time_resolution_seconds=1,
+        )
+        if keeps:
+            row["boards-0-keeps_metadata"] = "on"
+        data = {
+            "name": season.name,
+            "ends_at_0": "2026-10-31",
+            "ends_at_1": "00:00:00",
+            **_management("boards", 1, 1),
+            **row,
+            **_management("reward_tiers", 0, 0),
+        }
+        page = staff.post(f"{SEASONS}{season.id}/change/", data)
+        assert page.status_code == 302, page.content.decode()[:2000]
+
+    post(keeps=True)
+    main.refresh_from_db()
+    assert main.keeps_metadata
+
+    MatchResultFactory.create(season=season, player_id=1, points=5)
+    html = staff.get(f"{SEASONS}{season.id}/change/").content.decode()
+    assert "disabled" in checkbox.search(html).group(0)  # type: ignore[union-attr]
+    post(keeps=False)
+    main.refresh_from_db()
+    assert main.keeps_metadata

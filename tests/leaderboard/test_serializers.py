@@ -34,3 +34,21 @@ def test_player_standing_matches_its_declared_fields():
         )
         serializer = PlayerStandingSerializer()
         assert serializer.to_representation(standing) == declared(serializer, standing)
+
+
+def test_metadata_is_there_on_boards_that_keep_it_and_left_out_elsewhere():
+    kept = RankingEntry(rank=1, player_id=7, points=9, metadata={"car": "Aster GT"})
+    kept_none = RankingEntry(rank=2, player_id=8, points=8, metadata=None)
+    plain = RankingEntry(rank=3, player_id=9, points=7)
+    serializer = RankingEntrySerializer()
+    for entry in (kept, kept_none, plain):
+        assert serializer.to_representation(entry) == declared(serializer, entry)
+    assert serializer.to_representation(kept)["metadata"] == {"car": "Aster GT"}
+    assert serializer.to_representation(kept_none)["metadata"] is None
+    assert "metadata" not in serializer.to_representation(plain)
+    standing = PlayerStanding(entry=kept, total=3, percentile=100.0, points_to_next_rank=None)
+    standing_serializer = PlayerStandingSerializer()
+    assert standing_serializer.to_representation(standing) == declared(
+        standing_serializer, standing
+    )
+    assert standing_serializer.to_representation(standing)["metadata"] == {"car": "Aster GT"}

@@ -70,6 +70,23 @@ def test_order_asc_and_more_boards() -> None:
 
 
 @pytest.mark.django_db
+def test_metadata_boards_from_both_commands() -> None:
+    run(
+        "--id", "15", "--name", "S15", "--metadata",
+        "--starts-at", "2026-10-01T00:00:00Z", "--ends-at", "2026-12-31T00:00:00Z",
+    )  # fmt: skip
+    call_command(
+        "create_board", "--season", "15", "--slug", "laps", "--name", "Laps", "--metadata",
+        stdout=StringIO(),
+    )  # fmt: skip
+    call_command(
+        "create_board", "--season", "15", "--slug", "kills", "--name", "K", stdout=StringIO()
+    )
+    kept = dict(Board.objects.filter(season_id=15).values_list("slug", "keeps_metadata"))
+    assert kept == {"main": True, "laps": True, "kills": False}
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     ("args", "message"),
     [

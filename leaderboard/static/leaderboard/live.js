@@ -19,6 +19,7 @@
   var url = table.getAttribute("data-live-url");
   var playerUrl = table.getAttribute("data-player-url") || "";
   var highlight = table.getAttribute("data-highlight");
+  var withMetadata = table.hasAttribute("data-metadata");
   var statusEl = document.getElementById("live-status");
   var tbody = table.tBodies[0];
   var INTERVAL_MS = 1000;
@@ -98,6 +99,16 @@
     return td;
   }
 
+  // An entry's metadata as one line, as the server writes it (metadata_text in
+  // leaderboard/templatetags/names.py): "key: value" pairs joined by " \u00b7 ".
+  function metadataText(metadata) {
+    if (!metadata || typeof metadata !== "object" || Array.isArray(metadata)) { return ""; }
+    return Object.keys(metadata).map(function (key) {
+      var value = metadata[key];
+      return key + ": " + (typeof value === "string" ? value : JSON.stringify(value));
+    }).join(" \u00b7 ");
+  }
+
   function render(entries) {
     var before = shown();
     var hadRows = Object.keys(before).length > 0;
@@ -114,13 +125,18 @@
       tr.appendChild(cell(String(entry.rank), true));
       tr.appendChild(playerCell(entry, player));
       tr.appendChild(cell(String(entry.points), true));
+      if (withMetadata) {
+        var details = cell(metadataText(entry.metadata), false);
+        details.className = "meta";
+        tr.appendChild(details);
+      }
       fragment.appendChild(tr);
     });
     if (!entries.length) {
       var empty = document.createElement("tr");
       empty.className = "empty";
       var td0 = cell("No scores yet.", false);
-      td0.colSpan = 3;
+      td0.colSpan = withMetadata ? 4 : 3;
       empty.appendChild(td0);
       fragment.appendChild(empty);
     }

@@ -15,10 +15,11 @@ from leaderboard.services import board_create, season_setup
 from seasons.models import Season
 
 DEMO_SEASON_ID = 1
-# The demo season's boards besides main (score): kills add up, lap times rank lowest first.
+# The demo season's boards besides main (score): kills add up, lap times rank lowest first and
+# keep each lap's metadata (the car, the replay).
 DEMO_BOARDS = (
-    ("kills", "Kills", BoardOrder.DESC, ScoringRule.CUMULATIVE),
-    ("lap-times", "Lap times (ms)", BoardOrder.ASC, ScoringRule.BEST),
+    ("kills", "Kills", BoardOrder.DESC, ScoringRule.CUMULATIVE, False),
+    ("lap-times", "Lap times (ms)", BoardOrder.ASC, ScoringRule.BEST, True),
 )
 
 
@@ -47,9 +48,16 @@ class Command(BaseCommand):
                 main_board_name="Score",
             )
             self.stdout.write(f"created demo season {DEMO_SEASON_ID}")
-        for slug, name, order, rule in DEMO_BOARDS:
+        for slug, name, order, rule, metadata in DEMO_BOARDS:
             if not Board.objects.filter(season_id=DEMO_SEASON_ID, slug=slug).exists():
-                board_create(season_id=DEMO_SEASON_ID, slug=slug, name=name, order=order, rule=rule)
+                board_create(
+                    season_id=DEMO_SEASON_ID,
+                    slug=slug,
+                    name=name,
+                    order=order,
+                    rule=rule,
+                    keeps_metadata=metadata,
+                )
                 self.stdout.write(f"created demo board {slug}")
 
         password_file = Path(options["password_file"])

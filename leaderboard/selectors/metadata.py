@@ -1,0 +1,99 @@
+"""Score metadata (contract 0.3): each entry's deciding result's metadata, from PostgreSQL.
+
+A board created with ``--metadata`` stores each result's metadata on its row
+(``MatchResult.metadata``). Which result decides an entry follows from the entry and the board's
+rule, so the metadata is looked up rather than kept a second time in Redis:
+
+- ``best``: the earliest counted result with the entry's points (the board credits a value to
+  the first time it was reached);
+- ``latest``: the latest counted result with the entry's points (by ``achievedAt``, an exact tie
+  to the greater ``matchId``, as the board decides);
+- ``cumulative``: the most recent counted result (same order).
+
+Each is a function of the set of counted results, so redelivery, disorder, replays, rebuilds
+and recoveries change nothing, and a voided result stops deciding at once. Matching on the
+entry's points (best, latest) keeps an entry and its metadata one state of the board while a
+stored result is still on its way to Redis. One statement per read, one index probe per entry
+(``match_result_board_player_idx``); the top list reads it once per snapshot, not per request.
+docs/read-api.md has the costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, TypeVar
+
+import orjson
+from django.db import connection
+
+from ..models import MatchResult, ScoringRule
+from .boards import BoardRef
+
+_TABLE = MatchResult._meta.db_table
+
+E = TypeVar("E")
+
+
+def _metadata_sql(*, rule: str, bounded: bool) -> str:
+    points = "" if rule == ScoringRule.CUMULATIVE else "AND m.points = q.points"
+    window = "AND m.achieved_at >= %s AND m.achieved_at < %s" if bounded else ""
+    order = "ASC" if rule == ScoringRule.BEST else "DESC"
+    return f"""
+        SELECT q.player_id, r.metadata
+        FROM unnest(%s::bigint[], %s::bigint[]) AS q(player_id, points)
+        CROSS JOIN LATERAL (
+            SELECT m.metadata FROM {_TABLE} m
+            WHERE m.board_id = %s AND m.player_id = q.player_id AND m.voided_at IS NULL
+                  {points} {window}
+            ORDER BY m.achieved_at {order}, m.match_id DESC
+            LIMIT 1
+        ) r
+    """  # noqa: S608 -- the table name comes from the model; every value is a parameter
+
+
+def board_metadata_get(
+    *,
+    board: BoardRef,
+    entries: Sequence[tuple[int, int]],
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> dict[int, Any]:
+    """The deciding result's metadata of each ``(player_id, points)`` entry of ``board``, by
+    player (a player without a deciding result, or whose result carried none, reads None);
+    ``since``/``until`` bound the results to a daily or weekly board's period."""
+    if not entries:
+        return {}
+    bounded = since is not None and until is not None
+    params: list[Any] = [[p for p, _ in entries], [points for _, points in entries], board.id]
+    if bounded:
+        params += [since, until]
+    with connection.cursor() as cursor:
+        cursor.execute(_metadata_sql(rule=board.rule, bounded=bounded), params)
+        # Django reads jsonb as text (its JSONField decodes it).
+        found = {
+            player_id: orjson.loads(value) if isinstance(value, str | bytes) else value
+            for player_id, value in cursor.fetchall()
+        }
+    return {player_id: found.get(player_id) for player_id, _ in entries}
+
+
+def entries_with_metadata(
+    *,
+    board: BoardRef,
+    entries: Sequence[E],
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[E]:
+    """``entries`` (RankingEntry, or any frozen dataclass with ``player_id``, ``points`` and
+    ``metadata``) with their metadata, where the board keeps metadata; as they are elsewhere."""
+    if not board.keeps_metadata or not entries:
+        return list(entries)
+    found = board_metadata_get(
+        board=board,
+        entries=[(e.player_id, e.points) for e in entries],  # type: ignore[attr-defined]
+        since=since,
+        until=until,
+    )
+    return [replace(e, metadata=found[e.player_id]) for e in entries]  # type: ignore[attr-defined, type-var]
