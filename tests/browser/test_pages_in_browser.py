@@ -206,3 +206,24 @@ def test_the_live_list_shows_names_and_flags_and_redraws_a_rename(page, board_re
     expect(first.locator(".flag")).to_have_text("\U0001f1ef\U0001f1f5")
     expect(first.locator(".flag")).to_have_attribute("aria-label", "JP")
     assert page.evaluate("performance.getEntriesByType('navigation').length") == 1  # no reload
+
+
+def test_a_metadata_board_shows_each_entrys_details_and_redraws_them_live(page, board_redis):
+    from leaderboard.models import MatchResult
+
+    season = _live_season(keeps_metadata=True)
+    first = ingest(board_redis, season, player_id=5, points=100, at=datetime.now(UTC))
+    MatchResult.objects.filter(pk=first.pk).update(metadata={"car": "Boreal R", "laps": 3})
+    page.goto(f"/seasons/{season.id}")
+    table = page.locator("table[data-live-url]")
+    expect(table.locator("thead th").last).to_have_text("Details")
+    expect(table.locator('tbody tr[data-player="5"] td.meta')).to_have_text(
+        "car: Boreal R · laps: 3"
+    )
+    # A better result with its own metadata reaches the open page through live.js.
+    better = ingest(board_redis, season, player_id=5, points=200, at=datetime.now(UTC))
+    MatchResult.objects.filter(pk=better.pk).update(metadata={"car": "Ember RS"})
+    expect(table.locator('tbody tr[data-player="5"] td.meta')).to_have_text(
+        "car: Ember RS", timeout=5000
+    )
+    assert page.evaluate("performance.getEntriesByType('navigation').length") == 1  # no reload

@@ -205,6 +205,9 @@ def test_a_rebuild_keeps_the_metadata_and_a_voided_deciding_result_stops_decidin
     top = client.get(f"/api/seasons/{season.id}/boards/laps/top")
     assert top["X-Leaderboard-Source"] == "snapshot"
     assert [e["metadata"] for e in top.json()] == [{"car": "fast"}]
+    page = client.get(f"/seasons/{season.id}/boards/laps").content.decode()
+    assert '<th scope="col">Details</th>' in page
+    assert '<td class="meta">car: fast</td>' in page
 
     board = Board.objects.get(season=season, slug="laps")
     board_rebuild(board_id=board.id)

@@ -135,3 +135,32 @@ def test_past_the_fallback_a_board_read_is_503_not_500(daily_season, pg_proxy, s
     pg_proxy.cut(refuse=True)
     _assert_503(client.get(top))
     _assert_503(client.get(f"/seasons/{daily_season.id}"), json_body=False)
+
+
+def test_a_metadata_boards_reads_need_postgresql_but_its_top_list_keeps_its_snapshot(
+    daily_season, pg_proxy
+) -> None:
+    from leaderboard.models import Board
+    from leaderboard.selectors.boards import BoardRef
+    from leaderboard.services import top_snapshot_refresh
+
+    board = Board.objects.get(season=daily_season, slug="main")
+    board.keeps_metadata = True
+    board.save(update_fields=["keeps_metadata"])
+    ref = BoardRef.from_model(board)
+    top_snapshot_refresh(board=ref)
+    client = ServerClient()
+    top = f"/api/seasons/{daily_season.id}/leaderboard/top"
+    player = f"/api/seasons/{daily_season.id}/leaderboard/players/2"
+    before = client.get(top)
+    assert before["X-Leaderboard-Source"] == "snapshot"
+    # No stored result behind these entries (written to Redis directly): metadata null.
+    assert before.json()
+    assert all(e["metadata"] is None for e in before.json())
+    assert client.get(player).json()["metadata"] is None
+
+    pg_proxy.cut(refuse=True)
+    during = client.get(top)
+    assert during.status_code == 200
+    assert during.json() == before.json()
+    _assert_503(client.get(player))
