@@ -22,6 +22,13 @@ boards back to back, unnamed first, so both figures share the machine's load of 
 The report gives each figure with names against the same figure without (player entry, around,
 friends p50 on one connection; top-100 throughput under load).
 
+Metadata (``--metadata``): a board of the season that keeps metadata (``Board.keeps_metadata``)
+gets the same scores as main under the same player ids, and one stored result per player
+(``MatchResult`` rows by COPY, each with a car and a replay id as its metadata), so each of its
+entries finds its deciding result in PostgreSQL (``leaderboard/selectors/metadata.py``). The
+selectors (page of 100, player entry, around, friends 200) run on main, then on that board, back
+to back; the report gives each figure with metadata against the same figure without.
+
 Results are printed as Markdown and saved under bench/results/. Nothing here runs in the test
 suite. It uses Redis db ``--redis-db`` (default 12: the benchmark's own) of the Redis that
 ``REDIS_URL`` names and the PostgreSQL database ``--database`` (created if missing) on the
@@ -70,6 +77,9 @@ UNNAMED_BOARD = "unnamed"
 UNNAMED_OFFSET = 1_000_000_000_000
 # The suffix of a figure measured on the unnamed board.
 NO_NAMES = " · no names"
+# --metadata: a board keeping metadata, with main's scores and a stored result per player.
+METADATA_BOARD = "with-metadata"
+WITH_METADATA = " · metadata"
 # As in leaderboard_project/settings.py when REDIS_URL is not set.
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -96,6 +106,11 @@ def parse_args() -> argparse.Namespace:
         "--names",
         action="store_true",
         help="measure without names, then again with a name for every player in the cache",
+    )
+    parser.add_argument(
+        "--metadata",
+        action="store_true",
+        help="also measure the selectors on a board that keeps metadata (same scores as main)",
     )
     parser.add_argument(
         "--cluster",
@@ -177,6 +192,90 @@ def unnamed_board(args: argparse.Namespace) -> Any:
     if board is None:
         board = board_create(season_id=SEASON_ID, slug=UNNAMED_BOARD, name="Without names")
     return BoardRef.from_model(Board.objects.select_related("season").get(id=board.id))
+
+
+def metadata_board(args: argparse.Namespace) -> Any:
+    """With --metadata: the season's board that keeps metadata."""
+    if not args.metadata:
+        return None
+    from leaderboard.models import Board
+    from leaderboard.selectors.boards import BoardRef
+    from leaderboard.services import board_create
+
+    board = Board.objects.filter(season_id=SEASON_ID, slug=METADATA_BOARD).first()
+    if board is None:
+        board = board_create(
+            season_id=SEASON_ID, slug=METADATA_BOARD, name="With metadata", keeps_metadata=True
+        )
+    return BoardRef.from_model(Board.objects.select_related("season").get(id=board.id))
+
+
+def metadata_load(args: argparse.Namespace, season: Any) -> None:
+    """With --metadata: main's scores on the metadata board, and one result per player in
+    PostgreSQL whose points and time are the entry's (its deciding result)."""
+    import uuid
+
+    import psycopg
+    from django.conf import settings
+    from tqdm import tqdm
+
+    from leaderboard import keys
+    from leaderboard.models import MatchResult
+    from leaderboard.redis import get_board_redis
+    from leaderboard.selectors.boards import main_board_get
+    from leaderboard.services import board_mark_intact
+
+    board = metadata_board(args)
+    if board is None:
+        return
+    client = get_board_redis()
+    main_key = keys.board(board_id=main_board_get(season_id=SEASON_ID).id)
+    key = keys.board(board_id=board.id)
+    board_mark_intact(board_id=board.id)
+    stored = MatchResult.objects.filter(board_id=board.id).count()
+    if client.zcard(key) == args.players and stored == args.players and not args.reload:
+        print(f"reusing the metadata board of {args.players:,} players")
+        return
+    client.unlink(key)
+    MatchResult.objects.filter(board_id=board.id).delete()
+    codec, starts_at = board.codec, season.starts_at
+    table = MatchResult._meta.db_table
+    pg = psycopg.connect(settings.DATABASE_URL, autocommit=True)
+    cars = ("Aster GT", "Boreal R", "Cinder S", "Drift 86", "Ember RS", "Falcon V8")
+    started = time.perf_counter()
+    with tqdm(total=args.players, unit="player", desc="metadata") as progress:
+        cursor = 0
+        while True:
+            # main's entries in member order, a chunk at a time: the same scores, and a result
+            # behind each.
+            cursor, chunk = client.zscan(main_key, cursor, count=20_000)
+            if chunk:
+                entries = [
+                    (m.decode() if isinstance(m, bytes) else str(m), float(score))
+                    for m, score in chunk
+                ]
+                client.zadd(key, dict(entries))
+                with pg.cursor().copy(
+                    f"COPY {table} (match_id, player_id, season_id, board_id, points, "
+                    "achieved_at, ingested_at, void_reason, metadata) FROM STDIN"
+                ) as copy:
+                    for member, score in entries:
+                        decoded = codec.decode(int(score))
+                        player = int(member)
+                        at = starts_at + decoded.elapsed
+                        metadata = json.dumps(
+                            {"car": cars[player % len(cars)], "replay": f"r-{player:012d}"}
+                        )
+                        copy.write_row(
+                            (uuid.uuid4(), player, SEASON_ID, board.id, decoded.points, at, at,
+                             "", metadata)
+                        )  # fmt: skip
+                progress.update(len(chunk))
+            if cursor == 0:
+                break
+    pg.execute(f"VACUUM ANALYZE {table}")
+    pg.close()
+    print(f"metadata board loaded in {time.perf_counter() - started:.0f}s")
 
 
 def load(args: argparse.Namespace, season: Any) -> None:
@@ -362,6 +461,9 @@ def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[s
     unnamed = unnamed_board(args)
     if unnamed is not None:
         targets.insert(0, (NO_NAMES, unnamed, keys.board(board_id=unnamed.id), UNNAMED_OFFSET))
+    with_metadata = metadata_board(args)
+    if with_metadata is not None:
+        targets.append((WITH_METADATA, with_metadata, keys.board(board_id=with_metadata.id), 0))
     selectors: list[tuple[str, Callable[[Any, str, int], Callable[[], Any]], int]] = [
         (
             "selector: top 100 (live, Lua)",
@@ -679,6 +781,28 @@ def summarize_names(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+_METADATA_OPERATIONS = [
+    ("selector: top 100 (live, Lua)", "page of 100 p50"),
+    ("selector: player entry (Lua)", "player entry p50"),
+    ("selector: around r=5 (Lua)", "around r=5 p50"),
+    ("selector: friends 200 (Lua)", "friends 200 p50"),
+]
+
+
+def summarize_metadata(report: dict[str, Any]) -> list[str]:
+    """Each selector on the metadata board against the same selector on main."""
+    rows = report["python"]
+    lines = []
+    for operation, label in _METADATA_OPERATIONS:
+        before = rows[operation]["p50_ms"]
+        after = rows[operation + WITH_METADATA]["p50_ms"]
+        lines.append(
+            f"metadata: {label} {after:,.3f} ms with vs {before:,.3f} without = "
+            f"{after / before:.2f}x"
+        )
+    return lines
+
+
 def describe_redis() -> str:
     """Where the board lives, for the report's heading."""
     from django.conf import settings
@@ -708,6 +832,7 @@ def main() -> None:
     report: dict[str, Any] = {"players": args.players, "args": vars(args), "mode": mode}
     if args.names:
         names_load(args)
+    metadata_load(args, season)
     report["python"] = python_benchmarks(args, season)
     print()
     print(
@@ -731,6 +856,8 @@ def main() -> None:
     summary = [mode, *summarize(report)]
     if args.names:
         summary += summarize_names(report)
+    if args.metadata:
+        summary += summarize_metadata(report)
     print()
     print("\n".join(f"- {line}" for line in summary))
     report["summary"] = summary
