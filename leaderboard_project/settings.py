@@ -166,7 +166,15 @@ CACHES = {
         "BACKEND": "django_redis.cache.RedisCache",
         "LOCATION": CACHE_URL,
         "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="lbcache"),
-        "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
+        "OPTIONS": {
+            "CLIENT_CLASS": "django_redis.client.DefaultClient",
+            # The throttle's counters live here, on every API request: a cache Redis that
+            # hangs (rather than refuses) costs a request this long at most (the client's
+            # default let it wait 5 s), and then the throttle lets it through
+            # (leaderboard/throttling.py).
+            "SOCKET_CONNECT_TIMEOUT": 1,
+            "SOCKET_TIMEOUT": env.float("CACHE_SOCKET_TIMEOUT", default=1.0),
+        },
     },
     # Raw access to the boards' Redis through django-redis's pooled connection
     # (leaderboard.redis.get_board_redis); not used as a cache.

@@ -140,3 +140,35 @@ def test_pages_share_the_api_budget(client, intact_season, two_a_day):
     assert client.get(f"/api/seasons/{intact_season.id}/leaderboard/top").status_code == 200
     assert client.get("/").status_code == 200
     assert client.get(f"/seasons/{intact_season.id}").status_code == 429
+
+
+def test_a_cache_redis_that_hangs_costs_a_request_its_socket_timeout_then_lets_it_through(
+    settings, client, intact_season
+) -> None:
+    """The throttle's counters live in the cache Redis. One that accepts connections and never
+    answers (a hung server: the kernel completes the handshake, nothing reads) costs a request
+    the cache's socket timeout, then the throttle lets it through."""
+    import copy
+    import socket
+    import time
+
+    from django.core.cache import caches
+
+    hung = socket.create_server(("127.0.0.1", 0), backlog=64)  # never accepts
+    try:
+        configured = copy.deepcopy(settings.CACHES)
+        configured["default"]["LOCATION"] = f"redis://127.0.0.1:{hung.getsockname()[1]}/1"
+        settings.CACHES = configured
+        caches["default"]  # the handler was reset with the setting: a client for the hung one
+        # Every request syncs with Redis (a limit of 100/day syncs every request).
+        settings.API_ANON_THROTTLE_RATE = "100/day"
+        url = f"/api/seasons/{intact_season.id}/leaderboard/top"
+        started = time.monotonic()
+        response = client.get(url)
+        elapsed = time.monotonic() - started
+    finally:
+        hung.close()
+    assert response.status_code == 200
+    # Without the setting the client waited 5.2 s here.
+    timeout = django_settings.CACHES["default"]["OPTIONS"]["SOCKET_TIMEOUT"]
+    assert elapsed < timeout + 2, elapsed
