@@ -61,6 +61,15 @@ def test_one_result_is_published_and_answered_202(
     assert token.last_used_at is not None
 
 
+def test_metadata_is_published_as_sent(door_topic, door_season, raw_token, kafka_bootstrap):
+    sent = result(42, metadata={"car": "Ember RS", "laps": [81.5, 80.25], "replay": None})
+    response = client_with(raw_token).post(URL, sent, format="json")
+    assert response.status_code == 202, response.content
+
+    (record,) = topic_read(door_topic, kafka_bootstrap, count=1)
+    assert json.loads(record.value)["metadata"] == sent["metadata"]
+
+
 def test_a_list_is_published_whole(door_topic, door_season, raw_token, kafka_bootstrap):
     sent = [result(player_id) for player_id in range(1, 251)]
     response = client_with(raw_token).post(URL, sent, format="json")
@@ -89,6 +98,8 @@ BAD_ITEMS = [
         "outside_season",
         "achievedAt",
     ),
+    ("metadata not an object", result(metadata=["car"]), "invalid_metadata", "metadata"),
+    ("metadata too large", result(metadata={"a": "é" * 253}), "metadata_too_large", "metadata"),
 ]
 
 

@@ -32,6 +32,20 @@ def _board_row(index: int, **fields: Any) -> dict[str, str]:
     return {f"boards-{index}-{name}": str(value) for name, value in fields.items()}
 
 
+def _post_main_board(staff: Client, season: Season, main: Board, **fields: Any) -> None:
+    """Save the season's change page with its one board row (main) set to ``fields``."""
+    data = {
+        "name": season.name,
+        "ends_at_0": "2026-10-31",
+        "ends_at_1": "00:00:00",
+        **_management("boards", 1, 1),
+        **_board_row(0, id=main.id, season=season.id, slug="main", **fields),
+        **_management("reward_tiers", 0, 0),
+    }
+    page = staff.post(f"{SEASONS}{season.id}/change/", data)
+    assert page.status_code == 302, page.content.decode()[:2000]
+
+
 def test_a_season_added_with_a_board_gets_it_and_its_main_board(staff: Client) -> None:
     data = {
         "id": "501",
@@ -73,25 +87,10 @@ def test_score_fields_are_read_only_once_the_board_has_results(staff: Client) ->
     assert "disabled" in rule.search(html).group(0)  # type: ignore[union-attr]
     # A post that tries to change the rule anyway changes nothing (disabled fields keep their
     # initial value).
-    data = {
-        "name": season.name,
-        "ends_at_0": "2026-10-31",
-        "ends_at_1": "00:00:00",
-        **_management("boards", 1, 1),
-        **_board_row(
-            0,
-            id=main.id,
-            season=season.id,
-            slug="main",
-            name="Renamed",
-            order="asc",
-            rule="cumulative",
-            time_resolution_seconds=60,
-        ),
-        **_management("reward_tiers", 0, 0),
-    }
-    page = staff.post(f"{SEASONS}{season.id}/change/", data)
-    assert page.status_code == 302, page.content.decode()[:2000]
+    _post_main_board(
+        staff, season, main, name="Renamed", order="asc", rule="cumulative",
+        time_resolution_seconds=60,
+    )  # fmt: skip
     main.refresh_from_db()
     assert (main.name, main.order, main.rule, main.time_resolution_seconds) == (
         "Renamed",
@@ -109,28 +108,12 @@ def test_keeping_metadata_is_chosen_in_the_admin_and_fixed_once_the_board_has_re
     checkbox = re.compile(r'<input type="checkbox" name="boards-0-keeps_metadata"[^>]*>')
 
     def post(*, keeps: bool) -> None:
-        row = _board_row(
-            0,
-            id=main.id,
-            season=season.id,
-            slug="main",
-            name="Main",
-            order="desc",
-            rule="best",
-            time_resolution_seconds=1,
-        )
-        if keeps:
-            row["boards-0-keeps_metadata"] = "on"
-        data = {
-            "name": season.name,
-            "ends_at_0": "2026-10-31",
-            "ends_at_1": "00:00:00",
-            **_management("boards", 1, 1),
-            **row,
-            **_management("reward_tiers", 0, 0),
-        }
-        page = staff.post(f"{SEASONS}{season.id}/change/", data)
-        assert page.status_code == 302, page.content.decode()[:2000]
+        # An unticked checkbox is left out of the form's data.
+        ticked = {"keeps_metadata": "on"} if keeps else {}
+        _post_main_board(
+            staff, season, main, name="Main", order="desc", rule="best",
+            time_resolution_seconds=1, **ticked,
+        )  # fmt: skip
 
     post(keeps=True)
     main.refresh_from_db()
