@@ -358,6 +358,10 @@ LEADERBOARD_SEASON_CACHE_SECONDS = env.float("LEADERBOARD_SEASON_CACHE_SECONDS",
 LEADERBOARD_SEASON_FALLBACK_SECONDS = env.float(
     "LEADERBOARD_SEASON_FALLBACK_SECONDS", default=3600.0
 )
+# How long each process trusts the metadata it looked up for an entry (board, player and exact
+# score: a new value is a new lookup). Only a change that leaves the score as it was (a void of
+# one of two equal results, a 0-point result in the same tick) waits this long to show.
+LEADERBOARD_METADATA_CACHE_SECONDS = env.float("LEADERBOARD_METADATA_CACHE_SECONDS", default=10.0)
 # Retry-After (seconds) of the 503 a request that needs PostgreSQL answers while it is down.
 DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS = env.int(
     "DATABASE_UNAVAILABLE_RETRY_AFTER_SECONDS", default=5

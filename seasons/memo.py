@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -105,6 +105,39 @@ class ProcessMemo(Generic[K, V]):
         with self._lock:
             self._cache[key] = _Entry(value=value, fresh_until=self._clock() + self._ttl())
         return value
+
+    def get_many(self, keys: Sequence[K], load: Callable[[list[K]], dict[K, V]]) -> dict[K, V]:
+        """``get`` for many keys at once: ``load`` is called once, with the keys absent or
+        expired, and must answer each of them. When it raises one of
+        ``DATABASE_UNREACHABLE`` and every one of them still holds an earlier value, those
+        are served as ``get`` serves one; otherwise the error propagates."""
+        now = self._clock()
+        with self._lock:
+            held = {key: self._cache.get(key) for key in keys}
+        found = {k: e.value for k, e in held.items() if e is not None and now < e.fresh_until}
+        due = [key for key in held if key not in found]
+        if not due:
+            return found
+        try:
+            loaded = load(due)
+        except DATABASE_UNREACHABLE as exc:
+            stale = {key: held[key] for key in due}
+            if any(entry is None for entry in stale.values()):
+                raise
+            logger.warning(
+                "database unavailable (%s): serving the last known values of %d keys",
+                exc,
+                len(due),
+            )
+            with self._lock:
+                for entry in stale.values():
+                    entry.fresh_until = now + self._ttl()  # type: ignore[union-attr]
+            return {**found, **{key: entry.value for key, entry in stale.items()}}  # type: ignore[union-attr]
+        fresh_until = self._clock() + self._ttl()
+        with self._lock:
+            for key in due:
+                self._cache[key] = _Entry(value=loaded[key], fresh_until=fresh_until)
+        return {**found, **{key: loaded[key] for key in due}}
 
     def clear(self) -> None:
         with self._lock:

@@ -14,8 +14,11 @@ Each is a function of the set of counted results, so redelivery, disorder, repla
 and recoveries change nothing, and a voided result stops deciding at once. Matching on the
 entry's points (best, latest) keeps an entry and its metadata one state of the board while a
 stored result is still on its way to Redis. One statement per read, one index probe per entry
-(``match_result_board_player_idx``); the top list reads it once per snapshot, not per request.
-docs/read-api.md has the costs.
+(``match_result_board_player_idx``), for the entries this process has not looked up within
+LEADERBOARD_METADATA_CACHE_SECONDS: the memo's key is the entry's exact encoded score, so a new
+value is always a new lookup, and the snapshot refresh of an unchanged top list makes none. The
+memo serves what it holds through a PostgreSQL outage, as the season memo does. docs/read-api.md
+has the costs.
 """
 
 from __future__ import annotations
@@ -28,12 +31,22 @@ from typing import Any, TypeVar
 import orjson
 from django.db import connection
 
+from seasons.memo import ProcessMemo, process_memo
+
 from ..models import MatchResult, ScoringRule
 from .boards import BoardRef
 
 _TABLE = MatchResult._meta.db_table
 
 E = TypeVar("E")
+
+# (board id, period start, period end, player id, encoded score) -> the metadata (None: none).
+_MetadataKey = tuple[int, datetime | None, datetime | None, int, bytes]
+_memo: ProcessMemo[_MetadataKey, Any] = process_memo(
+    ttl_setting="LEADERBOARD_METADATA_CACHE_SECONDS",
+    fallback_setting="LEADERBOARD_SEASON_FALLBACK_SECONDS",
+    maxsize=20_000,
+)
 
 
 def _metadata_sql(*, rule: str, bounded: bool) -> str:
@@ -90,10 +103,31 @@ def entries_with_metadata(
     ``metadata``) with their metadata, where the board keeps metadata; as they are elsewhere."""
     if not board.keeps_metadata or not entries:
         return list(entries)
-    found = board_metadata_get(
-        board=board,
-        entries=[(e.player_id, e.points) for e in entries],  # type: ignore[attr-defined]
-        since=since,
-        until=until,
-    )
-    return [replace(e, metadata=found[e.player_id]) for e in entries]  # type: ignore[attr-defined, type-var]
+    # Entries read from Redis carry their exact score and go through the memo; the others (a
+    # standing computed from PostgreSQL) are looked up each time.
+    keyed = {
+        (board.id, since, until, e.player_id, e.score): (e.player_id, e.points)  # type: ignore[attr-defined]
+        for e in entries
+        if getattr(e, "score", None) is not None
+    }
+
+    def load(due: list[_MetadataKey]) -> dict[_MetadataKey, Any]:
+        found = board_metadata_get(
+            board=board, entries=[keyed[key] for key in due], since=since, until=until
+        )
+        return {key: found[key[3]] for key in due}
+
+    by_player: dict[int, Any] = {}
+    if keyed:
+        by_player = {key[3]: value for key, value in _memo.get_many(list(keyed), load).items()}
+    rest = [e for e in entries if e.player_id not in by_player]  # type: ignore[attr-defined]
+    if rest:
+        by_player.update(
+            board_metadata_get(
+                board=board,
+                entries=[(e.player_id, e.points) for e in rest],  # type: ignore[attr-defined]
+                since=since,
+                until=until,
+            )
+        )
+    return [replace(e, metadata=by_player[e.player_id]) for e in entries]  # type: ignore[attr-defined, type-var]

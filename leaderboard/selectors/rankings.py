@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final, cast
 
@@ -49,6 +49,9 @@ class RankingEntry:
     # On a board that keeps metadata, the deciding result's (selectors/metadata.py), None
     # when it had none; NOT_KEPT elsewhere.
     metadata: Any = NOT_KEPT
+    # The encoded score as Redis answered it, where the entry was read from Redis: the
+    # metadata's memo key (one score is one deciding result). Not part of the entry's value.
+    score: bytes | None = field(default=None, compare=False, repr=False)
 
 
 def entries_named(entries: Sequence[RankingEntry]) -> list[RankingEntry]:
@@ -128,7 +131,9 @@ def ranked_entries(
             rank = start + offset // 2 + 1
         previous = score
         entries.append(
-            RankingEntry(rank=rank, player_id=int(member), points=codec.decode_points(score))
+            RankingEntry(
+                rank=rank, player_id=int(member), points=codec.decode_points(score), score=score
+            )
         )
     return entries
 
@@ -244,7 +249,7 @@ def board_player_get(
         # an asc one.
         gap = codec.decode_points(next_score) - points
         to_next = (-gap if board.ascending else gap) + 1
-    entry = RankingEntry(rank=rank, player_id=player_id, points=points)
+    entry = RankingEntry(rank=rank, player_id=player_id, points=points, score=score)
     return PlayerStanding(
         entry=entries_adorned(board=board, entries=[entry])[0] if named else entry,
         total=total,
@@ -282,6 +287,7 @@ def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[Ranking
             rank=int(flat[offset + 2]),
             player_id=int(flat[offset]),
             points=codec.decode_points(flat[offset + 1]),
+            score=flat[offset + 1],
         )
         for offset in range(0, len(flat), 3)
     ]

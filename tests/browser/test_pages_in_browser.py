@@ -210,10 +210,16 @@ def test_the_live_list_shows_names_and_flags_and_redraws_a_rename(page, board_re
 
 def test_a_metadata_board_shows_each_entrys_details_and_redraws_them_live(page, board_redis):
     from leaderboard.models import MatchResult
+    from tests.leaderboard.live import apply, store
+
+    def ingest_with(metadata: dict, *, points: int) -> None:
+        # Stored with its metadata before it reaches the board, as the consumer does.
+        result, xid = store(season, player_id=5, points=points, at=datetime.now(UTC))
+        MatchResult.objects.filter(pk=result.pk).update(metadata=metadata)
+        apply(board_redis, season, result, xid)
 
     season = _live_season(keeps_metadata=True)
-    first = ingest(board_redis, season, player_id=5, points=100, at=datetime.now(UTC))
-    MatchResult.objects.filter(pk=first.pk).update(metadata={"car": "Boreal R", "laps": 3})
+    ingest_with({"car": "Boreal R", "laps": 3}, points=100)
     page.goto(f"/seasons/{season.id}")
     table = page.locator("table[data-live-url]")
     expect(table.locator("thead th").last).to_have_text("Details")
@@ -221,8 +227,7 @@ def test_a_metadata_board_shows_each_entrys_details_and_redraws_them_live(page, 
         "car: Boreal R · laps: 3"
     )
     # A better result with its own metadata reaches the open page through live.js.
-    better = ingest(board_redis, season, player_id=5, points=200, at=datetime.now(UTC))
-    MatchResult.objects.filter(pk=better.pk).update(metadata={"car": "Ember RS"})
+    ingest_with({"car": "Ember RS"}, points=200)
     expect(table.locator('tbody tr[data-player="5"] td.meta')).to_have_text(
         "car: Ember RS", timeout=5000
     )

@@ -13,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from closeout.selectors import board_standings_compute
 from closeout.services import final_standings_replace
@@ -205,6 +207,12 @@ def test_a_rebuild_keeps_the_metadata_and_a_voided_deciding_result_stops_decidin
     top = client.get(f"/api/seasons/{season.id}/boards/laps/top")
     assert top["X-Leaderboard-Source"] == "snapshot"
     assert [e["metadata"] for e in top.json()] == [{"car": "fast"}]
+    # Looked up once per entry and score: a second read and a refresh of the same top list
+    # ask PostgreSQL nothing for it; a new score is a new lookup (below, after the void).
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).json()["metadata"] == {"car": "fast"}
+        top_snapshot_refresh(board=ref)
+    assert not [q for q in queries.captured_queries if "LATERAL" in q["sql"]]
     page = client.get(f"/seasons/{season.id}/boards/laps").content.decode()
     assert '<th scope="col">Details</th>' in page
     assert '<td class="meta">car: fast</td>' in page

@@ -137,9 +137,10 @@ def test_past_the_fallback_a_board_read_is_503_not_500(daily_season, pg_proxy, s
     _assert_503(client.get(f"/seasons/{daily_season.id}"), json_body=False)
 
 
-def test_a_metadata_boards_reads_need_postgresql_but_its_top_list_keeps_its_snapshot(
-    daily_season, pg_proxy
+def test_a_metadata_boards_entries_not_looked_up_yet_need_postgresql_the_rest_answer(
+    daily_season, pg_proxy, board_redis
 ) -> None:
+    from leaderboard import keys
     from leaderboard.models import Board
     from leaderboard.selectors.boards import BoardRef
     from leaderboard.services import top_snapshot_refresh
@@ -152,15 +153,21 @@ def test_a_metadata_boards_reads_need_postgresql_but_its_top_list_keeps_its_snap
     client = ServerClient()
     top = f"/api/seasons/{daily_season.id}/leaderboard/top"
     player = f"/api/seasons/{daily_season.id}/leaderboard/players/2"
+    moved = f"/api/seasons/{daily_season.id}/leaderboard/players/3"
     before = client.get(top)
     assert before["X-Leaderboard-Source"] == "snapshot"
     # No stored result behind these entries (written to Redis directly): metadata null.
     assert before.json()
     assert all(e["metadata"] is None for e in before.json())
-    assert client.get(player).json()["metadata"] is None
+    player_before = client.get(player)
+    assert player_before.json()["metadata"] is None
 
     pg_proxy.cut(refuse=True)
     during = client.get(top)
     assert during.status_code == 200
     assert during.json() == before.json()
-    _assert_503(client.get(player))
+    # An entry this process looked up answers from its memo; a new score needs PostgreSQL.
+    assert client.get(player).json() == player_before.json()
+    score = ref.codec.encode(points=777, elapsed_ticks=0)
+    board_redis.zadd(keys.board(board_id=ref.id), {"3": score})
+    _assert_503(client.get(moved))

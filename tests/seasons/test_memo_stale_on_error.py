@@ -117,3 +117,32 @@ def test_without_a_fallback_nothing_is_kept_past_the_ttl(settings) -> None:
 
     with pytest.raises(OperationalError):
         memo.get(1, down)
+
+
+def test_get_many_loads_only_what_is_missing_or_due_and_falls_back_only_when_all_is_held(
+    memo_parts,
+) -> None:
+    memo, clock, _ = memo_parts
+    asked: list[list[int]] = []
+    error: list[Exception] = []
+
+    def load(keys: list[int]) -> dict[int, str]:
+        asked.append(keys)
+        if error:
+            raise error[0]
+        return {key: f"v{key}@{clock.now:.0f}" for key in keys}
+
+    assert memo.get_many([1, 2], load) == {1: "v1@1000", 2: "v2@1000"}
+    clock.now += 3
+    assert memo.get_many([1, 2, 3], load) == {1: "v1@1000", 2: "v2@1000", 3: "v3@1003"}
+    assert asked == [[1, 2], [3]]
+    clock.now += 3  # 1 and 2 are due, 3 is not
+    error.append(OperationalError("connection refused"))
+    assert memo.get_many([1, 2, 3], load) == {1: "v1@1000", 2: "v2@1000", 3: "v3@1003"}
+    assert asked[-1] == [1, 2]
+    # A key with nothing held cannot be served: the error is the caller's.
+    with pytest.raises(OperationalError):
+        memo.get_many([1, 4], load)
+    error.clear()
+    clock.now += 6
+    assert memo.get_many([1, 4], load) == {1: "v1@1012", 4: "v4@1012"}
