@@ -485,6 +485,10 @@ class BoardListApi(PublicApi):
             help_text="Redis lost the board and it is being rebuilt from PostgreSQL: its reads "
             "answer 503 with Retry-After meanwhile, and size is null."
         )
+        keepsMetadata = serializers.BooleanField(
+            source="keeps_metadata",
+            help_text="Created with --metadata: its entries carry the deciding result's metadata.",
+        )
 
     @extend_schema(
         operation_id="boards_list",
@@ -506,6 +510,7 @@ class BoardListApi(PublicApi):
                 "rule": b.rule,
                 "size": sizes[b.id],
                 "recovering": sizes[b.id] is None,
+                "keeps_metadata": b.keeps_metadata,
             }
             for b in boards
         ]

@@ -82,7 +82,13 @@ def new_consumer(kafka_bootstrap):
 def joined_consumer(new_consumer, kafka_topic_factory) -> KafkaConsumer:
     """A consumer that has joined its group: it has a coordinator and heartbeats through it."""
     consumer = new_consumer()
-    consumer.subscribe([kafka_topic_factory("adapter")])
+    topic = kafka_topic_factory("adapter")
+    # As the consumer does (ingestion/consumer.py): join once the topic's partitions are in this
+    # client's metadata. A member that joins before (a topic created a moment ago, a cluster's
+    # brokers not all aware of it yet) is assigned nothing until its next metadata refresh,
+    # minutes later.
+    wait_until(lambda: bool(consumer.partitions_for_topic(topic)), timeout=30)
+    consumer.subscribe([topic])
 
     def joined() -> bool:
         consumer.poll(timeout_ms=200)

@@ -149,6 +149,8 @@ def test_every_read_carries_the_deciding_results_metadata_whatever_the_delivery(
     assert letters.letters == []
 
     base = f"/api/seasons/{season.id}/boards"
+    listed = {b["slug"]: b["keepsMetadata"] for b in client.get(base).json()}
+    assert listed == {"main": False, **{slug: True for slug, _, _ in BOARDS}}
     for slug, rule, order in BOARDS:
         want = {p: r.metadata for p, r in _deciding(rule, order, sent[slug]).items()}
         top = client.get(f"{base}/{slug}/top?limit=100")
