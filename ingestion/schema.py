@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 import msgspec
 import orjson
 
-from leaderboard.codec import BIGINT_MAX, ScoreCodec
+from leaderboard.codec import BIGINT_MAX, TIEBREAK_VALUE_MAX, ScoreCodec
 
 if TYPE_CHECKING:
     # For the annotations only, not for a cycle: game servers use this module (through
@@ -75,6 +75,13 @@ class BoardSpec(Protocol):
     @property
     def codec(self) -> ScoreCodec: ...
 
+    @property
+    def max_points(self) -> int: ...
+
+    # The board's tie-break column names, in order (contract 0.3); () for a plain board.
+    @property
+    def tiebreak_names(self) -> tuple[str, ...]: ...
+
 
 class MessageRejected(ValueError):
     """The message cannot be applied. ``reason`` is for humans; ``code`` is a stable tag."""
@@ -105,6 +112,9 @@ ACHIEVED_IN_FUTURE = "achieved_in_future"
 INVALID_METADATA = "invalid_metadata"
 METADATA_TOO_LARGE = "metadata_too_large"
 METADATA_MAX_BYTES = 512
+# tiebreakers (contract 0.3) are not an object of exactly the board's columns, each an integer
+# within 0..TIEBREAK_VALUE_MAX (or are sent to a board without columns).
+INVALID_TIEBREAKERS = "invalid_tiebreakers"
 # A check failed in a way it should not (a bug): the message is set aside, never a stop.
 UNEXPECTED = "unexpected_error"
 
@@ -125,6 +135,15 @@ class MatchResultMessage(msgspec.Struct, frozen=True, gc=False):
     # The optional metadata (contract 0.3), a JSON object in its compact UTF-8 form (checked:
     # at most METADATA_MAX_BYTES). None: absent or null.
     metadata: bytes | None = None
+    # The optional tiebreakers (contract 0.3) as sent: names to integers, checked against the
+    # board's columns by message_check_board. None: absent or null.
+    tiebreakers: dict[str, int] | None = None
+
+    def tiebreak_values(self, names: tuple[str, ...]) -> list[int]:
+        """The values of the board's columns ``names``, in order (checked by
+        message_check_board)."""
+        assert self.tiebreakers is not None
+        return [self.tiebreakers[name] for name in names]
 
     def to_contract(self) -> dict[str, Any]:
         """The contract's JSON object (camelCase), e.g. to publish it."""
@@ -142,6 +161,8 @@ class MatchResultMessage(msgspec.Struct, frozen=True, gc=False):
             body["displayName"] = self.display_name
         if self.metadata is not None:
             body["metadata"] = json_loads_exact(self.metadata.decode())
+        if self.tiebreakers is not None:
+            body["tiebreakers"] = dict(self.tiebreakers)
         return body
 
     def to_bytes(self) -> bytes:
@@ -171,6 +192,8 @@ class _WireMessage(msgspec.Struct, frozen=True, gc=False, rename="camel"):
     display_name: str | None = None
     # msgspec refuses an integer past 64 bits here (the checked path keeps it exact).
     metadata: dict[str, Any] | None = None
+    # Beyond 64 bits, or a bool, msgspec refuses: the checked path gives the reason.
+    tiebreakers: dict[str, int] | None = None
 
 
 _wire_decoder = msgspec.json.Decoder(_WireMessage)
@@ -340,6 +363,7 @@ def message_decode(raw: bytes | None) -> MatchResultMessage:
                     wire.board,
                     wire.display_name,
                     metadata,
+                    wire.tiebreakers,
                 )
     return message_decode_checked(raw)
 
@@ -465,6 +489,7 @@ def message_validate(data: object) -> MatchResultMessage:
     if display_name is not None and not isinstance(display_name, str):
         display_name = ""
     metadata = metadata_compact(data.get("metadata"))
+    tiebreakers = _tiebreakers_field(data.get("tiebreakers"))
     return MatchResultMessage(
         match_id=match_id,
         player_id=player_id,
@@ -474,7 +499,58 @@ def message_validate(data: object) -> MatchResultMessage:
         board=board,
         display_name=display_name,
         metadata=metadata,
+        tiebreakers=tiebreakers,
     )
+
+
+def _tiebreakers_field(value: object) -> dict[str, int] | None:
+    """The tiebreakers field's shape: an object of integers (names and ranges are the board's
+    to check)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise MessageRejected(
+            INVALID_TIEBREAKERS,
+            f"tiebreakers must be a JSON object of integers, got {_json_type(value)}",
+            field="tiebreakers",
+        )
+    for name, item in value.items():
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise MessageRejected(
+                INVALID_TIEBREAKERS,
+                f"tiebreakers.{str(name)[:32]} must be an integer, got {_json_type(item)}",
+                field="tiebreakers",
+            )
+    return value
+
+
+def _check_tiebreakers(message: MatchResultMessage, board: BoardSpec, where: str) -> None:
+    names = board.tiebreak_names
+    sent = message.tiebreakers
+    if not names:
+        if sent is not None:
+            raise MessageRejected(
+                INVALID_TIEBREAKERS,
+                f"{where} ranks by points only: it takes no tiebreakers",
+                field="tiebreakers",
+            )
+        return
+    if sent is None or set(sent) != set(names):
+        got = "none" if sent is None else ", ".join(sorted(str(n)[:32] for n in sent)) or "{}"
+        raise MessageRejected(
+            INVALID_TIEBREAKERS,
+            f"{where} needs tiebreakers with exactly its columns {', '.join(names)}; got {got}",
+            field="tiebreakers",
+        )
+    for name in names:
+        value = sent[name]
+        if not 0 <= value <= TIEBREAK_VALUE_MAX:
+            raise MessageRejected(
+                INVALID_TIEBREAKERS,
+                f"tiebreakers.{name} must be within 0..{TIEBREAK_VALUE_MAX}, got "
+                f"{_int_text(value)}",
+                field="tiebreakers",
+            )
 
 
 def message_check_board(
@@ -507,7 +583,7 @@ def message_check_board(
             f"season {season.id} has no board {message.board!r}",
             field="board",
         )
-    max_points = board.codec.max_points
+    max_points = board.max_points
     if message.points > max_points:
         raise MessageRejected(
             POINTS_TOO_LARGE,
@@ -515,6 +591,7 @@ def message_check_board(
             f"{message.board!r} of season {season.id}",
             field="points",
         )
+    _check_tiebreakers(message, board, f"board {message.board!r} of season {season.id}")
 
 
 def message_check_not_future(message: MatchResultMessage, *, not_after: datetime) -> None:

@@ -205,3 +205,123 @@ class ScoreCodec:
     def to_redis(score: int) -> str:
         """Scores go to Redis as integer strings: a float repr could lose digits."""
         return str(_require_int("score", score))
+
+
+# --- wide keys: points and tie-break columns past 53 bits ---------------------------------------
+
+# Points and every tie-break column of a board with tie-break columns (contract 0.3) range over
+# 0..TIEBREAK_VALUE_MAX: a PostgreSQL INTEGER, eight hex digits.
+TIEBREAK_VALUE_MAX = 2_147_483_647
+MAX_TIEBREAK_COLUMNS = 3
+_VALUE_DIGITS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class WideKey:
+    """A decoded wide key: the points, each tie-break column in the board's order, and ticks."""
+
+    points: int
+    tiebreakers: tuple[int, ...]
+    elapsed_ticks: int
+
+
+@dataclass(frozen=True, slots=True)
+class WideKeyCodec:
+    """The whole ranking key of a board with tie-break columns, as a fixed-width hex string.
+
+    A double holds 53 bits; points, up to three 31-bit columns and the time are up to 156. The
+    key is instead a string whose byte order is the ranking order, best first: each value takes
+    eight hex digits (a descending value is stored as ``TIEBREAK_VALUE_MAX - value`` so that
+    the larger sorts first), then the elapsed ticks in just the hex digits the board's time
+    bits need (the earlier sorts first). The board's sorted set holds every member at score 0
+    as ``key + player id``, so Redis's lexicographic order among equal scores *is* the ranking
+    and ZRANK is the position; players whose keys are equal share a rank. Exact at any width:
+    nothing is ever rounded, and a value out of range raises instead of wrapping.
+
+    Hex digits only, lower case: no byte Lua or a client could treat specially, and a prefix
+    of fixed width, so the player id needs no separator.
+    """
+
+    # Points first, then each tie-break column: True where lower is better.
+    ascending: tuple[bool, ...]
+    time_bits: int
+
+    def __post_init__(self) -> None:
+        if not 2 <= len(self.ascending) <= 1 + MAX_TIEBREAK_COLUMNS:
+            raise CodecError(
+                f"a wide key has points and 1..{MAX_TIEBREAK_COLUMNS} tie-break columns, "
+                f"got {len(self.ascending) - 1} columns"
+            )
+        if not all(isinstance(a, bool) for a in self.ascending):
+            raise CodecError(f"ascending must be bools, got {self.ascending!r}")
+        _require_int("time_bits", self.time_bits)
+        if not 1 <= self.time_bits <= MAX_TOTAL_BITS:
+            raise CodecError(f"time_bits must be within 1..{MAX_TOTAL_BITS}, got {self.time_bits}")
+
+    @property
+    def tick_digits(self) -> int:
+        return (self.time_bits + 3) // 4
+
+    @property
+    def key_length(self) -> int:
+        return _VALUE_DIGITS * len(self.ascending) + self.tick_digits
+
+    @property
+    def max_ticks(self) -> int:
+        return (1 << self.time_bits) - 1
+
+    @property
+    def columns(self) -> int:
+        return len(self.ascending) - 1
+
+    def encode(self, *, points: int, tiebreakers: tuple[int, ...], elapsed_ticks: int) -> str:
+        values = (points, *tiebreakers)
+        if len(values) != len(self.ascending):
+            raise CodecError(f"expected {self.columns} tie-break values, got {len(tiebreakers)}")
+        parts = []
+        for index, (value, ascending) in enumerate(zip(values, self.ascending, strict=True)):
+            value = _require_int("points" if index == 0 else f"tie-break column {index}", value)
+            if not 0 <= value <= TIEBREAK_VALUE_MAX:
+                raise CodecError(
+                    f"{'points' if index == 0 else f'tie-break column {index}'} {value} "
+                    f"outside 0..{TIEBREAK_VALUE_MAX}"
+                )
+            parts.append(f"{value if ascending else TIEBREAK_VALUE_MAX - value:08x}")
+        elapsed_ticks = _require_int("elapsed_ticks", elapsed_ticks)
+        if not 0 <= elapsed_ticks <= self.max_ticks:
+            raise CodecError(
+                f"elapsed_ticks {elapsed_ticks} outside 0..{self.max_ticks} ({self.time_bits} bits)"
+            )
+        parts.append(f"{elapsed_ticks:0{self.tick_digits}x}")
+        return "".join(parts)
+
+    def decode(self, key: str | bytes) -> WideKey:
+        if isinstance(key, bytes):
+            key = key.decode("ascii")
+        if len(key) != self.key_length:
+            raise CodecError(f"wide key {key!r} is not {self.key_length} hex digits long")
+        try:
+            values = []
+            for index, ascending in enumerate(self.ascending):
+                stored = int(key[index * _VALUE_DIGITS : (index + 1) * _VALUE_DIGITS], 16)
+                if stored > TIEBREAK_VALUE_MAX:
+                    raise CodecError(f"wide key {key!r} holds a value past {TIEBREAK_VALUE_MAX}")
+                values.append(stored if ascending else TIEBREAK_VALUE_MAX - stored)
+            ticks = int(key[_VALUE_DIGITS * len(self.ascending) :], 16)
+        except ValueError as exc:
+            raise CodecError(f"wide key {key!r} is not hex") from exc
+        if ticks > self.max_ticks:
+            raise CodecError(f"wide key {key!r} holds ticks past {self.max_ticks}")
+        return WideKey(values[0], tuple(values[1:]), ticks)
+
+    def member(self, *, key: str, player_id: int) -> str:
+        return f"{key}{player_id}"
+
+    def member_split(self, member: str | bytes) -> tuple[str, int]:
+        """``(key, player_id)`` of a member of the board's sorted set."""
+        if isinstance(member, bytes):
+            member = member.decode("ascii")
+        key, player = member[: self.key_length], member[self.key_length :]
+        if not player.isdigit():
+            raise CodecError(f"member {member!r} does not end in a player id")
+        return key, int(player)

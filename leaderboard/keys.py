@@ -51,6 +51,13 @@ def weekly_board(*, board_id: int, iso_year: int, iso_week: int) -> str:
     return f"{_board_tag(board_id)}:w:{iso_year:04d}-W{iso_week:02d}"
 
 
+def board_index(*, board_key: str) -> str:
+    """The player -> wide key hash beside the sorted set ``board_key`` of a board with
+    tie-break columns (its members are key + player id: leaderboard/codec.py WideKeyCodec).
+    Same slot as the set; expires and is renamed with it."""
+    return f"{board_key}:ix"
+
+
 def rebuild_temp(*, board_key: str) -> str:
     """``lb:{b7}:rebuild``: the temporary key a rebuild fills before RENAMEing it over."""
     return f"{board_key}:rebuild"

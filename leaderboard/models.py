@@ -1,20 +1,24 @@
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from functools import cache
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
 from seasons.models import Season
 
-from .codec import ScoreCodec
+from .codec import MAX_TIEBREAK_COLUMNS, TIEBREAK_VALUE_MAX, ScoreCodec, WideKeyCodec
 
 # Every season has this board; the API's /leaderboard/... paths and a message without a
 # "board" field mean it.
 MAIN_BOARD = "main"
 BOARD_SLUG_PATTERN = r"^[a-z0-9-]{1,32}$"
+TIEBREAK_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,15}$"
 
 
 class BoardOrder(models.TextChoices):
@@ -56,6 +60,14 @@ class Board(models.Model):
         default=False,
         help_text="Keep each result's metadata; entries carry the deciding result's.",
     )
+    # Contract 0.3: up to three columns ranked after points, each with its own order, as
+    # [{"name": "kills", "order": "desc"}, ...]; fixed once the board has results. A board with
+    # columns keeps wide keys in Redis (leaderboard/codec.py, WideKeyCodec).
+    tiebreak_columns = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Columns ranked after points, in order, each with its own direction.",
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -87,6 +99,101 @@ class Board(models.Model):
             resolution_seconds=self.time_resolution_seconds,
             ascending=self.order == BoardOrder.ASC,
         )
+
+    @property
+    def tiebreaks(self) -> tuple[TiebreakColumn, ...]:
+        return tiebreak_columns_parse(self.tiebreak_columns)
+
+    @property
+    def tiebreak_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.tiebreaks)
+
+    @property
+    def max_points(self) -> int:
+        """The most points a result may carry: the codec's, or TIEBREAK_VALUE_MAX on a board
+        with tie-break columns (its wide keys hold 31 bits per value)."""
+        return TIEBREAK_VALUE_MAX if self.tiebreak_columns else self.codec.max_points
+
+    @property
+    def wide_codec(self) -> WideKeyCodec | None:
+        """The wide-key codec of a board with tie-break columns; None for a plain board."""
+        return board_wide_codec(
+            tiebreaks=self.tiebreaks,
+            time_bits=self.time_bits,
+            ascending=self.order == BoardOrder.ASC,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TiebreakColumn:
+    name: str
+    order: str
+
+    @property
+    def ascending(self) -> bool:
+        return self.order == BoardOrder.ASC
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.order}"
+
+
+class TiebreakSpecError(ValueError):
+    """A tie-break column spec that is not ``name:order``, or a list of them the board can't
+    rank by."""
+
+
+def tiebreak_columns_parse(raw: object) -> tuple[TiebreakColumn, ...]:
+    """Board.tiebreak_columns (a list of {"name", "order"}) as TiebreakColumns, checked."""
+    if not isinstance(raw, list):
+        raise TiebreakSpecError(f"tie-break columns must be a list, got {raw!r}")
+    columns = []
+    for item in raw:
+        if not isinstance(item, dict) or set(item) != {"name", "order"}:
+            raise TiebreakSpecError(f'each tie-break column is {{"name", "order"}}, got {item!r}')
+        columns.append(tiebreak_column_check(name=item["name"], order=item["order"]))
+    return tiebreak_columns_check(columns)
+
+
+def tiebreak_column_check(*, name: object, order: object) -> TiebreakColumn:
+    if not isinstance(name, str) or not re.fullmatch(TIEBREAK_NAME_PATTERN, name):
+        raise TiebreakSpecError(
+            f"tie-break column name {name!r} must be a-z then up to 15 of a-z, 0-9 and '_'"
+        )
+    if order not in BoardOrder.values:
+        raise TiebreakSpecError(
+            f"tie-break column {name}: order must be asc or desc, got {order!r}"
+        )
+    return TiebreakColumn(name, str(order))
+
+
+def tiebreak_columns_check(columns: list[TiebreakColumn]) -> tuple[TiebreakColumn, ...]:
+    if len(columns) > MAX_TIEBREAK_COLUMNS:
+        raise TiebreakSpecError(
+            f"a board ranks by at most {MAX_TIEBREAK_COLUMNS} tie-break columns, got {len(columns)}"
+        )
+    names = [c.name for c in columns]
+    if len(set(names)) != len(names):
+        raise TiebreakSpecError(f"tie-break column names repeat: {', '.join(names)}")
+    return tuple(columns)
+
+
+def tiebreak_spec_parse(spec: str) -> TiebreakColumn:
+    """One ``--tiebreak name:order`` argument."""
+    name, sep, order = spec.partition(":")
+    if not sep:
+        raise TiebreakSpecError(f"--tiebreak {spec!r}: expected name:order (e.g. kills:desc)")
+    return tiebreak_column_check(name=name, order=order)
+
+
+@cache
+def board_wide_codec(
+    *, tiebreaks: tuple[TiebreakColumn, ...], time_bits: int, ascending: bool
+) -> WideKeyCodec | None:
+    if not tiebreaks:
+        return None
+    return WideKeyCodec(
+        ascending=(ascending, *(c.ascending for c in tiebreaks)), time_bits=time_bits
+    )
 
 
 @cache
@@ -140,6 +247,9 @@ class MatchResult(models.Model):
     # The result's metadata (contract 0.3), on boards that keep it (Board.keeps_metadata);
     # null elsewhere and when the result had none.
     metadata = models.JSONField(null=True, blank=True)
+    # The values of the board's tie-break columns (contract 0.3), in the board's column order;
+    # null on boards without columns. points may then go up to TIEBREAK_VALUE_MAX.
+    tiebreakers = ArrayField(models.IntegerField(), null=True, blank=True)
     # Staff corrections: a voided result stays for audit but no longer counts.
     voided_at = models.DateTimeField(null=True, blank=True)
     void_reason = models.CharField(max_length=500, blank=True, default="")

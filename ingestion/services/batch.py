@@ -31,6 +31,7 @@ from leaderboard.services import (
     StoredBatch,
     board_groups_apply,
     match_results_store,
+    wide_values,
 )
 from players.schema import ProfileRejected, ProfileUpdate, name_update
 from players.services import player_profiles_upsert
@@ -110,6 +111,7 @@ def match_results_decode(*, records: Sequence[Record]) -> DecodedBatch:
         [r.partition for r in parsed],
         [r.offset for r in parsed],
         _metadata_kept(messages, board_ids, checked.boards),  # type: ignore[arg-type]
+        _tiebreakers_of(messages, board_ids, checked.boards),  # type: ignore[arg-type]
     )
     names, skipped = _names_of(messages, parsed)
     return DecodedBatch(results, letters, checked.boards, names, skipped)
@@ -125,6 +127,19 @@ def _metadata_kept(
         return [None] * len(messages)
     return [
         message.metadata if board_id in keeping else None
+        for message, board_id in zip(messages, board_ids, strict=True)
+    ]
+
+
+def _tiebreakers_of(
+    messages: list[MatchResultMessage], board_ids: list[int], boards: dict[int, BoardRef]
+) -> list[list[int] | None]:
+    """Each result's tie-break values in its board's column order (None on plain boards)."""
+    columns = {board_id: b.tiebreak_names for board_id, b in boards.items() if b.tiebreaks}
+    if not columns:
+        return [None] * len(messages)
+    return [
+        message.tiebreak_values(names) if (names := columns.get(board_id)) else None
         for message, board_id in zip(messages, board_ids, strict=True)
     ]
 
@@ -260,6 +275,12 @@ def _counted(decoded: DecodedBatch, stored: StoredBatch, latest: LatestResults) 
                 group_xids,
                 [flags[i][0] for i in indices] if board_id in latest_boards else None,
                 [flags[i][1] for i in indices] if board_id in latest_boards else None,
+                wide_values(
+                    _pick(results.points, indices),
+                    _pick(results.tiebreakers, indices),  # type: ignore[arg-type]
+                )
+                if board.tiebreaks
+                else None,
             )
         )
     return _Counted(groups, duplicates, excluded)

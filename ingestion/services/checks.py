@@ -46,7 +46,7 @@ def messages_check_boards(*, messages: Sequence[MatchResultMessage]) -> BoardsCh
     change: no cache).
 
     What passes is decided per (season, board) once: the board and the bounds a message must
-    be within (the season's window, the board codec's points, now plus the allowed skew). A
+    be within (the season's window, the board's points, now plus the allowed skew). A
     message within them passes; any other goes through the schema's checks
     (``message_check_board``, ``message_check_not_future``), which decide it and word its
     rejection. The shortcut passes exactly what those checks pass.
@@ -56,10 +56,12 @@ def messages_check_boards(*, messages: Sequence[MatchResultMessage]) -> BoardsCh
     not_after = latest_achieved_at()
     # (season id, board slug) -> (board id, earliest and latest achievedAt, most points).
     accepting = {
-        key: (board.id, season.starts_at, min(season.ends_at, not_after), board.codec.max_points)
+        key: (board.id, season.starts_at, min(season.ends_at, not_after), board.max_points)
         for key, board in by_key.items()
         if (season := seasons.get(key[0])) is not None
         and season.status not in SEASON_STATUSES_REJECTING
+        # A board with tie-break columns checks each message's tiebreakers.
+        and not board.tiebreak_names
     }
     board_ids: list[int | None] = []
     rejected: list[tuple[int, MessageRejected]] = []
@@ -68,7 +70,11 @@ def messages_check_boards(*, messages: Sequence[MatchResultMessage]) -> BoardsCh
             bounds = accepting.get((message.season_id, message.board))
             if bounds is not None:
                 board_id, earliest, latest, max_points = bounds
-                if earliest <= message.achieved_at <= latest and message.points <= max_points:
+                if (
+                    earliest <= message.achieved_at <= latest
+                    and message.points <= max_points
+                    and message.tiebreakers is None
+                ):
                     board_ids.append(board_id)
                     continue
             board = by_key.get((message.season_id, message.board))

@@ -126,3 +126,127 @@ local function xid_visible(xid, snap)
   end
   return true
 end
+
+-- ---- wide keys (leaderboard/codec.py, WideKeyCodec) ----
+-- A board with tie-break columns ranks by a key past 53 bits: a fixed-width hex string whose
+-- byte order is the ranking order, best first (eight digits per value, a descending one stored
+-- as WIDE_MAX - value; then the ticks in tick_digits digits). Its sorted set holds every member
+-- at score 0 as key .. player, so ZRANK is the position; its index hash (leaderboard/keys.py
+-- board_index) maps player -> key. A wide spec is (rule, orders, tick_digits): orders has one
+-- letter per value, points first ('d' desc, 'a' asc). Every value fits a double exactly.
+
+local WIDE_MAX = 2147483647
+
+local function check_wide_spec(rule, orders, tick_digits)
+  if rule ~= 'best' and rule ~= 'latest' and rule ~= 'cumulative' then
+    return 'unknown rule ' .. tostring(rule)
+  end
+  if type(orders) ~= 'string' or not string.match(orders, '^[ad][ad][ad]?[ad]?$') then
+    return 'orders must be 2 to 4 letters a/d, got ' .. tostring(orders)
+  end
+  if not tick_digits or tick_digits < 1 or tick_digits > 14 then
+    return 'tick_digits must be 1..14, got ' .. tostring(tick_digits)
+  end
+  return nil
+end
+
+-- values (points first) and ticks -> the key. Callers check values are within 0..WIDE_MAX.
+local function wide_encode(values, ticks, orders, tick_digits)
+  local parts = {}
+  for i = 1, #values do
+    local v = values[i]
+    if string.byte(orders, i) == 100 then  -- 'd'
+      v = WIDE_MAX - v
+    end
+    parts[i] = string.format('%08x', v)
+  end
+  parts[#parts + 1] = string.format('%0' .. tick_digits .. 'x', ticks)
+  return table.concat(parts)
+end
+
+-- The key -> values (points first), ticks.
+local function wide_decode(key, orders)
+  local values = {}
+  local n = #orders
+  for i = 1, n do
+    local v = tonumber(string.sub(key, 8 * i - 7, 8 * i), 16)
+    if string.byte(orders, i) == 100 then
+      v = WIDE_MAX - v
+    end
+    values[i] = v
+  end
+  return values, tonumber(string.sub(key, 8 * n + 1), 16)
+end
+
+-- Is key a better than key b? Compared number by number, never with Lua's string '<' (which
+-- follows the server's collation locale, not bytes).
+local function wide_better(a, b, nvalues)
+  for i = 1, nvalues + 1 do
+    local first, last = 8 * i - 7, 8 * i
+    if i > nvalues then
+      last = #a
+    end
+    local x, y = tonumber(string.sub(a, first, last), 16), tonumber(string.sub(b, first, last), 16)
+    if x ~= y then
+      return x < y
+    end
+  end
+  return false
+end
+
+-- The key a player must hold after one more result, per rule (as merged_score): nil when
+-- nothing changes, false plus a reason when a cumulative sum passes WIDE_MAX.
+local function wide_merged(old, values, ticks, rule, orders, tick_digits)
+  if rule == 'best' then
+    local new = wide_encode(values, ticks, orders, tick_digits)
+    if old == nil or wide_better(new, old, #orders) then
+      return new
+    end
+    return nil
+  end
+  if rule == 'latest' or old == nil then
+    return wide_encode(values, ticks, orders, tick_digits)
+  end
+  local old_values, old_ticks = wide_decode(old, orders)
+  local sums = {}
+  for i = 1, #values do
+    sums[i] = old_values[i] + values[i]
+    if sums[i] > WIDE_MAX then
+      return false, 'cumulative value ' .. score_str(sums[i]) .. ' exceeds ' .. WIDE_MAX
+    end
+  end
+  if old_ticks > ticks then
+    ticks = old_ticks
+  end
+  return wide_encode(sums, ticks, orders, tick_digits)
+end
+
+-- Take member off the wide board (zset, index).
+local function wide_remove(zset, index, member)
+  local old = redis.call('HGET', index, member)
+  if old then
+    redis.call('ZREM', zset, old .. member)
+    redis.call('HDEL', index, member)
+  end
+end
+
+-- Merge one (values, ticks) into member of a wide board; index may be a bare hash (a rebuild's
+-- delta, zset = false). Returns 1 if it changed, 0 if not, or an error string.
+local function wide_merge_into(zset, index, member, values, ticks, rule, orders, tick_digits)
+  local old = redis.call('HGET', index, member) or nil
+  local new, err = wide_merged(old, values, ticks, rule, orders, tick_digits)
+  if new == false then
+    return err
+  end
+  if new == nil then
+    return 0
+  end
+  if zset then
+    if old then
+      redis.call('ZREM', zset, old .. member)
+    end
+    redis.call('ZADD', zset, 0, new .. member)
+  end
+  redis.call('HSET', index, member, new)
+  return 1
+end

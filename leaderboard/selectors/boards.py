@@ -11,8 +11,8 @@ from seasons.memo import ProcessMemo, process_memo
 from seasons.models import Season, SeasonStatus
 from seasons.selectors import SeasonRef
 
-from ..codec import ScoreCodec
-from ..models import MAIN_BOARD, Board, BoardOrder
+from ..codec import TIEBREAK_VALUE_MAX, ScoreCodec, WideKeyCodec
+from ..models import MAIN_BOARD, Board, BoardOrder, TiebreakColumn, board_wide_codec
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,10 +28,27 @@ class BoardRef:
     season: SeasonRef
     # Entries carry the metadata of each player's deciding result (contract 0.3).
     keeps_metadata: bool = False
+    # The tie-break columns (contract 0.3); () for a plain board.
+    tiebreaks: tuple[TiebreakColumn, ...] = ()
 
     @property
     def season_id(self) -> int:
         return self.season.id
+
+    @property
+    def tiebreak_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.tiebreaks)
+
+    @property
+    def wide_codec(self) -> WideKeyCodec | None:
+        """The wide-key codec of a board with tie-break columns; None for a plain board."""
+        return board_wide_codec(
+            tiebreaks=self.tiebreaks, time_bits=self.codec.time_bits, ascending=self.ascending
+        )
+
+    @property
+    def max_points(self) -> int:
+        return TIEBREAK_VALUE_MAX if self.tiebreaks else self.codec.max_points
 
     @property
     def ascending(self) -> bool:
@@ -48,6 +65,7 @@ class BoardRef:
             codec=board.codec,
             season=SeasonRef.from_model(board.season),
             keeps_metadata=board.keeps_metadata,
+            tiebreaks=board.tiebreaks,
         )
 
 

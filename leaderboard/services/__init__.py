@@ -16,6 +16,8 @@ from .apply import (
     board_results_apply,
     counted_groups,
     daily_board_expire_at,
+    wide_spec_args,
+    wide_values,
 )
 from .boards import SCORE_FIELDS, board_create, board_update, season_setup
 from .corrections import (
@@ -153,4 +155,6 @@ __all__ = [
     "weekly_board_build",
     "weekly_board_ensure",
     "weekly_boards_build",
+    "wide_spec_args",
+    "wide_values",
 ]

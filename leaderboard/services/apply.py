@@ -36,6 +36,8 @@ class CountedResult(NamedTuple):
     # (season-long, and of its day), as PostgreSQL decides; under best and cumulative, both.
     season_long: bool = True
     daily: bool = True
+    # The tie-break column values, on a board with columns (in its column order).
+    tiebreakers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,9 @@ class CountedGroup:
     # decides); None: every result counts season-long and daily (best, cumulative).
     season_long: list[bool] | None = None
     daily: list[bool] | None = None
+    # On a board with tie-break columns: each result's values, points first, joined by ","
+    # (the wide script's column format).
+    values: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -77,7 +82,13 @@ class CountedGroup:
             [self.xids[i] for i in keep],
             pick(self.season_long),
             pick(self.daily),
+            pick(self.values),
         )
+
+
+def wide_values(points: list[int], tiebreakers: list[list[int]]) -> list[str]:
+    """The wide script's values column: points and each tie-break value, joined by ","."""
+    return [",".join(map(str, (p, *t))) for p, t in zip(points, tiebreakers, strict=True)]
 
 
 def counted_groups(results: Iterable[CountedResult]) -> list[CountedGroup]:
@@ -97,6 +108,9 @@ def counted_groups(results: Iterable[CountedResult]) -> list[CountedGroup]:
             [r.xid for r in group],
             [r.season_long for r in group],
             [r.daily for r in group],
+            wide_values([r.points for r in group], [list(r.tiebreakers) for r in group])
+            if group[0].tiebreakers
+            else None,
         )
         for (partition, board_id), group in rows.items()
     ]
@@ -170,15 +184,37 @@ def _script_args(
                 for day, counts in zip(group.days, group.daily, strict=True)
             ]
         )
+    wide = board.wide_codec
     key_args: list[str] = []
     for key in names:
         key_args += [
             key,
+            *([keys.board_index(board_key=key)] if wide else []),
             keys.rebuild_marker(board_key=key),
             keys.rebuild_pending(board_key=key),
             keys.rebuild_delta(board_key=key),
             keys.rebuild_done(board_key=key),
         ]
+    if wide is not None:
+        if group.values is None:
+            raise ValueError(f"board {board.id} ranks by tie-break columns: results need values")
+        wide_head: list[str | int] = [
+            group.partition,
+            min(group.offsets),
+            handled_offset,
+            *wide_spec_args(board),
+            len(names),
+        ]
+        wide_columns: list[str | int] = [
+            n,
+            _joined(group.players),
+            " ".join(group.values),
+            _joined(group.ticks),
+            _joined(group.xids),
+            season_long,
+            daily,
+        ]
+        return names, key_args, [*wide_head, *expiries, *wide_columns]
     codec = board.codec
     head: list[str | int] = [
         group.partition,
@@ -202,6 +238,14 @@ def _script_args(
     return names, key_args, [*head, *expiries, *columns]
 
 
+def wide_spec_args(board: BoardRef) -> list[str | int]:
+    """A board's wide spec as the wide scripts take it (common.lua): rule, orders, tick_digits."""
+    wide = board.wide_codec
+    assert wide is not None
+    orders = "".join("a" if ascending else "d" for ascending in wide.ascending)
+    return [board.rule, orders, wide.tick_digits]
+
+
 def board_groups_apply(
     *,
     topic: str,
@@ -221,7 +265,8 @@ def board_groups_apply(
     rest sent again.
     """
     client = get_board_redis()
-    script = get_script(client, "apply_results")
+    plain_script = get_script(client, "apply_results")
+    wide_script = get_script(client, "wide_apply")
     pending = [group for group in groups if len(group)]
     applied = 0
     already = 0
@@ -240,6 +285,7 @@ def board_groups_apply(
             )
             group_names.append(names)
             watermark = keys.ingest_applied_offsets(board_id=group.board_id, topic=topic)
+            script = wide_script if boards[group.board_id].tiebreaks else plain_script
             calls.append(ScriptCall(script=script, keys=[watermark, *key_args], args=args))
         # Each call touches one board's slot; a cluster pipeline sends them grouped per node.
         replies = scripts_pipelined(client, calls)

@@ -32,6 +32,8 @@ class ResultRow(NamedTuple):
     kafka_offset: int
     # Compact UTF-8 JSON (ingestion/schema.py), for a board that keeps metadata; else None.
     metadata: bytes | None = None
+    # The board's tie-break column values in its column order; None on a plain board.
+    tiebreakers: list[int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,18 +51,22 @@ class ResultColumns:
     kafka_offsets: list[int]
     # None where the result has none or its board keeps none (Board.keeps_metadata).
     metadata: list[bytes | None]
+    # The values of each result's tie-break columns in its board's order; None on plain boards.
+    tiebreakers: list[list[int] | None]
 
     @classmethod
     def of(cls, rows: Iterable[ResultRow]) -> ResultColumns:
         rows = list(rows)
-        return cls(*([list(column) for column in zip(*rows, strict=True)] or [[]] * 9))
+        return cls(*([list(column) for column in zip(*rows, strict=True)] or [[]] * 10))
 
     def __len__(self) -> int:
         return len(self.kafka_offsets)
 
     def rows(
         self,
-    ) -> Iterator[tuple[uuid.UUID, int, int, int, int, datetime, int, int, bytes | None]]:
+    ) -> Iterator[
+        tuple[uuid.UUID, int, int, int, int, datetime, int, int, bytes | None, list[int] | None]
+    ]:
         return zip(
             self.match_ids,
             self.player_ids,
@@ -71,6 +77,7 @@ class ResultColumns:
             self.kafka_partitions,
             self.kafka_offsets,
             self.metadata,
+            self.tiebreakers,
             strict=True,
         )
 
@@ -141,6 +148,7 @@ _STAGE_COLUMNS = (
     ("kafka_offset", "int8"),
     # bytea: the compact JSON goes in as it is, and the INSERT turns it into jsonb.
     ("metadata", "bytea"),
+    ("tiebreakers", "int4[]"),
 )
 _STAGE_SQL = f"""
     CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (
@@ -155,10 +163,10 @@ _INSERT_SQL = f"""
     WITH inserted AS (
         INSERT INTO {_TABLE} (match_id, player_id, season_id, board_id, points, achieved_at,
                               ingested_at, void_reason, kafka_partition, kafka_offset,
-                              ingest_xid, metadata)
+                              ingest_xid, metadata, tiebreakers)
         SELECT s.match_id, s.player_id, s.season_id, s.board_id, s.points, s.achieved_at, now(),
                '', s.kafka_partition, s.kafka_offset, pg_current_xact_id()::text::bigint,
-               convert_from(s.metadata, 'UTF8')::jsonb
+               convert_from(s.metadata, 'UTF8')::jsonb, s.tiebreakers
         FROM {_STAGE} s
         ON CONFLICT (match_id, player_id, board_id) DO NOTHING
         RETURNING kafka_partition, kafka_offset, season_id, player_id

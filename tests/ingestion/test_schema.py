@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from ingestion import schema
 from ingestion.schema import MatchResultMessage, MessageRejected
-from leaderboard.codec import ScoreCodec
+from leaderboard.codec import TIEBREAK_VALUE_MAX, ScoreCodec
 from leaderboard.models import board_codec
 from seasons.models import Season
 
@@ -302,6 +303,11 @@ def _season(**overrides: object) -> Season:
 @dataclass(frozen=True)
 class _Board:
     codec: ScoreCodec
+    tiebreak_names: tuple[str, ...] = ()
+
+    @property
+    def max_points(self) -> int:
+        return TIEBREAK_VALUE_MAX if self.tiebreak_names else self.codec.max_points
 
 
 # The season's main board: 23 time bits (91 days at one second), 30 points bits.
@@ -515,3 +521,67 @@ def test_the_shapes_producers_send_take_the_fast_path(monkeypatch, achieved_at: 
     message = schema.message_decode(raw)
     assert message == expected
     assert message.achieved_at.tzinfo is UTC
+
+
+# --- tiebreakers (contract 0.3) -----------------------------------------------------------------
+
+_KILLS = _Board(
+    board_codec(time_bits=23, resolution_seconds=1, ascending=False), ("kills", "deaths")
+)
+
+
+def _tiebreak_check(body: dict) -> MatchResultMessage:
+    message = schema.message_decode(json.dumps(body).encode())
+    schema.message_check_board(message, _season(), _KILLS)
+    return message
+
+
+def test_tiebreakers_with_exactly_the_boards_columns_pass_at_the_maxima() -> None:
+    body = {**_good(), "points": TIEBREAK_VALUE_MAX}
+    body["tiebreakers"] = {"deaths": 0, "kills": TIEBREAK_VALUE_MAX}
+    message = _tiebreak_check(body)
+    # In the board's column order, whatever the order sent.
+    assert message.tiebreak_values(("kills", "deaths")) == [TIEBREAK_VALUE_MAX, 0]
+    assert message.to_contract()["tiebreakers"] == {"deaths": 0, "kills": TIEBREAK_VALUE_MAX}
+    # The checked path (non-ASCII elsewhere in the message) reads the same.
+    body["displayName"] = "Zoë"
+    assert _tiebreak_check(body).tiebreakers == {"deaths": 0, "kills": TIEBREAK_VALUE_MAX}
+
+
+@pytest.mark.parametrize(
+    ("tiebreakers", "reason"),
+    [
+        (None, "exactly its columns kills, deaths; got none"),
+        ({"kills": 1}, "got kills"),
+        ({"kills": 1, "deaths": 2, "assists": 3}, "got assists, deaths, kills"),
+        ({"kills": TIEBREAK_VALUE_MAX + 1, "deaths": 0}, "tiebreakers.kills must be within"),
+        ({"kills": -1, "deaths": 0}, "tiebreakers.kills must be within"),
+        ({"kills": 1, "deaths": 2**70}, "tiebreakers.deaths must be within"),
+        ({"kills": 1.0, "deaths": 0}, "tiebreakers.kills must be an integer"),
+        ({"kills": True, "deaths": 0}, "tiebreakers.kills must be an integer"),
+        ({"kills": "1", "deaths": 0}, "tiebreakers.kills must be an integer"),
+        ([1, 2], "must be a JSON object of integers, got an array"),
+    ],
+)
+def test_tiebreakers_that_do_not_fit_the_board_are_invalid(tiebreakers, reason) -> None:
+    body = _good()
+    if tiebreakers is not None:
+        body["tiebreakers"] = tiebreakers
+    with pytest.raises(MessageRejected, match=re.escape(reason)) as caught:
+        _tiebreak_check(body)
+    assert caught.value.code == schema.INVALID_TIEBREAKERS
+    assert caught.value.field == "tiebreakers"
+
+
+def test_tiebreakers_sent_to_a_board_without_columns_are_invalid() -> None:
+    message = schema.message_decode(json.dumps({**_good(), "tiebreakers": {"kills": 1}}).encode())
+    with pytest.raises(MessageRejected, match="ranks by points only") as caught:
+        schema.message_check_board(message, _season(), _MAIN)
+    assert caught.value.code == schema.INVALID_TIEBREAKERS
+
+
+def test_points_past_the_codec_fit_a_tiebreak_board_up_to_the_maximum() -> None:
+    body = {**_good(), "points": TIEBREAK_VALUE_MAX + 1, "tiebreakers": {"kills": 0, "deaths": 0}}
+    with pytest.raises(MessageRejected) as caught:
+        _tiebreak_check(body)
+    assert caught.value.code == schema.POINTS_TOO_LARGE
