@@ -15,6 +15,7 @@ from leaderboard.models import MAIN_BOARD
 from leaderboard.serializers import (
     ErrorSerializer,
     MetadataField,
+    TiebreakersField,
     country_field,
     display_name_field,
 )
@@ -30,6 +31,7 @@ class FinalEntrySerializer(serializers.Serializer):
     points = serializers.IntegerField()
     displayName = display_name_field(source="display_name")
     country = country_field()
+    tiebreakers = TiebreakersField()
     metadata = MetadataField()
     reachedAt = serializers.DateTimeField(source="reached_at")
 

@@ -108,6 +108,9 @@ class FinalStanding(models.Model):
     reached_at = models.DateTimeField()
     # On a board that keeps metadata, the deciding result's (contract 0.3); null elsewhere.
     metadata = models.JSONField(null=True, blank=True)
+    # On a board with tie-break columns, the value of each column by name (contract 0.3);
+    # null elsewhere.
+    tiebreakers = models.JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "seasons_finalstanding"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -31,6 +31,8 @@ class StandingRow:
     reached_at: datetime
     # The deciding result's metadata on a board that keeps metadata; NOT_KEPT elsewhere.
     metadata: Any = NOT_KEPT
+    # On a board with tie-break columns, each column's value by name; None elsewhere.
+    tiebreakers: dict[str, int] | None = None
 
     @property
     def stored_metadata(self) -> Any:
@@ -44,17 +46,27 @@ def board_standings_compute(*, board: BoardRef, limit: int) -> list[StandingRow]
     player id for an exact tie, so ranks are distinct and reproducible. On a board that keeps
     metadata, each row carries its deciding result's."""
     codec = board.codec
+    wide = board.wide_codec
+    tick = timedelta(seconds=codec.resolution_seconds)
     starts_at = board.season.starts_at
-    rows = [
-        StandingRow(
-            rank=index,
-            player_id=score.player_id,
-            points=score.points,
-            # What the board shows: the start of the tick the score is credited to.
-            reached_at=starts_at + codec.decode(score.score).elapsed,
+    rows = []
+    for index, score in enumerate(board_scores_top(board=board, limit=limit), start=1):
+        tiebreakers = None
+        if wide is not None:
+            elapsed = wide.decode(str(score.score)).elapsed_ticks * tick
+            tiebreakers = dict(zip(board.tiebreak_names, score.tiebreakers or (), strict=True))
+        else:
+            elapsed = codec.decode(score.score).elapsed
+        rows.append(
+            StandingRow(
+                rank=index,
+                player_id=score.player_id,
+                points=score.points,
+                # What the board shows: the start of the tick the score is credited to.
+                reached_at=starts_at + elapsed,
+                tiebreakers=tiebreakers,
+            )
         )
-        for index, score in enumerate(board_scores_top(board=board, limit=limit), start=1)
-    ]
     return entries_with_metadata(board=board, entries=rows)
 
 
@@ -71,6 +83,7 @@ class FinalEntry:
     display_name: str | None = None
     country: str | None = None
     metadata: Any = NOT_KEPT
+    tiebreakers: dict[str, int] | None = None
 
 
 class SeasonNotFinal(Exception):
@@ -111,6 +124,7 @@ def final_standings_list(
                 display_name=None if profile is None else profile.visible_name,
                 country=None if profile is None else profile.country,
                 metadata=standing.metadata if board.keeps_metadata else NOT_KEPT,
+                tiebreakers=standing.tiebreakers,
             )
         )
     return entries

@@ -20,7 +20,17 @@ from django.utils.safestring import SafeString, mark_safe
 from seasons.admin import ReadOnlyAdmin, SeasonAdminBase, confirmed_action
 from seasons.models import Season
 
-from .models import MAIN_BOARD, Board, MatchResult, PlayerBan, RebuildRun, ReconcileRun
+from .models import (
+    MAIN_BOARD,
+    Board,
+    MatchResult,
+    PlayerBan,
+    RebuildRun,
+    ReconcileRun,
+    TiebreakSpecError,
+    tiebreak_columns_parse,
+    tiebreak_spec_parse,
+)
 from .selectors.boards import board_list
 from .selectors.overview import BoardOverview, board_overview_get
 from .selectors.results import match_results_of_player
@@ -33,6 +43,7 @@ from .services import (
     match_result_void,
     player_ban,
     player_unban,
+    tiebreak_columns_json,
 )
 from .tasks import board_rebuild_task, boards_correct_task
 
@@ -133,16 +144,43 @@ class BoardForm(forms.ModelForm):
     """A board row of the season page. What the encoded scores depend on is read-only once the
     board has results; writes go through the board services (they fix the codec split)."""
 
+    # Written as create_board's --tiebreak arguments: "kills:desc, deaths:asc".
+    tiebreak_columns = forms.CharField(
+        required=False,
+        label="Tie-break columns",
+        help_text="Ranked after points, in order: name:desc or name:asc, comma-separated "
+        "(up to 3).",
+    )
+
     class Meta:
         model = Board
-        fields = ("slug", "name", "order", "rule", "time_resolution_seconds", "keeps_metadata")
+        fields = (
+            "slug",
+            "name",
+            "order",
+            "rule",
+            "time_resolution_seconds",
+            "keeps_metadata",
+            "tiebreak_columns",
+        )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.initial["tiebreak_columns"] = ", ".join(map(str, self.instance.tiebreaks))
         if self.instance.pk is not None and self.instance.match_results.exists():
             for field in SCORE_FIELDS:
                 self.fields[field].disabled = True
                 self.fields[field].help_text = "fixed: the board has results"
+
+    def clean_tiebreak_columns(self) -> list[dict[str, str]]:
+        text = self.cleaned_data.get("tiebreak_columns") or ""
+        try:
+            columns = [
+                tiebreak_spec_parse(part.strip()) for part in text.split(",") if part.strip()
+            ]
+            return tiebreak_columns_json(columns)
+        except TiebreakSpecError as exc:
+            raise forms.ValidationError(str(exc)) from exc
 
     def _post_clean(self) -> None:
         # time_bits is the service's to compute: skip the model's full_clean here (the service
@@ -161,6 +199,7 @@ class BoardInline(admin.TabularInline):
         "rule",
         "time_resolution_seconds",
         "keeps_metadata",
+        "tiebreak_columns",
         "time_bits",
     )
     readonly_fields = ("time_bits",)
@@ -198,6 +237,7 @@ class SeasonBoardsMixin(_SeasonAdmin):
                     formset.deleted_objects.append(board)
                 continue
             values = {field: data[field] for field in ("name", *SCORE_FIELDS)}
+            values["tiebreaks"] = tiebreak_columns_parse(values.pop("tiebreak_columns"))
             if board.pk is None:
                 formset.new_objects.append(board_create(season_id=season.id, **values))
             else:

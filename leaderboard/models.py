@@ -6,6 +6,7 @@ from functools import cache
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
@@ -91,6 +92,12 @@ class Board(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.slug}, season {self.season_id})"
+
+    def clean(self) -> None:
+        try:
+            tiebreak_columns_parse(self.tiebreak_columns)
+        except TiebreakSpecError as exc:
+            raise ValidationError({"tiebreak_columns": str(exc)}) from exc
 
     @property
     def codec(self) -> ScoreCodec:

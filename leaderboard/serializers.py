@@ -180,8 +180,32 @@ class MetadataField(serializers.JSONField):
         return value
 
 
-def entry_metadata_into(body: dict[str, Any], metadata: Any) -> dict[str, Any]:
-    """``body`` with ``metadata`` where the board keeps metadata (as MetadataField decides)."""
+class TiebreakersField(serializers.DictField):
+    """An entry's ``tiebreakers``: the value of each of the board's tie-break columns, on a
+    board ranked by them; left out elsewhere (contract 0.3)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "Boards with tie-break columns only: the player's value of each column, by name, "
+            "in the board's order (ranked after points, then the earliest time).",
+        )
+        super().__init__(child=serializers.IntegerField(), required=False, **kwargs)
+
+    def get_attribute(self, instance: Any) -> Any:
+        value = super().get_attribute(instance)
+        if value is None:
+            raise serializers.SkipField()
+        return value
+
+
+def entry_metadata_into(
+    body: dict[str, Any], metadata: Any, tiebreakers: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """``body`` with ``metadata`` where the board keeps metadata (as MetadataField decides) and
+    ``tiebreakers`` where it has tie-break columns (as TiebreakersField)."""
+    if tiebreakers is not None:
+        body["tiebreakers"] = tiebreakers
     if metadata is not NOT_KEPT:
         body["metadata"] = metadata
     return body
@@ -193,6 +217,7 @@ class RankingEntrySerializer(serializers.Serializer):
     points = serializers.IntegerField()
     displayName = display_name_field(source="display_name")
     country = country_field()
+    tiebreakers = TiebreakersField()
     metadata = MetadataField()
 
     def to_representation(self, instance: RankingEntry) -> dict[str, Any]:
@@ -206,7 +231,7 @@ class RankingEntrySerializer(serializers.Serializer):
             "displayName": instance.display_name,
             "country": instance.country,
         }
-        return entry_metadata_into(body, instance.metadata)
+        return entry_metadata_into(body, instance.metadata, instance.tiebreakers)
 
 
 class PlayerStandingSerializer(serializers.Serializer):
@@ -215,6 +240,7 @@ class PlayerStandingSerializer(serializers.Serializer):
     points = serializers.IntegerField(source="entry.points")
     displayName = display_name_field(source="entry.display_name")
     country = country_field(source="entry.country")
+    tiebreakers = TiebreakersField(source="entry.tiebreakers")
     metadata = MetadataField(source="entry.metadata")
     total = serializers.IntegerField(help_text="Players on the board.")
     percentile = serializers.FloatField(
@@ -234,7 +260,7 @@ class PlayerStandingSerializer(serializers.Serializer):
             "points": instance.entry.points,
             "displayName": instance.entry.display_name,
             "country": instance.entry.country,
-            **entry_metadata_into({}, instance.entry.metadata),
+            **entry_metadata_into({}, instance.entry.metadata, instance.entry.tiebreakers),
             "total": instance.total,
             "percentile": instance.percentile,
             "pointsToNextRank": instance.points_to_next_rank,

@@ -398,6 +398,7 @@ def final_standings_replace(*, board: BoardRef, rows: Sequence[StandingRow]) -> 
             points=row.points,
             reached_at=row.reached_at,
             metadata=row.stored_metadata,
+            tiebreakers=row.tiebreakers,
         )
         for row in rows
     )

@@ -80,8 +80,8 @@ def _board_plan(board: BoardRef) -> _BoardPlan:
         if (
             o
             and n
-            and (o.rank, o.points, o.reached_at, o.metadata)
-            == (n.rank, n.points, n.reached_at, n.stored_metadata)
+            and (o.rank, o.points, o.reached_at, o.metadata, o.tiebreakers)
+            == (n.rank, n.points, n.reached_at, n.stored_metadata, n.tiebreakers)
         ):
             continue
         standing_changes.append(

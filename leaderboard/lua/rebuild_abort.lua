@@ -1,4 +1,4 @@
 -- Give up a rebuild: the live board stays as it is; the next rebuild starts clean.
--- KEYS: marker, pending, delta, temp.
-redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+-- KEYS: marker, pending, delta, temp (a board with tie-break columns: then the temp's index).
+redis.call('UNLINK', unpack(KEYS))
 return 1

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
-from argparse import ArgumentParser
+from argparse import ArgumentParser, ArgumentTypeError
 from typing import Any
 
-from leaderboard.codec import ScoreCodec
-from leaderboard.models import BoardOrder, ScoringRule
+from leaderboard.codec import MAX_TIEBREAK_COLUMNS, TIEBREAK_VALUE_MAX, ScoreCodec
+from leaderboard.models import (
+    BoardOrder,
+    ScoringRule,
+    TiebreakColumn,
+    TiebreakSpecError,
+    tiebreak_spec_parse,
+)
+
+
+def _tiebreak(spec: str) -> TiebreakColumn:
+    try:
+        return tiebreak_spec_parse(spec)
+    except TiebreakSpecError as exc:
+        raise ArgumentTypeError(str(exc)) from exc
 
 
 def board_spec_arguments(parser: ArgumentParser) -> None:
     """--order, --rule, --time-resolution (dest ``time_resolution_seconds``), --metadata
-    (dest ``keeps_metadata``)."""
+    (dest ``keeps_metadata``), --tiebreak (repeated; dest ``tiebreaks``)."""
     parser.add_argument(
         "--order",
         choices=BoardOrder.values,
@@ -32,15 +45,33 @@ def board_spec_arguments(parser: ArgumentParser) -> None:
         dest="keeps_metadata",
         help="keep each result's metadata: entries carry the one that gives the player's value",
     )
+    parser.add_argument(
+        "--tiebreak",
+        action="append",
+        type=_tiebreak,
+        default=[],
+        dest="tiebreaks",
+        metavar="NAME:ORDER",
+        help=f"rank by this column after points, asc or desc (repeat, up to "
+        f"{MAX_TIEBREAK_COLUMNS}); results then carry tiebreakers with every column, and "
+        f"points and each column go up to {TIEBREAK_VALUE_MAX}",
+    )
 
 
 def board_spec_values(options: dict[str, Any]) -> dict[str, Any]:
     return {
-        key: options[key] for key in ("order", "rule", "time_resolution_seconds", "keeps_metadata")
+        key: options[key]
+        for key in ("order", "rule", "time_resolution_seconds", "keeps_metadata", "tiebreaks")
     }
 
 
-def codec_description(codec: ScoreCodec) -> str:
+def codec_description(codec: ScoreCodec, tiebreaks: tuple[TiebreakColumn, ...] = ()) -> str:
+    if tiebreaks:
+        return (
+            f"ranked by points, then {', '.join(map(str, tiebreaks))}, then the earliest time "
+            f"(wide keys: points and columns up to {TIEBREAK_VALUE_MAX}, {codec.time_bits} time "
+            f"bits at {codec.resolution_seconds}s)"
+        )
     return (
         f"score codec {codec.points_bits} points bits (max {codec.max_points}) + "
         f"{codec.time_bits} time bits at {codec.resolution_seconds}s"

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+from ..codec import TIEBREAK_VALUE_MAX
 from ..models import MatchResult, PlayerBan, ScoringRule
 from .boards import BoardRef
 
@@ -69,11 +70,52 @@ _ONE_RESULT_ORDER: dict[tuple[str, str], str] = {
 }
 
 
+def _wide_per_player_sql(*, board: BoardRef, counted: str) -> str:
+    """``_per_player_sql`` of a board with tie-break columns, plus the values of its columns
+    (``tiebreakers``, in the board's order): the best is the best whole key, at the earliest
+    time it was reached; cumulative sums every column."""
+    n = len(board.tiebreaks)
+    if board.rule == ScoringRule.CUMULATIVE:
+        sums = ", ".join(f"SUM(r.tiebreakers[{i + 1}])" for i in range(n))
+        return f"""
+            SELECT r.player_id, SUM(r.points) AS points, MAX(r.achieved_at) AS achieved_at,
+                   ARRAY[{sums}]::bigint[] AS tiebreakers
+            {counted}
+            GROUP BY r.player_id
+        """
+    if board.rule == ScoringRule.BEST:
+        columns = ", ".join(
+            f"r.tiebreakers[{i + 1}] {'ASC' if c.ascending else 'DESC'}"
+            for i, c in enumerate(board.tiebreaks)
+        )
+        order = (
+            f"r.player_id, r.points {'ASC' if board.ascending else 'DESC'}, {columns}, "
+            "r.achieved_at"
+        )
+    else:
+        order = _ONE_RESULT_ORDER[(board.rule, board.order)]
+    return f"""
+        SELECT DISTINCT ON (r.player_id) r.player_id, r.points, r.achieved_at,
+               r.tiebreakers::bigint[] AS tiebreakers
+        {counted}
+        ORDER BY {order}
+    """
+
+
+def _hex8(value: str, ascending: bool) -> str:
+    """One value of a wide key (leaderboard/codec.py WideKeyCodec) in SQL."""
+    stored = value if ascending else f"({TIEBREAK_VALUE_MAX} - {value})"
+    return f"lpad(to_hex(({stored})::bigint), 8, '0')"
+
+
 def _per_player_sql(
     *, board: BoardRef, day: date | None, player_filter: str = "", covered_only: bool = False
 ) -> str:
-    """One row per player: player_id, points, achieved_at (the time that counts)."""
+    """One row per player: player_id, points, achieved_at (the time that counts); on a board
+    with tie-break columns, then their values (tiebreakers)."""
     counted = counted_results_sql(day=day, covered_only=covered_only) + player_filter
+    if board.tiebreaks:
+        return _wide_per_player_sql(board=board, counted=counted)
     if board.rule != ScoringRule.CUMULATIVE:
         return f"""
             SELECT DISTINCT ON (r.player_id) r.player_id, r.points, r.achieved_at
@@ -90,17 +132,36 @@ def _per_player_sql(
 def scored_sql(
     *, board: BoardRef, day: date | None, player_filter: str = "", covered_only: bool = False
 ) -> str:
-    """player_id, points, achieved_at, score (NULL when cumulative points overflow the codec)."""
+    """player_id, points, achieved_at, score (NULL when cumulative points overflow the codec).
+
+    On a board with tie-break columns the score is the wide key as text (NULL when a cumulative
+    value passes TIEBREAK_VALUE_MAX), and a fifth column holds the tie-break values."""
     inner = _per_player_sql(
         board=board, day=day, player_filter=player_filter, covered_only=covered_only
     )
-    # Same as ScoreCodec.encode: an asc board stores max_points - points in the high bits.
-    high = "(%(max_points)s - p.points)" if board.ascending else "p.points"
     # Same as ScoreCodec.ticks: whole ticks of exact (numeric) elapsed seconds, floored.
     ticks = (
         "FLOOR((EXTRACT(EPOCH FROM p.achieved_at) - EXTRACT(EPOCH FROM %(starts_at)s::timestamptz))"
         " / %(resolution)s)::bigint"
     )
+    wide = board.wide_codec
+    if wide is not None:
+        values = ["p.points", *(f"p.tiebreakers[{i + 1}]" for i in range(wide.columns))]
+        key = " || ".join(
+            [
+                *(_hex8(v, a) for v, a in zip(values, wide.ascending, strict=True)),
+                f"lpad(to_hex({ticks}), {wide.tick_digits}, '0')",
+            ]
+        )
+        too_large = " OR ".join(f"{v} > {TIEBREAK_VALUE_MAX}" for v in values)
+        return f"""
+            SELECT p.player_id, p.points, p.achieved_at,
+                   CASE WHEN {too_large} THEN NULL ELSE {key} END AS score,
+                   p.tiebreakers
+            FROM ({inner}) p
+        """  # noqa: S608
+    # Same as ScoreCodec.encode: an asc board stores max_points - points in the high bits.
+    high = "(%(max_points)s - p.points)" if board.ascending else "p.points"
     return f"""
         SELECT p.player_id, p.points, p.achieved_at,
                CASE WHEN p.points > %(max_points)s THEN NULL

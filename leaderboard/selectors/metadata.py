@@ -49,13 +49,16 @@ _memo: ProcessMemo[_MetadataKey, Any] = process_memo(
 )
 
 
-def _metadata_sql(*, rule: str, bounded: bool) -> str:
+def _metadata_sql(*, rule: str, bounded: bool, wide: bool) -> str:
     points = "" if rule == ScoringRule.CUMULATIVE else "AND m.points = q.points"
+    if wide and rule != ScoringRule.CUMULATIVE:
+        # On a board with tie-break columns the entry's value is the whole key.
+        points += " AND m.tiebreakers = q.tiebreakers::int[]"
     window = "AND m.achieved_at >= %s AND m.achieved_at < %s" if bounded else ""
     order = "ASC" if rule == ScoringRule.BEST else "DESC"
     return f"""
         SELECT q.player_id, r.metadata
-        FROM unnest(%s::bigint[], %s::bigint[]) AS q(player_id, points)
+        FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) AS q(player_id, points, tiebreakers)
         CROSS JOIN LATERAL (
             SELECT m.metadata FROM {_TABLE} m
             WHERE m.board_id = %s AND m.player_id = q.player_id AND m.voided_at IS NULL
@@ -69,27 +72,43 @@ def _metadata_sql(*, rule: str, bounded: bool) -> str:
 def board_metadata_get(
     *,
     board: BoardRef,
-    entries: Sequence[tuple[int, int]],
+    entries: Sequence[tuple[int, int, tuple[int, ...] | None]],
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> dict[int, Any]:
-    """The deciding result's metadata of each ``(player_id, points)`` entry of ``board``, by
-    player (a player without a deciding result, or whose result carried none, reads None);
-    ``since``/``until`` bound the results to a daily or weekly board's period."""
+    """The deciding result's metadata of each ``(player_id, points, tiebreakers)`` entry of
+    ``board``, by player (a player without a deciding result, or whose result carried none,
+    reads None); ``since``/``until`` bound the results to a daily or weekly board's period."""
     if not entries:
         return {}
     bounded = since is not None and until is not None
-    params: list[Any] = [[p for p, _ in entries], [points for _, points in entries], board.id]
+    params: list[Any] = [
+        [e[0] for e in entries],
+        [e[1] for e in entries],
+        [None if e[2] is None else "{" + ",".join(map(str, e[2])) + "}" for e in entries],
+        board.id,
+    ]
     if bounded:
         params += [since, until]
     with connection.cursor() as cursor:
-        cursor.execute(_metadata_sql(rule=board.rule, bounded=bounded), params)
+        cursor.execute(
+            _metadata_sql(rule=board.rule, bounded=bounded, wide=bool(board.tiebreaks)), params
+        )
         # Django reads jsonb as text (its JSONField decodes it).
         found = {
             player_id: orjson.loads(value) if isinstance(value, str | bytes) else value
             for player_id, value in cursor.fetchall()
         }
-    return {player_id: found.get(player_id) for player_id, _ in entries}
+    return {e[0]: found.get(e[0]) for e in entries}
+
+
+def _lookup(entry: Any) -> tuple[int, int, tuple[int, ...] | None]:
+    tiebreakers = getattr(entry, "tiebreakers", None)
+    return (
+        entry.player_id,
+        entry.points,
+        None if tiebreakers is None else tuple(tiebreakers.values()),
+    )
 
 
 def entries_with_metadata(
@@ -106,7 +125,7 @@ def entries_with_metadata(
     # Entries read from Redis carry their exact score and go through the memo; the others (a
     # standing computed from PostgreSQL) are looked up each time.
     keyed = {
-        (board.id, since, until, e.player_id, e.score): (e.player_id, e.points)  # type: ignore[attr-defined]
+        (board.id, since, until, e.player_id, e.score): _lookup(e)  # type: ignore[attr-defined]
         for e in entries
         if getattr(e, "score", None) is not None
     }
@@ -125,7 +144,7 @@ def entries_with_metadata(
         by_player.update(
             board_metadata_get(
                 board=board,
-                entries=[(e.player_id, e.points) for e in rest],  # type: ignore[attr-defined]
+                entries=[_lookup(e) for e in rest],
                 since=since,
                 until=until,
             )

@@ -16,7 +16,6 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final, cast
 
 from .. import keys
-from ..codec import ScoreCodec
 from ..player_names import player_names_get
 from ..redis import get_board_read_redis, reads_from_replicas, redis_unavailable
 from ..scripts import read_script_call
@@ -49,6 +48,9 @@ class RankingEntry:
     # On a board that keeps metadata, the deciding result's (selectors/metadata.py), None
     # when it had none; NOT_KEPT elsewhere.
     metadata: Any = NOT_KEPT
+    # On a board with tie-break columns, the player's value of each column (name -> value, in
+    # the board's column order); None elsewhere.
+    tiebreakers: dict[str, int] | None = None
     # The encoded score as Redis answered it, where the entry was read from Redis: the
     # metadata's memo key (one score is one deciding result). Not part of the entry's value.
     score: bytes | None = field(default=None, compare=False, repr=False)
@@ -115,13 +117,17 @@ class PlayerStanding:
 
 
 def ranked_entries(
-    *, flat: list[bytes], start: int, first_rank: int, codec: ScoreCodec
+    *, flat: list[bytes], start: int, first_rank: int, board: BoardRef
 ) -> list[RankingEntry]:
-    """Entries from a ``member, score, ...`` slice that begins at 0-based ``start``.
+    """Entries from a ``member, score, ...`` slice that begins at 0-based ``start`` (on a board
+    with tie-break columns, a ``member, ...`` slice of its wide members).
 
     An entry whose score differs from the previous one ranks at its position + 1 (every entry
     above it scores strictly higher); an equal score shares the previous entry's rank.
     """
+    if board.tiebreaks:
+        return _wide_ranked_entries(members=flat, start=start, first_rank=first_rank, board=board)
+    codec = board.codec
     entries: list[RankingEntry] = []
     previous: bytes | None = None
     rank = first_rank
@@ -138,6 +144,43 @@ def ranked_entries(
     return entries
 
 
+def wide_entry(*, board: BoardRef, rank: int, player_id: int, key: bytes) -> RankingEntry:
+    """The entry of a player holding wide ``key`` on a board with tie-break columns."""
+    wide = board.wide_codec
+    assert wide is not None
+    decoded = wide.decode(key)
+    return RankingEntry(
+        rank=rank,
+        player_id=player_id,
+        points=decoded.points,
+        tiebreakers=dict(zip(board.tiebreak_names, decoded.tiebreakers, strict=True)),
+        score=key,
+    )
+
+
+def _wide_ranked_entries(
+    *, members: list[bytes], start: int, first_rank: int, board: BoardRef
+) -> list[RankingEntry]:
+    wide = board.wide_codec
+    assert wide is not None
+    length = wide.key_length
+    entries: list[RankingEntry] = []
+    previous: bytes | None = None
+    rank = first_rank
+    for position, member in enumerate(members):
+        key, player = member[:length], int(member[length:])
+        if previous is not None and key != previous:
+            rank = start + position + 1
+        previous = key
+        entries.append(wide_entry(board=board, rank=rank, player_id=player, key=key))
+    return entries
+
+
+def _wide_keys(board: BoardRef, key: str) -> list[str]:
+    """The keys a wide read script takes before the guards: the set and its index."""
+    return [key, keys.board_index(board_key=key)] if board.tiebreaks else [key]
+
+
 class BoardUnavailableError(RuntimeError):
     """Redis does not hold the board as PostgreSQL has it (lost, or being recovered): answer
     "try again shortly", never an empty or partial board."""
@@ -152,11 +195,12 @@ class BoardUnavailableError(RuntimeError):
 
 def _board_read(board: BoardRef, script: str, *, key: str, args: Sequence[str | int]) -> Any:
     """Run the read script on ``key`` of ``board`` (a replica's when reads may use them),
-    guarded by the board's intact key."""
+    guarded by the board's intact key; on a board with tie-break columns its ``wide_`` twin,
+    which also takes the set's index."""
     reply = read_script_call(
         get_board_read_redis(),
-        script,
-        keys=[key, *guard_keys(board, on_master=not reads_from_replicas())],
+        f"wide_{script}" if board.tiebreaks else script,
+        keys=[*_wide_keys(board, key), *guard_keys(board, on_master=not reads_from_replicas())],
         args=args,
     )
     # The scripts answer -1 (an integer; their other replies are lists or nil) when the
@@ -178,14 +222,17 @@ def board_page_get(
     ``period`` bounds a daily or weekly board's results (for their metadata)."""
     if count <= 0:
         return []
+    wide = board.wide_codec
     first_rank, flat = _board_read(
-        board, "board_page", key=board_key, args=[start, start + count - 1]
+        board,
+        "board_page",
+        key=board_key,
+        args=[start, start + count - 1, *([wide.key_length] if wide else [])],
     )
-    codec = board.codec
     since, until = period or (None, None)
     return entries_adorned(
         board=board,
-        entries=ranked_entries(flat=flat, start=start, first_rank=int(first_rank), codec=codec),
+        entries=ranked_entries(flat=flat, start=start, first_rank=int(first_rank), board=board),
         since=since,
         until=until,
     )
@@ -241,15 +288,26 @@ def board_player_get(
         int(cast(int, result[2])),
         cast(bytes | None, result[3]),
     )
-    codec = board.codec
-    points = codec.decode_points(score)
+    if board.tiebreaks:
+        entry = wide_entry(board=board, rank=rank, player_id=player_id, key=score)
+        next_points = (
+            None
+            if next_score is None
+            else wide_entry(board=board, rank=0, player_id=0, key=next_score).points
+        )
+    else:
+        codec = board.codec
+        entry = RankingEntry(
+            rank=rank, player_id=player_id, points=codec.decode_points(score), score=score
+        )
+        next_points = None if next_score is None else codec.decode_points(next_score)
     to_next = None
-    if next_score is not None:
+    if next_points is not None:
         # How far the value must move to pass the next player up: up on a desc board, down on
-        # an asc one.
-        gap = codec.decode_points(next_score) - points
+        # an asc one. (With tie-break columns: one point past the next player's points beats
+        # them whatever the columns; equal points and worse columns need that one point too.)
+        gap = next_points - entry.points
         to_next = (-gap if board.ascending else gap) + 1
-    entry = RankingEntry(rank=rank, player_id=player_id, points=points, score=score)
     return PlayerStanding(
         entry=entries_adorned(board=board, entries=[entry])[0] if named else entry,
         total=total,
@@ -267,7 +325,7 @@ def board_around_get(*, board: BoardRef, player_id: int, radius: int) -> list[Ra
     window = cast(list[bytes], result[6])
     return entries_adorned(
         board=board,
-        entries=ranked_entries(flat=window, start=start, first_rank=first_rank, codec=board.codec),
+        entries=ranked_entries(flat=window, start=start, first_rank=first_rank, board=board),
     )
 
 
@@ -281,18 +339,30 @@ def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[Ranking
         key=keys.board(board_id=board.id),
         args=[str(pid) for pid in player_ids],
     )
-    codec = board.codec
-    entries = [
-        RankingEntry(
-            rank=int(flat[offset + 2]),
-            player_id=int(flat[offset]),
-            points=codec.decode_points(flat[offset + 1]),
-            score=flat[offset + 1],
-        )
-        for offset in range(0, len(flat), 3)
-    ]
-    # Within a shared rank, the board's own order (ZREVRANGE: member bytes descending), so
-    # the friends list agrees with the top list and the pages.
-    entries.sort(key=lambda entry: str(entry.player_id), reverse=True)
+    if board.tiebreaks:
+        entries = [
+            wide_entry(
+                board=board,
+                rank=int(flat[offset + 2]),
+                player_id=int(flat[offset]),
+                key=flat[offset + 1],
+            )
+            for offset in range(0, len(flat), 3)
+        ]
+    else:
+        codec = board.codec
+        entries = [
+            RankingEntry(
+                rank=int(flat[offset + 2]),
+                player_id=int(flat[offset]),
+                points=codec.decode_points(flat[offset + 1]),
+                score=flat[offset + 1],
+            )
+            for offset in range(0, len(flat), 3)
+        ]
+    # Within a shared rank, the board's own order, so the friends list agrees with the top
+    # list and the pages: ZREVRANGE orders member bytes descending; a board with tie-break
+    # columns (ZRANGE of key .. player) the player ids as text, ascending.
+    entries.sort(key=lambda entry: str(entry.player_id), reverse=not board.tiebreaks)
     entries.sort(key=lambda entry: entry.rank)
     return entries_adorned(board=board, entries=entries)

@@ -26,21 +26,36 @@ class BoardScore:
     # The time that places the player among equal points: the earliest time the best value was
     # reached (best), the latest result's (latest, cumulative).
     achieved_at: datetime
-    score: int
+    # The encoded score; on a board with tie-break columns, the wide key (WideKeyCodec).
+    score: int | str
+    # On a board with tie-break columns, the value of each column in the board's order.
+    tiebreakers: tuple[int, ...] | None = None
 
 
 def _overflow(board: BoardRef, player_id: object) -> CodecError:
     return CodecError(
         f"board {board.id} ({board.slug} of season {board.season_id}): cumulative points of "
-        f"player {player_id!s} exceed the codec maximum {board.codec.max_points}"
+        f"player {player_id!s} exceed the codec maximum {board.max_points}"
     )
 
 
 def _board_score(board: BoardRef, row: tuple[Any, ...]) -> BoardScore:
-    player_id, points, achieved_at, score = row
+    player_id, points, achieved_at, score, *wide = row
     if score is None:
         raise _overflow(board, player_id)
+    if wide:
+        return BoardScore(
+            int(player_id), int(points), achieved_at, str(score), tuple(map(int, wide[0]))
+        )
     return BoardScore(int(player_id), int(points), achieved_at, int(score))
+
+
+def best_first(board: BoardRef) -> str:
+    """SQL ordering the scored rows ``s`` best first (an overflow, NULL, first of all): the
+    encoded score descending, or a wide key's bytes ascending (collation "C": byte order)."""
+    if board.tiebreaks:
+        return 's.score COLLATE "C" ASC NULLS FIRST'
+    return "s.score DESC NULLS FIRST"
 
 
 def board_scores_chunks(
@@ -102,7 +117,7 @@ def board_scores_zadd_chunks(
     )
     sql = f"""
         COPY (SELECT COALESCE(score::text, 'OVERFLOW'), player_id FROM ({inner}) s
-              ORDER BY s.score DESC NULLS FIRST) TO STDOUT
+              ORDER BY {best_first(board)}) TO STDOUT
     """  # noqa: S608
     with connection.cursor() as cursor:
         # Each run is sorted in memory; the setting ends with the caller's transaction.
@@ -209,7 +224,7 @@ def board_scores_top(*, board: BoardRef, limit: int, day: date | None = None) ->
     """The first ``limit`` players in rank order: score descending, then player id (stable)."""
     sql = f"""
         SELECT * FROM ({scored_sql(board=board, day=day)}) s
-        ORDER BY s.score DESC NULLS FIRST, s.player_id
+        ORDER BY {best_first(board)}, s.player_id
         LIMIT %(limit)s
     """  # noqa: S608
     params = board_params(board=board, day=day) | {"limit": int(limit)}

@@ -80,10 +80,11 @@ def board_top_read(*, board: BoardRef, count: int) -> TopRead:
     The entries carry their names, read from the name cache just after (one more round trip),
     and on a board that keeps metadata their metadata (one PostgreSQL statement): the snapshot
     stores both, so a top list served from it costs neither."""
-    seconds, micros, intact, flat = get_script(get_board_redis(), "board_top")(
+    script = "wide_board_top" if board.tiebreaks else "board_top"
+    seconds, micros, intact, flat = get_script(get_board_redis(), script)(
         keys=[keys.board(board_id=board.id), *guard_keys(board)], args=[count]
     )
-    entries = ranked_entries(flat=flat, start=0, first_rank=1, codec=board.codec)
+    entries = ranked_entries(flat=flat, start=0, first_rank=1, board=board)
     return TopRead(
         version=int(seconds) * 1_000_000 + int(micros),
         intact=bool(int(intact)),
@@ -92,11 +93,17 @@ def board_top_read(*, board: BoardRef, count: int) -> TopRead:
 
 
 def top_snapshot_row(entry: RankingEntry) -> list[Any]:
-    """One entry as the snapshot stores it: ``[rank, player, points, name, country]``, and
-    the metadata after them on a board that keeps metadata."""
-    row = [entry.rank, entry.player_id, entry.points, entry.display_name, entry.country]
+    """One entry as the snapshot stores it: ``[rank, player, points, name, country]``, then
+    the metadata on a board that keeps metadata, then the tie-break values on a board with
+    columns (the metadata's place then holds false where none is kept: metadata is an object
+    or null, never false)."""
+    row: list[Any] = [entry.rank, entry.player_id, entry.points, entry.display_name, entry.country]
     if entry.metadata is not NOT_KEPT:
         row.append(entry.metadata)
+    if entry.tiebreakers is not None:
+        if entry.metadata is NOT_KEPT:
+            row.append(False)
+        row.append(entry.tiebreakers)
     return row
 
 
@@ -105,13 +112,15 @@ def _top_snapshot_entry(row: list[Any]) -> RankingEntry:
     # until the next refresh (a second later) rewrites it.
     rank, player, points, *named = row
     name, country = [*named, None, None][:2]
+    metadata = named[2] if len(named) > 2 else False
     return RankingEntry(
         rank=int(rank),
         player_id=int(player),
         points=int(points),
         display_name=None if name is None else str(name),
         country=None if country is None else str(country),
-        metadata=named[2] if len(named) > 2 else NOT_KEPT,
+        metadata=NOT_KEPT if metadata is False else metadata,
+        tiebreakers={str(k): int(v) for k, v in named[3].items()} if len(named) > 3 else None,
     )
 
 

@@ -19,7 +19,13 @@ from .apply import (
     wide_spec_args,
     wide_values,
 )
-from .boards import SCORE_FIELDS, board_create, board_update, season_setup
+from .boards import (
+    SCORE_FIELDS,
+    board_create,
+    board_update,
+    season_setup,
+    tiebreak_columns_json,
+)
 from .corrections import (
     BoardRebuilt,
     BoardsCorrected,
@@ -149,6 +155,7 @@ __all__ = [
     "season_keys_unlink",
     "season_setup",
     "spec_args",
+    "tiebreak_columns_json",
     "top_snapshot_refresh",
     "top_snapshots_refresh",
     "watermark_raise",

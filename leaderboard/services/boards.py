@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
 
@@ -14,7 +15,15 @@ from seasons.models import Season, SeasonStatus
 from seasons.services import season_create
 
 from ..codec import CodecError, ScoreCodec
-from ..models import MAIN_BOARD, Board, BoardOrder, ScoringRule
+from ..models import (
+    MAIN_BOARD,
+    Board,
+    BoardOrder,
+    ScoringRule,
+    TiebreakColumn,
+    TiebreakSpecError,
+    tiebreak_columns_check,
+)
 from .reconcile import watermark_raise
 from .recovery import board_mark_intact
 
@@ -31,10 +40,12 @@ def board_create(
     rule: str = ScoringRule.BEST,
     time_resolution_seconds: int = 1,
     keeps_metadata: bool = False,
+    tiebreaks: Sequence[TiebreakColumn] = (),
 ) -> Board:
     """Add a board to a season; its codec split is fixed now from the season's length and the
-    time resolution, and never changes once the board has results (nor does
-    ``keeps_metadata``: the results stored before would have none)."""
+    time resolution, and never changes once the board has results (nor do ``keeps_metadata``,
+    since the results stored before would have none, and ``tiebreaks``, the columns ranked after
+    points: every stored key depends on them)."""
     season = Season.objects.select_for_update(no_key=True).filter(id=season_id).first()
     if season is None:
         raise ValidationError(f"season {season_id} does not exist")
@@ -62,6 +73,7 @@ def board_create(
         time_resolution_seconds=time_resolution_seconds,
         time_bits=codec.time_bits,
         keeps_metadata=keeps_metadata,
+        tiebreak_columns=tiebreak_columns_json(tiebreaks),
     )
     board.full_clean()
     board.save(force_insert=True)
@@ -81,7 +93,24 @@ def _new_board_mark_intact(*, board_id: int) -> None:
 
 
 # What a board's encoded scores (and its stored results) depend on: fixed once it has results.
-SCORE_FIELDS = ("slug", "order", "rule", "time_resolution_seconds", "keeps_metadata")
+SCORE_FIELDS = (
+    "slug",
+    "order",
+    "rule",
+    "time_resolution_seconds",
+    "keeps_metadata",
+    "tiebreak_columns",
+)
+
+
+def tiebreak_columns_json(tiebreaks: Sequence[TiebreakColumn]) -> list[dict[str, str]]:
+    """Tie-break columns as Board.tiebreak_columns stores them, checked (names unique, at most
+    MAX_TIEBREAK_COLUMNS)."""
+    try:
+        checked = tiebreak_columns_check(list(tiebreaks))
+    except TiebreakSpecError as exc:
+        raise ValidationError(str(exc)) from exc
+    return [{"name": c.name, "order": c.order} for c in checked]
 
 
 @transaction.atomic
@@ -94,10 +123,11 @@ def board_update(
     rule: str,
     time_resolution_seconds: int,
     keeps_metadata: bool = False,
+    tiebreaks: Sequence[TiebreakColumn] = (),
 ) -> Board:
-    """Change a board. Its slug, order, rule, time resolution and whether it keeps metadata
-    only while it has no result: every stored score, standing and message naming it depends on
-    them."""
+    """Change a board. Its slug, order, rule, time resolution, whether it keeps metadata and its
+    tie-break columns only while it has no result: every stored score, standing and message
+    naming it depends on them."""
     board = Board.objects.select_for_update().select_related("season").get(pk=board_id)
     wanted = {
         "slug": slug,
@@ -105,6 +135,7 @@ def board_update(
         "rule": rule,
         "time_resolution_seconds": time_resolution_seconds,
         "keeps_metadata": keeps_metadata,
+        "tiebreak_columns": tiebreak_columns_json(tiebreaks),
     }
     changed = [field for field, value in wanted.items() if getattr(board, field) != value]
     if changed and board.match_results.exists():
@@ -139,10 +170,11 @@ def season_setup(
     order: str = BoardOrder.DESC,
     time_resolution_seconds: int = 1,
     keeps_metadata: bool = False,
+    tiebreaks: Sequence[TiebreakColumn] = (),
     main_board_name: str = "Main",
 ) -> Season:
     """Create a season with its ``main`` board (configured by ``rule``, ``order``,
-    ``time_resolution_seconds`` and ``keeps_metadata``), in one transaction."""
+    ``time_resolution_seconds``, ``keeps_metadata`` and ``tiebreaks``), in one transaction."""
     season = season_create(season_id=season_id, name=name, starts_at=starts_at, ends_at=ends_at)
     board_create(
         season_id=season.id,
@@ -152,5 +184,6 @@ def season_setup(
         rule=rule,
         time_resolution_seconds=time_resolution_seconds,
         keeps_metadata=keeps_metadata,
+        tiebreaks=tiebreaks,
     )
     return season

@@ -111,6 +111,10 @@ def weekly_board_build(*, board: BoardRef, iso_year: int, iso_week: int) -> int:
     token = uuid.uuid4().hex
     build = keys.weekly_build_temp(board_key=weekly, token=token)
     ttl = settings.LEADERBOARD_WEEKLY_BOARD_TTL_SECONDS
+    if board.tiebreaks:
+        return _wide_weekly_build(
+            client=client, board=board, weekly=weekly, dailies=dailies, token=token, ttl=ttl
+        )
     try:
         if board.rule == ScoringRule.BEST:
             client.zunionstore(build, dailies, aggregate="MAX")
@@ -122,6 +126,49 @@ def weekly_board_build(*, board: BoardRef, iso_year: int, iso_week: int) -> int:
         size = get_script(client, "weekly_publish")(keys=[build, weekly], args=[ttl])
     finally:
         client.unlink(build)
+    return int(size)
+
+
+def _wide_weekly_build(
+    *,
+    client: BoardRedis,
+    board: BoardRef,
+    weekly: str,
+    dailies: list[str],
+    token: str,
+    ttl: int,
+) -> int:
+    """weekly_board_build of a board with tie-break columns: every rule merges each day's index
+    (frozen with COPY) into the build by wide_weekly_merge.lua, days newest first under the
+    latest rule."""
+    build = keys.weekly_build_temp(board_key=weekly, token=token)
+    build_index = keys.board_index(board_key=build)
+    source = keys.weekly_build_source(board_key=weekly, token=token)
+    merge = get_script(client, "wide_weekly_merge")
+    spec = spec_args(board)
+    if board.rule == ScoringRule.LATEST:
+        dailies = list(reversed(dailies))
+    try:
+        for daily in dailies:
+            if not client.copy(keys.board_index(board_key=daily), source, replace=True):
+                continue
+            cursor = "0"
+            while True:
+                try:
+                    cursor, _ = merge(
+                        keys=[source, build, build_index],
+                        args=[cursor, WEEKLY_MERGE_CHUNK, *spec],
+                    )
+                except Exception as exc:
+                    raise WeeklyBuildError(f"weekly board of board {board.id}: {exc}") from exc
+                cursor = cursor.decode() if isinstance(cursor, bytes) else str(cursor)
+                if cursor == "0":
+                    break
+        size = get_script(client, "wide_weekly_publish")(
+            keys=[build, build_index, weekly, keys.board_index(board_key=weekly)], args=[ttl]
+        )
+    finally:
+        client.unlink(build, build_index, source)
     return int(size)
 
 

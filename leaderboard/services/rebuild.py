@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date
+from itertools import chain
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -27,7 +28,7 @@ from leaderboard.scripts import get_script
 from leaderboard.selectors.boards import BoardRef, board_get
 from leaderboard.selectors.scores import board_scores_zadd_chunks
 
-from .apply import daily_board_expire_at
+from .apply import daily_board_expire_at, wide_spec_args
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,14 @@ class _BoardKeys:
     pending: str
     delta: str
     done: str
+
+    @property
+    def live_index(self) -> str:
+        return keys.board_index(board_key=self.live)
+
+    @property
+    def temp_index(self) -> str:
+        return keys.board_index(board_key=self.temp)
 
 
 def _board_keys(*, board_id: int, day: date | None) -> _BoardKeys:
@@ -160,7 +169,10 @@ def _chunks_from(out: queue.Queue[object], producer: threading.Thread) -> Iterat
 
 
 def spec_args(board: BoardRef) -> list[str | int]:
-    """The board's spec as every merging script takes it: rule, order, time_bits, max_points."""
+    """The board's spec as every merging script takes it: rule, order, time_bits, max_points
+    (a board with tie-break columns: its wide spec, as the ``wide_`` scripts take it)."""
+    if board.tiebreaks:
+        return wide_spec_args(board)
     return [board.rule, board.order, board.codec.time_bits, board.codec.max_points]
 
 
@@ -188,10 +200,12 @@ def board_rebuild(
     k = _board_keys(board_id=board_id, day=day)
     client = get_board_redis()
     rule_args = spec_args(board)
+    wide = bool(board.tiebreaks)
+    # Scripts of a board with tie-break columns are the wide_ twins.
+    prefix = "wide_" if wide else ""
+    scratch = [k.marker, k.pending, k.delta, k.temp, *([k.temp_index] if wide else [])]
 
-    if not get_script(client, "rebuild_begin")(
-        keys=[k.marker, k.pending, k.delta, k.temp], args=[MARKER_TTL_SECONDS]
-    ):
+    if not get_script(client, "rebuild_begin")(keys=scratch, args=[MARKER_TTL_SECONDS]):
         raise RebuildInProgressError(f"board {k.live} is already being rebuilt")
     run = RebuildRun.objects.create(
         season_id=board.season_id, board_id=board_id, day=day, reason=reason[:200]
@@ -200,7 +214,7 @@ def board_rebuild(
     overflowed: list[int] = []
 
     def activate(snap: str) -> None:
-        get_script(client, "rebuild_activate")(
+        get_script(client, f"{prefix}rebuild_activate")(
             keys=[k.marker, k.pending, k.delta], args=[snap, *rule_args, MARKER_TTL_SECONDS]
         )
         snapshot.append(snap)
@@ -226,11 +240,16 @@ def board_rebuild(
             on_phase(PHASE_PENDING)
         producer.start()
         loaded = _load_temp(
-            client, k, _chunks_from(out, producer), zadd_batch=zadd_batch, progress=progress
+            client,
+            k,
+            _chunks_from(out, producer),
+            zadd_batch=zadd_batch,
+            progress=progress,
+            wide=wide,
         )
         if on_phase is not None:
             on_phase(PHASE_LOADED)
-        delta_seen, merged_off = _merge_delta(client, k, rule_args)
+        delta_seen, merged_off = _merge_delta(client, k, rule_args, wide=wide)
         overflowed += merged_off
         if on_phase is not None:
             on_phase(PHASE_MERGED)
@@ -238,9 +257,13 @@ def board_rebuild(
         if day is not None:
             now = timezone.now()
             ttl_ms = max(1, daily_board_expire_at(day=day, now=now) - int(now.timestamp())) * 1000
-        finished = get_script(client, "rebuild_finish")(
-            keys=[k.temp, k.live, k.marker, k.pending, k.delta, k.done],
-            args=[snapshot[0], *rule_args, ttl_ms, REBUILD_DONE_TTL_SECONDS],
+        finish_keys = (
+            [k.temp, k.temp_index, k.live, k.live_index, k.marker, k.pending, k.delta, k.done]
+            if wide
+            else [k.temp, k.live, k.marker, k.pending, k.delta, k.done]
+        )
+        finished = get_script(client, f"{prefix}rebuild_finish")(
+            keys=finish_keys, args=[snapshot[0], *rule_args, ttl_ms, REBUILD_DONE_TTL_SECONDS]
         )
         size = int(finished[0])
         overflowed += [int(member) for member in finished[1:]]
@@ -248,7 +271,7 @@ def board_rebuild(
         stop.set()
         if producer.is_alive():
             producer.join(timeout=30)
-        get_script(client, "rebuild_abort")(keys=[k.marker, k.pending, k.delta, k.temp])
+        get_script(client, "rebuild_abort")(keys=scratch)
         RebuildRun.objects.filter(pk=run.pk).update(
             status=RunStatus.FAILED, finished_at=timezone.now(), error=repr(exc)[:5000]
         )
@@ -290,29 +313,44 @@ def _load_temp(
     *,
     zadd_batch: int,
     progress: Callable[[int], None] | None,
+    wide: bool = False,
 ) -> int:
-    """Plain ZADDs of the snapshot's scores into the temp board, one pipeline per chunk."""
+    """Plain ZADDs of the snapshot's scores into the temp board, one pipeline per chunk (on a
+    board with tie-break columns, ``key, player`` pairs: each member at score 0 as key +
+    player, and the player's key in the temp board's index)."""
     step = 2 * zadd_batch
     loaded = 0
     for flat in chunks:
         pipe = client.pipeline(transaction=False)
         for start in range(0, len(flat), step):
-            pipe.execute_command("ZADD", k.temp, *flat[start : start + step])
+            pairs = flat[start : start + step]
+            if wide:
+                wide_keys, players = pairs[0::2], pairs[1::2]
+                members = chain.from_iterable(
+                    (b"0", key + player) for key, player in zip(wide_keys, players, strict=True)
+                )
+                pipe.execute_command("ZADD", k.temp, *members)
+                index = chain.from_iterable(zip(players, wide_keys, strict=True))
+                pipe.execute_command("HSET", k.temp_index, *index)
+            else:
+                pipe.execute_command("ZADD", k.temp, *pairs)
         # Keep the marker alive (and a crashed rebuild's temp board from lingering forever).
+        if wide:
+            pipe.expire(k.temp_index, MARKER_TTL_SECONDS)
         pipe.expire(k.marker, MARKER_TTL_SECONDS)
         pipe.expire(k.temp, MARKER_TTL_SECONDS)
         replies = pipe.execute()
         if not replies[-2]:
             raise RuntimeError(f"rebuild marker of {k.live} vanished during loading")
-        members = len(flat) // 2
-        loaded += members
+        added = len(flat) // 2
+        loaded += added
         if progress is not None:
-            progress(members)
+            progress(added)
     return loaded
 
 
 def _merge_delta(
-    client: BoardRedis, k: _BoardKeys, rule_args: list[str | int]
+    client: BoardRedis, k: _BoardKeys, rule_args: list[str | int], *, wide: bool = False
 ) -> tuple[int, list[int]]:
     """Merge the delta into the temp board in short script calls; the finish takes the rest.
 
@@ -320,14 +358,16 @@ def _merge_delta(
     this stops once the remainder is small enough for one atomic finishing call), and the
     players left off because their cumulative points overflow.
     """
-    merge = get_script(client, "rebuild_merge_delta")
+    merge = get_script(client, "wide_rebuild_merge_delta" if wide else "rebuild_merge_delta")
+    merge_keys = [k.delta, k.temp, k.temp_index] if wide else [k.delta, k.temp]
     seen = 0
     left_off: list[int] = []
-    remaining = int(client.zcard(k.delta))
+    # A wide board's delta is a hash (player -> key), a plain one's a sorted set.
+    remaining = int(client.hlen(k.delta) if wide else client.zcard(k.delta))
     rounds = 0
     while remaining > DELTA_MERGE_BATCH and rounds < 1000:
         seen += min(remaining, DELTA_MERGE_BATCH)
-        reply = merge(keys=[k.delta, k.temp], args=[DELTA_MERGE_BATCH, *rule_args])
+        reply = merge(keys=merge_keys, args=[DELTA_MERGE_BATCH, *rule_args])
         remaining = int(reply[0])
         left_off += [int(member) for member in reply[1:]]
         rounds += 1

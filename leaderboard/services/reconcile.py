@@ -9,7 +9,7 @@ Larger boards are compared by member count and a sample (docs/reliability.md).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal, cast
@@ -89,7 +89,7 @@ class _Comparison:
     # The member count the watermark allows nearest to Redis's (docs/ingestion.md, "Reconcile").
     expected_members: int
     count_drift: bool
-    mismatches: list[dict[str, int | None]]
+    mismatches: list[dict[str, int | str | None]]
 
 
 def _compare(
@@ -112,15 +112,15 @@ def _compare(
     """
     applied = _watermark(client, board_id=board.id, topic=topic, held_to=held_to)
     redis_members = int(client.zcard(key))
+    # A board with tie-break columns: its index (player -> wide key) must name every member.
+    index_drift = (
+        bool(board.tiebreaks) and int(client.hlen(keys.board_index(board_key=key))) != redis_members
+    )
     expected = board_scores_for_players(board=board, player_ids=players, day=day, applied=applied)
-    actual: list[float | None] = []
-    for first in range(0, len(players), COMPARE_CHUNK):
-        chunk = players[first : first + COMPARE_CHUNK]
-        actual += client.zmscore(key, [str(p) for p in chunk])
-    mismatches: list[dict[str, int | None]] = []
-    for player, got in zip(players, actual, strict=True):
+    actual = _redis_values(client, board=board, key=key, players=players)
+    mismatches: list[dict[str, int | str | None]] = []
+    for player, have in zip(players, actual, strict=True):
         want = expected.get(player)
-        have = None if got is None else int(got)
         if have != (None if want is None else want.score):
             mismatches.append(
                 {"player_id": player, "redis": have, "expected": want.score if want else None}
@@ -140,9 +140,39 @@ def _compare(
     return _Comparison(
         redis_members=redis_members,
         expected_members=min(max(redis_members, counts.covered), counts.stored),
-        count_drift=not counts.covered <= redis_members <= counts.stored,
+        count_drift=not counts.covered <= redis_members <= counts.stored or index_drift,
         mismatches=[m for m in mismatches if m["player_id"] not in uncovered],
     )
+
+
+def _redis_values(
+    client: BoardRedis, *, board: BoardRef, key: str, players: list[int]
+) -> list[int | str | None]:
+    """Each player's value on the board in Redis: the encoded score, or on a board with
+    tie-break columns the wide key its index holds (None: not on the board)."""
+    values: list[int | str | None] = []
+    index = keys.board_index(board_key=key)
+    for first in range(0, len(players), COMPARE_CHUNK):
+        chunk = [str(p) for p in players[first : first + COMPARE_CHUNK]]
+        if board.tiebreaks:
+            found = cast(list[bytes | None], client.hmget(index, chunk))
+            values += [None if v is None else v.decode() for v in found]
+        else:
+            values += [None if v is None else int(v) for v in client.zmscore(key, chunk)]
+    return values
+
+
+def _redis_scan(
+    client: BoardRedis, *, board: BoardRef, key: str
+) -> Iterator[tuple[int, int | str]]:
+    """Every (player, value) of the board in Redis, as ``_redis_values`` reads them (a member
+    may come twice while the set or the index is rehashed)."""
+    if board.tiebreaks:
+        for raw_player, raw_key in client.hscan_iter(keys.board_index(board_key=key), count=5000):
+            yield int(raw_player), raw_key.decode()
+        return
+    for raw_member, score in client.zscan_iter(key, count=5000, score_cast_func=int):
+        yield int(raw_member), score
 
 
 def _differing_players(
@@ -153,7 +183,7 @@ def _differing_players(
     The candidates are then compared again by ``_compare``, which leaves out the players whose
     results ingestion has not applied yet."""
     applied = _watermark(client, board_id=board.id, topic=topic, held_to=held_to)
-    expected: dict[int, int] = {}
+    expected: dict[int, int | str] = {}
     try:
         for chunk in board_scores_chunks(board=board, day=day, applied=applied):
             for row in chunk:
@@ -164,8 +194,7 @@ def _differing_players(
     # ZSCAN may return a member twice (while the set is rehashed): the dict of seen members
     # keeps the comparison exact.
     seen: set[int] = set()
-    for raw_member, score in client.zscan_iter(key, count=5000, score_cast_func=int):
-        player = int(raw_member)
+    for player, score in _redis_scan(client, board=board, key=key):
         if player in seen:
             continue
         seen.add(player)
@@ -188,7 +217,11 @@ def _sampled_players(
     PostgreSQL, half from Redis, and every player ingested since ``recent_since`` if given."""
     half = max(1, size // 2)
     players = set(board_players_sample(board=board, size=half, day=day))
-    players.update(int(m) for m in cast(list[bytes], client.zrandmember(key, half) or []))
+    if board.tiebreaks:
+        drawn = cast(list[bytes], client.hrandfield(keys.board_index(board_key=key), half) or [])
+    else:
+        drawn = cast(list[bytes], client.zrandmember(key, half) or [])
+    players.update(int(m) for m in drawn)
     if recent_since is not None:
         recent = board_players_ingested_since(
             board=board, since=recent_since, day=day, limit=RECENT_PLAYERS_MAX

@@ -46,7 +46,16 @@ def test_schema_is_valid_openapi_3_and_documents_every_read_operation(client):
     assert [branch["type"] for branch in body["oneOf"]] == ["object", "array"]
     assert body["oneOf"][1]["maxItems"] == 1000
     entry = schema["components"]["schemas"]["RankingEntry"]["properties"]
-    assert set(entry) == {"rank", "playerId", "points", "displayName", "country", "metadata"}
+    assert set(entry) == {
+        "rank",
+        "playerId",
+        "points",
+        "displayName",
+        "country",
+        "tiebreakers",
+        "metadata",
+    }
+    assert entry["tiebreakers"]["additionalProperties"] == {"type": "integer"}
     assert entry["displayName"]["nullable"] is True
     # Only boards that keep metadata carry it: not required, null when the result had none.
     required = schema["components"]["schemas"]["RankingEntry"]["required"]

@@ -41,6 +41,6 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"created board {board.slug!r} ({board.name}) of season {board.season_id}: "
-                f"{board.rule}, {board.order}; " + codec_description(board.codec)
+                f"{board.rule}, {board.order}; " + codec_description(board.codec, board.tiebreaks)
             )
         )

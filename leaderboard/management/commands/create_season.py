@@ -52,6 +52,6 @@ class Command(BaseCommand):
                 f"created season {season.id} {season.name!r} with board {board.slug!r} "
                 f"({board.rule}, {board.order}), "
                 f"{season.starts_at.isoformat()} to {season.ends_at.isoformat()}; "
-                + codec_description(board.codec)
+                + codec_description(board.codec, board.tiebreaks)
             )
         )

@@ -1,0 +1,366 @@
+"""Boards with tie-break columns (contract 0.3) end to end: results with tiebreakers through the
+batch handler into PostgreSQL and Redis, redelivered and out of order, every read against a
+reference sort of the whole key, and a rebuild from PostgreSQL giving the same board."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import pytest
+from django.db import connection
+
+from closeout.selectors import board_standings_compute
+from closeout.services import final_standings_replace
+from ingestion.records import ConsumedRecord, DeadLetter
+from ingestion.schema import INVALID_TIEBREAKERS
+from ingestion.services import match_results_ingest
+from leaderboard import keys
+from leaderboard.codec import TIEBREAK_VALUE_MAX
+from leaderboard.models import Board, BoardOrder, ScoringRule, TiebreakColumn
+from leaderboard.redis import get_board_redis
+from leaderboard.selectors.boards import BoardRef
+from leaderboard.services import board_rebuild, board_reconcile, weekly_board_build
+from seasons.models import SeasonStatus
+from tests.factories import board_factory
+from tests.helpers import make_season
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOPIC = "tiebreak-test"
+START = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday: ISO week 2026-W10
+MAX = TIEBREAK_VALUE_MAX
+
+
+class _Letters:
+    def __init__(self) -> None:
+        self.letters: list[DeadLetter] = []
+
+    def publish(self, *, letters: Sequence[DeadLetter]) -> None:
+        self.letters += letters
+
+
+@dataclass(frozen=True)
+class Sent:
+    match_id: uuid.UUID
+    player_id: int
+    points: int
+    tiebreakers: dict[str, int]
+    achieved_at: datetime
+    board: str
+
+    def value(self, season_id: int) -> bytes:
+        return json.dumps(
+            {
+                "matchId": str(self.match_id),
+                "playerId": self.player_id,
+                "seasonId": season_id,
+                "points": self.points,
+                "achievedAt": self.achieved_at.isoformat(),
+                "board": self.board,
+                "tiebreakers": self.tiebreakers,
+            }
+        ).encode()
+
+
+@dataclass(frozen=True)
+class Spec:
+    slug: str
+    rule: str
+    order: str
+    columns: tuple[TiebreakColumn, ...]
+
+
+SPECS = [
+    Spec(
+        f"{rule}-{order}-{len(columns)}",
+        rule,
+        order,
+        tuple(TiebreakColumn(name, o) for name, o in columns),
+    )
+    for rule in ScoringRule.values
+    for order in BoardOrder.values
+    for columns in (
+        (("kills", "desc"),),
+        (("kills", "desc"), ("deaths", "asc")),
+        (("a", "asc"), ("b", "desc"), ("c", "asc")),
+    )
+]
+
+
+def _ticks(at: datetime, season_start: datetime) -> int:
+    return int((at - season_start).total_seconds())
+
+
+def _value(spec: Spec, points: int, tiebreakers: tuple[int, ...], ticks: int) -> tuple:
+    """The contract's order as a tuple that sorts best first."""
+    signs = [spec.order == BoardOrder.ASC, *(c.ascending for c in spec.columns)]
+    values = (points, *tiebreakers)
+    return (*(v if asc else -v for v, asc in zip(values, signs, strict=True)), ticks)
+
+
+def _reference(spec: Spec, results: list[Sent], season_start: datetime) -> list[dict[str, Any]]:
+    """The board as the contract defines it: entries best first with competition ranks."""
+    names = [c.name for c in spec.columns]
+    held: dict[int, tuple[int, tuple[int, ...], int]] = {}
+    chosen: dict[int, tuple] = {}
+    for r in sorted(results, key=lambda r: (r.achieved_at, r.match_id)):
+        values = tuple(r.tiebreakers[n] for n in names)
+        ticks = _ticks(r.achieved_at, season_start)
+        old = held.get(r.player_id)
+        if spec.rule == ScoringRule.CUMULATIVE and old is not None:
+            sums = (old[0] + r.points, tuple(a + b for a, b in zip(old[1], values, strict=True)))
+            if max(sums[0], *sums[1]) > MAX:
+                continue
+            held[r.player_id] = (*sums, ticks)
+        elif spec.rule == ScoringRule.BEST and old is not None:
+            if _value(spec, r.points, values, ticks) < _value(spec, *old):
+                held[r.player_id] = (r.points, values, ticks)
+        else:
+            held[r.player_id] = (r.points, values, ticks)
+    for player, (points, values, ticks) in held.items():
+        chosen[player] = _value(spec, points, values, ticks)
+    ordered = sorted(held, key=lambda p: (chosen[p], str(p)))
+    entries = []
+    for player in ordered:
+        points, values, _ = held[player]
+        rank = 1 + sum(1 for other in held if chosen[other] < chosen[player])
+        entries.append(
+            {
+                "rank": rank,
+                "playerId": player,
+                "points": points,
+                "tiebreakers": dict(zip(names, values, strict=True)),
+            }
+        )
+    return entries
+
+
+def _results(spec: Spec, rng: random.Random, *, players: int = 12, each: int = 4) -> list[Sent]:
+    # The maxima, and under the cumulative rule sums far past 53 bits that stay within them
+    # (a sum past the maximum: test_wide_apply.py).
+    pool = [0, 1, 2, MAX] if spec.rule != ScoringRule.CUMULATIVE else [0, 1, MAX // 8]
+    results = []
+    for player in range(1, players + 1):
+        for _ in range(each):
+            # Few distinct values and times: ties on every column and on the time happen.
+            at = START + timedelta(hours=rng.choice([1, 2, 30]), seconds=rng.choice([0, 0, 7]))
+            results.append(
+                Sent(
+                    uuid.uuid4(),
+                    player,
+                    rng.choice(pool),
+                    {c.name: rng.choice(pool) for c in spec.columns},
+                    at,
+                    spec.slug,
+                )
+            )
+    return results
+
+
+def _ingest(season_id: int, results: list[Sent], rng: random.Random) -> _Letters:
+    """Every result one to three times, shuffled, in batches over two partitions, then a
+    replay of everything."""
+    records = []
+    offsets = {0: 0, 1: 0}
+    deliveries = [r for r in results for _ in range(rng.randint(1, 3))]
+    rng.shuffle(deliveries)
+    for r in deliveries:
+        partition = r.player_id % 2
+        records.append(
+            ConsumedRecord(partition, offsets[partition], b"%d" % r.player_id, r.value(season_id))
+        )
+        offsets[partition] += 1
+    letters = _Letters()
+    for start in range(0, len(records), 9):
+        match_results_ingest(topic=TOPIC, records=records[start : start + 9], dead_letters=letters)
+    match_results_ingest(topic=TOPIC, records=records, dead_letters=letters)
+    return letters
+
+
+def _shape(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: e[k] for k in ("rank", "playerId", "points", "tiebreakers")} for e in entries]
+
+
+def _check_reads(client, season_id: int, spec: Spec, want: list[dict[str, Any]]) -> None:
+    base = f"/api/seasons/{season_id}/boards/{spec.slug}"
+    top = client.get(f"{base}/top?limit=100")
+    assert top.status_code == 200, top.content
+    assert _shape(top.json()) == want, spec.slug
+    assert _shape(client.get(f"{base}/ranks?start=1&count=100").json()) == want
+    assert _shape(client.get(f"{base}/ranks?start=3&count=4").json()) == want[2:6]
+    ids = ",".join(str(e["playerId"]) for e in reversed(want))
+    assert _shape(client.get(f"{base}/friends?ids={ids}").json()) == want
+    for position, expected in enumerate(want):
+        body = client.get(f"{base}/players/{expected['playerId']}").json()
+        assert {k: body[k] for k in expected} == expected, (spec.slug, expected)
+        assert body["total"] == len(want)
+        around = client.get(f"{base}/players/{expected['playerId']}/around?radius=2").json()
+        assert _shape(around) == want[max(0, position - 2) : position + 3]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.slug for s in SPECS])
+def test_every_rule_order_and_width_ranks_by_the_whole_key(client, spec) -> None:
+    rng = random.Random(spec.slug)
+    season = make_season(starts_at=START - timedelta(days=1), ends_at=START + timedelta(days=30))
+    board_factory(season, spec.slug, rule=spec.rule, order=spec.order, tiebreaks=spec.columns)
+    sent = _results(spec, rng)
+    letters = _ingest(season.id, sent, rng)
+    assert letters.letters == []
+    want = _reference(spec, sent, season.starts_at)
+    _check_reads(client, season.id, spec, want)
+
+    # The daily and weekly boards hold that period's results by the same rules.
+    base = f"/api/seasons/{season.id}/boards/{spec.slug}"
+    day = START.date()
+    daily = client.get(f"{base}/daily/{day.isoformat()}/top?limit=100").json()
+    day_results = [r for r in sent if r.achieved_at.date() == day]
+    assert _shape(daily) == _reference(spec, day_results, season.starts_at)
+    board = BoardRef.from_model(Board.objects.get(season=season, slug=spec.slug))
+    weekly_board_build(board=board, iso_year=2026, iso_week=10)
+    weekly = client.get(f"{base}/weekly/2026-W10/top?limit=100").json()
+    assert _shape(weekly) == want
+
+    # Lost from Redis and rebuilt from PostgreSQL: the same board.
+    redis = get_board_redis()
+    live = keys.board(board_id=board.id)
+    redis.delete(live, keys.board_index(board_key=live))
+    assert board_rebuild(board_id=board.id).members == len(want)
+    _check_reads(client, season.id, spec, want)
+
+    # Close-out's standings, from PostgreSQL: the same order, an exact tie to the lower id.
+    rows = board_standings_compute(board=board, limit=100)
+    final_standings_replace(board=board, rows=rows)
+    season.status = SeasonStatus.CLOSED
+    season.save(update_fields=["status"])
+    standings = client.get(f"{base}/standings?limit=100")
+    assert standings.status_code == 200, standings.content
+    by_value = sorted(want, key=lambda e: (e["rank"], e["playerId"]))
+    assert [
+        {k: e[k] for k in ("rank", "playerId", "points", "tiebreakers")}
+        for e in standings.json()["entries"]
+    ] == [{**e, "rank": i} for i, e in enumerate(by_value, start=1)]
+
+
+def test_results_without_exactly_the_boards_columns_are_dead_lettered(client) -> None:
+    season = make_season(starts_at=START - timedelta(days=1))
+    columns = (TiebreakColumn("kills", "desc"), TiebreakColumn("deaths", "asc"))
+    board_factory(season, "arena", tiebreaks=columns)
+    at = START + timedelta(hours=1)
+    good = Sent(uuid.uuid4(), 1, MAX, {"kills": MAX, "deaths": 0}, at, "arena")
+    missing = Sent(uuid.uuid4(), 2, 5, {"kills": 1}, at, "arena")
+    too_big = Sent(uuid.uuid4(), 3, 5, {"kills": MAX + 1, "deaths": 0}, at, "arena")
+    on_plain = Sent(uuid.uuid4(), 4, 5, {"kills": 1}, at, "main")
+    letters = _ingest(season.id, [good, missing, too_big, on_plain], random.Random(5))
+    rejected = {int(letter.record.key or b""): letter.code for letter in letters.letters}
+    assert rejected == {2: INVALID_TIEBREAKERS, 3: INVALID_TIEBREAKERS, 4: INVALID_TIEBREAKERS}
+    body = client.get(f"/api/seasons/{season.id}/boards/arena/top").json()
+    assert body == [
+        {
+            "rank": 1,
+            "playerId": 1,
+            "points": MAX,
+            "displayName": None,
+            "country": None,
+            "tiebreakers": {"kills": MAX, "deaths": 0},
+        }
+    ]
+    main = client.get(f"/api/seasons/{season.id}/leaderboard/top").json()
+    assert main == []
+    assert "tiebreakers" not in json.dumps(main)
+
+
+@pytest.mark.parametrize("rule", ScoringRule.values)
+def test_results_ingested_during_every_rebuild_phase_count_once(client, rule) -> None:
+    spec = Spec(
+        f"during-{rule}",
+        rule,
+        BoardOrder.DESC,
+        (TiebreakColumn("kills", "desc"), TiebreakColumn("deaths", "asc")),
+    )
+    rng = random.Random(rule)
+    season = make_season(starts_at=START - timedelta(days=1), ends_at=START + timedelta(days=30))
+    board = board_factory(season, spec.slug, rule=rule, tiebreaks=spec.columns)
+    before = _results(spec, rng, players=6, each=2)
+    _ingest(season.id, before, rng)
+    during: list[Sent] = []
+    offset = [10_000]
+
+    def ingest_now(phase: str) -> None:
+        # New results while the rebuild runs, at each phase of its protocol.
+        batch = _results(spec, rng, players=8, each=1)
+        records = []
+        for r in batch:
+            records.append(ConsumedRecord(2, offset[0], b"%d" % r.player_id, r.value(season.id)))
+            offset[0] += 1
+
+        errors: list[BaseException] = []
+
+        def ingest() -> None:
+            try:
+                match_results_ingest(topic=TOPIC, records=records, dead_letters=_Letters())
+            except BaseException as exc:
+                errors.append(exc)
+            finally:
+                connection.close()
+
+        # A consumer of its own: the callback at "activated" runs inside the rebuild's
+        # snapshot transaction, whose connection must not store the results.
+        worker = threading.Thread(target=ingest)
+        worker.start()
+        worker.join()
+        assert not errors, errors
+        during.extend(batch)
+
+    result = board_rebuild(board_id=board.id, on_phase=ingest_now)
+    want = _reference(spec, before + during, season.starts_at)
+    assert result.members == len(want)
+    assert result.delta_members > 0
+    _check_reads(client, season.id, spec, want)
+
+
+def test_reconcile_finds_a_wrong_key_and_a_stray_member_and_the_rebuild_repairs_them(
+    client,
+) -> None:
+    spec = Spec(
+        "reconciled",
+        ScoringRule.BEST,
+        BoardOrder.DESC,
+        (TiebreakColumn("kills", "desc"), TiebreakColumn("deaths", "asc")),
+    )
+    rng = random.Random(11)
+    season = make_season(starts_at=START - timedelta(days=1), ends_at=START + timedelta(days=30))
+    board = board_factory(season, spec.slug, tiebreaks=spec.columns)
+    sent = _results(spec, rng)
+    _ingest(season.id, sent, rng)
+    want = _reference(spec, sent, season.starts_at)
+    clean = board_reconcile(board_id=board.id, topic=TOPIC)
+    assert (clean.drift_found, clean.rebuilt, clean.full) == (False, False, True)
+
+    redis = get_board_redis()
+    live = keys.board(board_id=board.id)
+    index = keys.board_index(board_key=live)
+    wide = BoardRef.from_model(board).wide_codec
+    assert wide is not None
+    # One player's key rewritten (both structures, consistently), one member without an index
+    # entry (a half-applied write).
+    player = want[0]["playerId"]
+    old = cast(bytes, redis.hget(index, str(player))).decode()
+    forged = wide.encode(points=0, tiebreakers=(0, MAX), elapsed_ticks=0)
+    redis.zrem(live, old + str(player))
+    redis.zadd(live, {forged + str(player): 0})
+    redis.hset(index, str(player), forged)
+    drifted = board_reconcile(board_id=board.id, topic=TOPIC)
+    assert (drifted.drift_found, drifted.rebuilt) == (True, True)
+    _check_reads(client, season.id, spec, want)
+
+    redis.zadd(live, {forged + "999999": 0})
+    stray = board_reconcile(board_id=board.id, topic=TOPIC)
+    assert (stray.drift_found, stray.rebuilt) == (True, True)
+    _check_reads(client, season.id, spec, want)
