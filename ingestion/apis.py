@@ -31,7 +31,7 @@ from players.services import player_profiles_upsert
 
 from .authentication import GameServerTokenAuthentication, HasActiveGameServerToken
 from .parsers import BoundedJSONParser
-from .schema import METADATA_MAX_BYTES, POINTS_CEILING
+from .schema import METADATA_MAX_BYTES, POINTS_CEILING, TIEBREAK_VALUE_MAX
 from .services import (
     HTTP_MAX_RESULTS_PER_REQUEST,
     MatchResultsRejected,
@@ -75,6 +75,14 @@ _RESULT_ITEM: dict[str, Any] = {
             "additionalProperties": True,
             "description": f"At most {METADATA_MAX_BYTES} bytes as compact UTF-8 JSON; kept by "
             "boards created with --metadata (invalid_metadata, metadata_too_large otherwise).",
+        },
+        "tiebreakers": {
+            "type": "object",
+            "nullable": True,
+            "additionalProperties": {"type": "integer", "minimum": 0, "maximum": TIEBREAK_VALUE_MAX},
+            "description": "Required by a board with tie-break columns, with exactly its "
+            "columns (its points may then go up to the same maximum); refused by any other "
+            "board (invalid_tiebreakers).",
         },
     },
     # Producers may add fields before consumers know them; they are ignored.

@@ -468,6 +468,11 @@ class SeasonListApi(PublicApi):
         return Response(self.SeasonOutputSerializer(seasons, many=True).data)
 
 
+class TiebreakColumnSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    order = serializers.ChoiceField(choices=["asc", "desc"])
+
+
 class BoardListApi(PublicApi):
     """GET /api/seasons/{season}/boards: the season's boards, main first."""
 
@@ -488,6 +493,11 @@ class BoardListApi(PublicApi):
         keepsMetadata = serializers.BooleanField(
             source="keeps_metadata",
             help_text="Created with --metadata: its entries carry the deciding result's metadata.",
+        )
+        tiebreakers = TiebreakColumnSerializer(
+            many=True,
+            help_text="The columns ranked after points, in order (empty: points only); results "
+            "for the board carry tiebreakers with exactly these, and its entries carry them.",
         )
 
     @extend_schema(
@@ -511,6 +521,7 @@ class BoardListApi(PublicApi):
                 "size": sizes[b.id],
                 "recovering": sizes[b.id] is None,
                 "keeps_metadata": b.keeps_metadata,
+                "tiebreakers": [{"name": c.name, "order": c.order} for c in b.tiebreaks],
             }
             for b in boards
         ]

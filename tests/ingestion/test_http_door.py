@@ -205,3 +205,25 @@ def test_the_door_is_in_the_openapi_schema_with_its_bearer_scheme(client):
     assert {"202", "400", "401", "403", "503"} <= set(operation["responses"])
     assert operation["security"] == [{"gameServerToken": []}]
     assert schema["components"]["securitySchemes"]["gameServerToken"]["scheme"] == "bearer"
+
+
+def test_tiebreakers_are_checked_against_the_board_and_published_as_sent(
+    door_topic, door_season, raw_token, kafka_bootstrap
+):
+    from leaderboard.models import TiebreakColumn
+    from tests.factories import board_factory
+
+    columns = (TiebreakColumn("kills", "desc"), TiebreakColumn("deaths", "asc"))
+    board_factory(door_season, "arena", tiebreaks=columns)
+    sent = result(42, board="arena", points=2**31 - 1, tiebreakers={"kills": 3, "deaths": 0})
+    response = client_with(raw_token).post(URL, sent, format="json")
+    assert response.status_code == 202, response.content
+    (record,) = topic_read(door_topic, kafka_bootstrap, count=1)
+    assert json.loads(record.value)["tiebreakers"] == {"kills": 3, "deaths": 0}
+
+    missing = client_with(raw_token).post(
+        URL, result(43, board="arena", tiebreakers={"kills": 3}), format="json"
+    )
+    assert missing.status_code == 400
+    assert missing.json()["invalid"][0]["code"] == "invalid_tiebreakers"
+    assert topic_size(door_topic, kafka_bootstrap) == 1

@@ -26,7 +26,13 @@ from leaderboard.codec import TIEBREAK_VALUE_MAX
 from leaderboard.models import Board, BoardOrder, ScoringRule, TiebreakColumn
 from leaderboard.redis import get_board_redis
 from leaderboard.selectors.boards import BoardRef
-from leaderboard.services import board_rebuild, board_reconcile, weekly_board_build
+from leaderboard.selectors.top import top_snapshot_memo_clear
+from leaderboard.services import (
+    board_rebuild,
+    board_reconcile,
+    top_snapshot_refresh,
+    weekly_board_build,
+)
 from seasons.models import SeasonStatus
 from tests.factories import board_factory
 from tests.helpers import make_season
@@ -271,6 +277,19 @@ def test_results_without_exactly_the_boards_columns_are_dead_lettered(client) ->
             "tiebreakers": {"kills": MAX, "deaths": 0},
         }
     ]
+    listed = {
+        b["slug"]: b["tiebreakers"] for b in client.get(f"/api/seasons/{season.id}/boards").json()
+    }
+    assert listed == {
+        "main": [],
+        "arena": [{"name": "kills", "order": "desc"}, {"name": "deaths", "order": "asc"}],
+    }
+    # The top list's snapshot stores the tie-break values with the entries.
+    top_snapshot_memo_clear()
+    top_snapshot_refresh(board=BoardRef.from_model(Board.objects.get(season=season, slug="arena")))
+    snapshot = client.get(f"/api/seasons/{season.id}/boards/arena/top")
+    assert snapshot["X-Leaderboard-Source"] == "snapshot"
+    assert snapshot.json() == body
     main = client.get(f"/api/seasons/{season.id}/leaderboard/top").json()
     assert main == []
     assert "tiebreakers" not in json.dumps(main)
