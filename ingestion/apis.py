@@ -79,7 +79,11 @@ _RESULT_ITEM: dict[str, Any] = {
         "tiebreakers": {
             "type": "object",
             "nullable": True,
-            "additionalProperties": {"type": "integer", "minimum": 0, "maximum": TIEBREAK_VALUE_MAX},
+            "additionalProperties": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": TIEBREAK_VALUE_MAX,
+            },
             "description": "Required by a board with tie-break columns, with exactly its "
             "columns (its points may then go up to the same maximum); refused by any other "
             "board (invalid_tiebreakers).",

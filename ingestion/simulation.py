@@ -64,6 +64,9 @@ class SimulatedBoard:
     points_step: int = 10
     # The board keeps metadata (contract 0.3): each result carries a car and a replay id.
     metadata: bool = False
+    # The board's tie-break column names (contract 0.3): each result carries a value of each,
+    # drawn from 0..TIEBREAK_DRAW_MAX (kills, deaths: small counts that tie often).
+    tiebreaks: tuple[str, ...] = ()
 
 
 # What a racing game would attach to a lap time.
@@ -218,6 +221,11 @@ class MatchGenerator:
                 achieved_at=achieved_at,
                 board=board.slug,
                 metadata=self._metadata(match_id, player_id) if board.metadata else None,
+                tiebreakers={
+                    name: self.random.randint(0, TIEBREAK_DRAW_MAX) for name in board.tiebreaks
+                }
+                if board.tiebreaks
+                else None,
             )
             for player_id in sorted(players)
             for board in self._boards_of_result()
@@ -315,6 +323,9 @@ def simulation_run(
 
 # Point distributions the simulator gives boards by kind: a lap time in milliseconds for a
 # board where lower wins, a handful per match for a sum (kills), the default otherwise.
+# Coarse points on a board with tie-break columns: equal points are common, so the columns decide.
+_TIEBREAK_POINTS = {"points_mean": 1_000, "points_sigma": 0.3, "points_step": 250}
+TIEBREAK_DRAW_MAX = 30
 _ASC_POINTS = {"points_mean": 90_000, "points_sigma": 0.15, "points_step": 1}
 _CUMULATIVE_POINTS = {"points_mean": 5, "points_sigma": 0.6, "points_step": 1}
 
@@ -343,7 +354,9 @@ def simulation_config_for_season(
     for slug in wanted:
         board = boards[slug]
         shape: dict[str, object] = {}
-        if board.order == BoardOrder.ASC:
+        if board.tiebreak_columns:
+            shape = dict(_TIEBREAK_POINTS)
+        elif board.order == BoardOrder.ASC:
             shape = dict(_ASC_POINTS)
         elif board.rule == ScoringRule.CUMULATIVE:
             shape = dict(_CUMULATIVE_POINTS)
@@ -352,8 +365,9 @@ def simulation_config_for_season(
         simulated.append(
             SimulatedBoard(
                 slug=slug,
-                max_points=board.codec.max_points,
+                max_points=board.max_points,
                 metadata=board.keeps_metadata,
+                tiebreaks=board.tiebreak_names,
                 **shape,  # type: ignore[arg-type]
             )
         )

@@ -45,3 +45,11 @@ def player_label(entry: object) -> str:
     """An entry's display name, or "Player <id>" when the player has none to show."""
     name = getattr(entry, "display_name", None)
     return name if name else f"Player {getattr(entry, 'player_id', '')}"
+
+
+@register.filter
+def entry_columns(board: object) -> int:
+    """How many columns an entries table of ``board`` has: rank, player, points, one per
+    tie-break column, and details where the board keeps metadata."""
+    tiebreaks = getattr(board, "tiebreaks", ())
+    return 3 + len(tiebreaks) + (1 if getattr(board, "keeps_metadata", False) else 0)

@@ -232,3 +232,59 @@ def test_a_metadata_board_shows_each_entrys_details_and_redraws_them_live(page, 
         "car: Ember RS", timeout=5000
     )
     assert page.evaluate("performance.getEntriesByType('navigation').length") == 1  # no reload
+
+
+def test_a_tiebreak_board_shows_each_column_and_redraws_them_live(page, board_redis):
+    import uuid
+
+    from ingestion.records import ConsumedRecord
+    from ingestion.services import match_results_ingest
+    from leaderboard.models import TiebreakColumn
+    from tests.factories import board_factory
+
+    season = _live_season()
+    columns = (TiebreakColumn("kills", "desc"), TiebreakColumn("deaths", "asc"))
+    board_factory(season, "arena", name="Arena", tiebreaks=columns)
+    offset = iter(range(1000))
+
+    def ingest_result(player: int, points: int, kills: int, deaths: int) -> None:
+        body = {
+            "matchId": str(uuid.uuid4()),
+            "playerId": player,
+            "seasonId": season.id,
+            "points": points,
+            "achievedAt": datetime.now(UTC).isoformat(),
+            "board": "arena",
+            "tiebreakers": {"kills": kills, "deaths": deaths},
+        }
+        record = ConsumedRecord(0, next(offset), b"%d" % player, json.dumps(body).encode())
+        # The configured topic: the board's watermark is that topic's.
+        from django.conf import settings
+
+        match_results_ingest(
+            topic=settings.KAFKA_MATCH_RESULTS_TOPIC, records=[record], dead_letters=_NoLetters()
+        )
+
+    # Equal points: more kills first, then fewer deaths.
+    ingest_result(1, 50, 3, 9)
+    ingest_result(2, 50, 7, 4)
+    ingest_result(3, 50, 7, 2)
+    page.goto(f"/seasons/{season.id}/boards/arena")
+    expect(page.locator("p.meta", has_text="ties broken")).to_contain_text(
+        "ties broken by most kills, then fewest deaths"
+    )
+    table = page.locator("table[data-live-url]")
+    expect(table.locator("thead th")).to_have_text(["Rank", "Player", "Points", "kills", "deaths"])
+    rows = table.locator("tbody tr")
+    expect(rows).to_have_count(3)
+    assert [rows.nth(i).get_attribute("data-player") for i in range(3)] == ["3", "2", "1"]
+    expect(rows.first.locator("td")).to_have_text(["1", "Player 3", "50", "7", "2"])
+    # Player 1 passes both on kills alone (same points) and the open page redraws it.
+    ingest_result(1, 50, 8, 9)
+    expect(rows.first).to_have_attribute("data-player", "1", timeout=5000)
+    expect(rows.first.locator("td")).to_have_text(["1", "Player 1", "50", "8", "9"])
+
+
+class _NoLetters:
+    def publish(self, *, letters) -> None:
+        raise AssertionError(f"unexpected dead letters: {letters}")

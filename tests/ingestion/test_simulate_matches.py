@@ -162,3 +162,24 @@ def test_names_gives_players_names_on_results_and_profiles(
         profile = profile_decode(record.value)  # the consumer takes it
         assert record.key == str(profile.player_id).encode()
         assert profile.country == MatchGenerator.country(profile.player_id)
+
+
+def test_every_board_of_the_season_gets_results_it_takes_tie_break_columns_included(
+    season, kafka_topic_factory, kafka_bootstrap
+) -> None:
+    from leaderboard.models import TiebreakColumn
+    from tests.factories import board_factory
+
+    columns = (TiebreakColumn("kills", "desc"), TiebreakColumn("deaths", "asc"))
+    board_factory(season, "arena", tiebreaks=columns)
+    topic = kafka_topic_factory(prefix="simulate")
+    simulate(topic, "--boards", "*", "--players", "50", "--rate", "100", "--duration", "1")
+    size = topic_size(topic, kafka_bootstrap)
+    messages = [message_decode(r.value) for r in topic_read(topic, kafka_bootstrap, count=size)]
+    arena = [m for m in messages if m.board == "arena"]
+    assert arena, "no result for the arena board"
+    for message in messages:
+        board = Board.objects.get(season=season, slug=message.board)
+        message_check_board(message, season, board)  # raises if the consumer would dead-letter it
+    assert all(set(m.tiebreakers or ()) == {"kills", "deaths"} for m in arena)
+    assert all(m.tiebreakers is None for m in messages if m.board == "main")

@@ -125,3 +125,54 @@ def test_keeping_metadata_is_chosen_in_the_admin_and_fixed_once_the_board_has_re
     post(keeps=False)
     main.refresh_from_db()
     assert main.keeps_metadata
+
+
+def test_tie_break_columns_are_written_as_create_boards_arguments_and_fixed_once_scored(
+    staff: Client,
+) -> None:
+    from leaderboard.models import TiebreakColumn
+
+    season: Season = SeasonFactory.create(starts_at=START, ends_at=START + timedelta(days=30))
+    main = Board.objects.get(season=season, slug="main")
+    field = re.compile(r'<input type="text" name="boards-0-tiebreak_columns"[^>]*>')
+
+    def post(columns: str, *, expect_saved: bool = True) -> str:
+        data = {
+            "name": season.name,
+            "ends_at_0": "2026-10-31",
+            "ends_at_1": "00:00:00",
+            **_management("boards", 1, 1),
+            **_board_row(
+                0,
+                id=main.id,
+                season=season.id,
+                slug="main",
+                name="Main",
+                order="desc",
+                rule="best",
+                time_resolution_seconds=1,
+                tiebreak_columns=columns,
+            ),  # fmt: skip
+            **_management("reward_tiers", 0, 0),
+        }
+        page = staff.post(f"{SEASONS}{season.id}/change/", data)
+        assert (page.status_code == 302) == expect_saved, page.content.decode()[:2000]
+        return page.content.decode()
+
+    post("kills:desc, deaths:asc")
+    main.refresh_from_db()
+    assert main.tiebreaks == (TiebreakColumn("kills", "desc"), TiebreakColumn("deaths", "asc"))
+    html = staff.get(f"{SEASONS}{season.id}/change/").content.decode()
+    assert 'value="kills:desc, deaths:asc"' in field.search(html).group(0)  # type: ignore[union-attr]
+
+    refused = post("kills:sideways", expect_saved=False)
+    assert "order must be asc or desc" in refused
+    refused = post("a:asc, b:asc, c:asc, d:asc", expect_saved=False)
+    assert "at most 3 tie-break columns" in refused
+
+    MatchResultFactory.create(season=season, player_id=1, points=5, tiebreakers=[1, 2])
+    html = staff.get(f"{SEASONS}{season.id}/change/").content.decode()
+    assert "disabled" in field.search(html).group(0)  # type: ignore[union-attr]
+    post("")
+    main.refresh_from_db()
+    assert main.tiebreak_names == ("kills", "deaths")

@@ -108,3 +108,38 @@ def test_duplicate_id_is_refused() -> None:
     with pytest.raises(CommandError, match="already exists"):
         run("--id", "15", "--name", "second", *dates)
     assert Season.objects.get(id=15).name == "first"
+
+
+@pytest.mark.django_db
+def test_tie_break_columns_on_the_main_board_and_on_another() -> None:
+    from leaderboard.models import TiebreakColumn
+
+    out = StringIO()
+    call_command(
+        "create_season", "--id", "15", "--name", "S15", "--tiebreak", "kills:desc",
+        "--tiebreak", "deaths:asc",
+        "--starts-at", "2026-10-01T00:00:00Z", "--ends-at", "2026-12-31T00:00:00Z", stdout=out,
+    )  # fmt: skip
+    assert "ranked by points, then kills:desc, deaths:asc, then the earliest time" in out.getvalue()
+    main = Board.objects.get(season_id=15, slug="main")
+    assert main.tiebreaks == (TiebreakColumn("kills", "desc"), TiebreakColumn("deaths", "asc"))
+    assert main.max_points == 2_147_483_647
+    call_command(
+        "create_board", "--season", "15", "--slug", "laps", "--name", "Laps",
+        "--tiebreak", "sectors:asc", stdout=StringIO(),
+    )  # fmt: skip
+    assert Board.objects.get(season_id=15, slug="laps").tiebreak_names == ("sectors",)
+    with pytest.raises(CommandError, match="expected name:order"):
+        call_command("create_board", "--season", "15", "--slug", "x", "--name", "x",
+                     "--tiebreak", "kills")  # fmt: skip
+    with pytest.raises(CommandError, match="must be a-z"):
+        call_command("create_board", "--season", "15", "--slug", "x", "--name", "x",
+                     "--tiebreak", "Kills:desc")  # fmt: skip
+    with pytest.raises(CommandError, match="at most 3"):
+        call_command(
+            "create_board", "--season", "15", "--slug", "x", "--name", "x",
+            *[arg for name in "abcd" for arg in ("--tiebreak", f"{name}:asc")],
+        )  # fmt: skip
+    with pytest.raises(CommandError, match="repeat"):
+        call_command("create_board", "--season", "15", "--slug", "x", "--name", "x",
+                     "--tiebreak", "a:asc", "--tiebreak", "a:desc")  # fmt: skip

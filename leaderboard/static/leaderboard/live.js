@@ -20,6 +20,8 @@
   var playerUrl = table.getAttribute("data-player-url") || "";
   var highlight = table.getAttribute("data-highlight");
   var withMetadata = table.hasAttribute("data-metadata");
+  // The board's tie-break columns, in order: one cell each after the points.
+  var tiebreakers = (table.getAttribute("data-tiebreakers") || "").split(",").filter(Boolean);
   var statusEl = document.getElementById("live-status");
   var tbody = table.tBodies[0];
   var INTERVAL_MS = 1000;
@@ -125,6 +127,10 @@
       tr.appendChild(cell(String(entry.rank), true));
       tr.appendChild(playerCell(entry, player));
       tr.appendChild(cell(String(entry.points), true));
+      tiebreakers.forEach(function (name) {
+        var values = entry.tiebreakers || {};
+        tr.appendChild(cell(name in values ? String(values[name]) : "", true));
+      });
       if (withMetadata) {
         var details = cell(metadataText(entry.metadata), false);
         details.className = "meta";
@@ -136,7 +142,7 @@
       var empty = document.createElement("tr");
       empty.className = "empty";
       var td0 = cell("No scores yet.", false);
-      td0.colSpan = withMetadata ? 4 : 3;
+      td0.colSpan = 3 + tiebreakers.length + (withMetadata ? 1 : 0);
       empty.appendChild(td0);
       fragment.appendChild(empty);
     }

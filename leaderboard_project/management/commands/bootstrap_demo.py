@@ -10,22 +10,32 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from leaderboard.models import Board, BoardOrder, ScoringRule
+from leaderboard.models import Board, BoardOrder, ScoringRule, TiebreakColumn
 from leaderboard.services import board_create, season_setup
 from seasons.models import Season
 
 DEMO_SEASON_ID = 1
 # The demo season's boards besides main (score): kills add up, lap times rank lowest first and
-# keep each lap's metadata (the car, the replay).
+# keep each lap's metadata (the car, the replay), and the arena ranks by points, then most
+# kills, then fewest deaths (tie-break columns).
+ARENA_COLUMNS = (TiebreakColumn("kills", "desc"), TiebreakColumn("deaths", "asc"))
 DEMO_BOARDS = (
-    ("kills", "Kills", BoardOrder.DESC, ScoringRule.CUMULATIVE, False),
-    ("lap-times", "Lap times (ms)", BoardOrder.ASC, ScoringRule.BEST, True),
+    ("kills", "Kills", BoardOrder.DESC, ScoringRule.CUMULATIVE, False, ()),
+    ("lap-times", "Lap times (ms)", BoardOrder.ASC, ScoringRule.BEST, True, ()),
+    (
+        "arena",
+        "Arena (points, kills, fewest deaths)",
+        BoardOrder.DESC,
+        ScoringRule.BEST,
+        False,
+        ARENA_COLUMNS,
+    ),
 )
 
 
 class Command(BaseCommand):
     help = (
-        "Create the demo season (boards: score, kills, lap times) and a staff user for "
+        "Create the demo season (boards: score, kills, lap times, arena) and a staff user for "
         "`make run` (idempotent)."
     )
 
@@ -48,7 +58,7 @@ class Command(BaseCommand):
                 main_board_name="Score",
             )
             self.stdout.write(f"created demo season {DEMO_SEASON_ID}")
-        for slug, name, order, rule, metadata in DEMO_BOARDS:
+        for slug, name, order, rule, metadata, tiebreaks in DEMO_BOARDS:
             if not Board.objects.filter(season_id=DEMO_SEASON_ID, slug=slug).exists():
                 board_create(
                     season_id=DEMO_SEASON_ID,
@@ -57,6 +67,7 @@ class Command(BaseCommand):
                     order=order,
                     rule=rule,
                     keeps_metadata=metadata,
+                    tiebreaks=tiebreaks,
                 )
                 self.stdout.write(f"created demo board {slug}")
 
