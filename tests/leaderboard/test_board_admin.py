@@ -152,7 +152,7 @@ def test_tie_break_columns_are_written_as_create_boards_arguments_and_fixed_once
                 rule="best",
                 time_resolution_seconds=1,
                 tiebreak_columns=columns,
-            ),  # fmt: skip
+            ),
             **_management("reward_tiers", 0, 0),
         }
         page = staff.post(f"{SEASONS}{season.id}/change/", data)
