@@ -33,6 +33,11 @@ boards of the end-to-end season, in turn: ``main`` (desc, ``--rule``), ``asc-bes
 lap times) and ``latest`` (desc, latest). Probes stay on ``main``; the drains count a record
 applied once one of the boards' watermarks covers it. The raw ceilings stay on one board.
 
+``--tiebreak N`` (1..3) then drains a second backlog of the same size, to a board of the same
+season ranked by points and N tie-break columns (keys past 53 bits: wide keys, docs/scaling.md),
+with the same consumers: its results/s beside the plain drain's, and each board's Redis bytes per
+player (MEMORY USAGE of its keys over its players).
+
 Isolation: its own database (``leaderboard_bench``, created and migrated if absent), its own
 topic and consumer group, its own Redis key prefix; it removes its topic, keys and rows at the end.
 """
@@ -101,7 +106,13 @@ from ingestion.producer import (  # noqa: E402
 )
 from ingestion.schema import MatchResultMessage  # noqa: E402
 from leaderboard import keys  # noqa: E402
-from leaderboard.models import MAIN_BOARD, BoardOrder, MatchResult, ScoringRule  # noqa: E402
+from leaderboard.models import (  # noqa: E402
+    MAIN_BOARD,
+    BoardOrder,
+    MatchResult,
+    ScoringRule,
+    TiebreakColumn,
+)
 from leaderboard.redis import BoardRedis, get_board_redis  # noqa: E402
 from leaderboard.selectors.boards import main_board_get  # noqa: E402
 from leaderboard.services import (  # noqa: E402
@@ -174,6 +185,15 @@ class Report:
     # --profile: py-spy's samples of the consumers over the drain, the functions taking the
     # largest shares (own time, and time including what they call), and the raw files.
     e2e_profile: Profile | None = None
+    # --tiebreak: the second drain, to a board with that many tie-break columns, and the Redis
+    # bytes per player of the plain main board and of the tie-break board after their drains.
+    tiebreak_drain_per_s: float = 0.0
+    # Both drains from a tenth of their backlog applied to the end (_steady_rate).
+    tiebreak_steady_drain_per_s: float = 0.0
+    plain_steady_drain_per_s: float = 0.0
+    # CPU per 1,000 results over the tie-break drain, start-up included (as e2e_cpu_ms_per_1000).
+    tiebreak_cpu_ms_per_1000: dict[str, float] = field(default_factory=dict)
+    redis_bytes_per_player: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -185,13 +205,21 @@ class Results:
     results go to ``boards`` in turn (probes to ``main``)."""
 
     def __init__(
-        self, *, season_id: int, players: int, seed: int, boards: Sequence[str] = (MAIN_BOARD,)
+        self,
+        *,
+        season_id: int,
+        players: int,
+        seed: int,
+        boards: Sequence[str] = (MAIN_BOARD,),
+        tiebreaks: Sequence[str] = (),
     ) -> None:
         self.season_id = season_id
         self.players = players
         self.random = Random(seed)
         self.next_probe = PROBE_BASE
         self.boards = tuple(boards)
+        # Column names: every result then carries a value of each (a small count, as kills).
+        self.tiebreaks = tuple(tiebreaks)
         self.sent = 0
 
     def one(self) -> MatchResultMessage:
@@ -207,6 +235,7 @@ class Results:
             points=round(r.lognormvariate(7.3, 0.5) / 10) * 10,
             achieved_at=datetime.now(UTC),
             board=board,
+            tiebreakers={name: r.randrange(50) for name in self.tiebreaks} or None,
         )
 
     def probe(self) -> MatchResultMessage:
@@ -244,14 +273,18 @@ def _wait_applied(
     timeout: float,
     desc: str,
     on_first: Callable[[int], None] | None = None,
+    samples: list[tuple[float, int]] | None = None,
 ) -> tuple[float | None, float | None]:
     """Poll until ``target`` records are applied: (first progress time, done time).
-    ``on_first`` is called with the count applied when the first progress is seen."""
+    ``on_first`` is called with the count applied when the first progress is seen; ``samples``
+    receives every (time, applied) polled."""
     first = None
     deadline = time.monotonic() + timeout
     with tqdm(total=target, desc=desc, unit="res", leave=False) as bar:
         while time.monotonic() < deadline:
             done = _applied_total(topic, board_ids)
+            if samples is not None:
+                samples.append((time.monotonic(), done))
             if done and first is None:
                 first = time.monotonic()
                 if on_first is not None:
@@ -639,6 +672,69 @@ def _machine_busy() -> tuple[float, float]:
     return (sum(values) - idle) / _CLOCK_TICKS, sum(values) / _CLOCK_TICKS
 
 
+def _steady_rate(samples: list[tuple[float, int]], total: int) -> float:
+    """Results/s from the poll that first saw a tenth of ``total`` applied to the last: the
+    drain's pace once both consumers have joined (a rebalance at the start can pause every
+    member for seconds, at random, which the first-progress rate carries)."""
+    start = next(((t, n) for t, n in samples if n >= total // 10), None)
+    end = samples[-1] if samples else None
+    if start is None or end is None or end[0] <= start[0]:
+        return 0.0
+    return (end[1] - start[1]) / (end[0] - start[0])
+
+
+def _consumers_start(
+    *, topic: str, group: str, count: int, batch: int, name: str
+) -> list[subprocess.Popen[bytes]]:
+    """``count`` real ``manage.py consume_match_results`` processes in one group."""
+    env = {**os.environ, "LOG_LEVEL": "INFO"}
+    processes = []
+    for n in range(count):
+        log = (RESULTS_DIR / f"ingest-{RUN_TAG}-{name}{n}.log").open("wb")
+        processes.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(ROOT / "manage.py"),
+                    "consume_match_results",
+                    "--topic",
+                    topic,
+                    "--dead-letter-topic",
+                    f"{topic}.dlq",
+                    "--group",
+                    group,
+                    "--max-poll-records",
+                    str(batch),
+                    "--stats-interval",
+                    "5",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
+    return processes
+
+
+def _consumers_stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _bytes_per_player(client: BoardRedis, board_keys: list[str]) -> float:
+    """MEMORY USAGE of a board's keys (its sorted set, and a wide board's index) over its
+    players; SAMPLES 0 walks every element (exact, and slow only on huge boards)."""
+    members = int(client.zcard(board_keys[0]))
+    used = sum(int(client.memory_usage(key, samples=0) or 0) for key in board_keys)
+    return round(used / members, 1) if members else 0.0
+
+
 def _timed(label: str, total: int, fn: Callable[[tqdm], None]) -> float:
     with tqdm(total=total, desc=label, unit="res", leave=False) as bar:
         started = time.perf_counter()
@@ -661,6 +757,7 @@ def run(args: argparse.Namespace) -> Report:
     report.kafka_brokers = settings.LB_KAFKA_BROKERS
     report.services = _describe_services(get_board_redis(), bootstrap)
     topic = f"bench-ingest-{RUN_TAG}"
+    wide_topic = f"{topic}-tiebreak"
     group = f"bench-{RUN_TAG}"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="bench-admin")
     replicas = settings.KAFKA_TOPIC_REPLICATION_FACTOR
@@ -669,6 +766,14 @@ def run(args: argparse.Namespace) -> Report:
         [
             NewTopic(topic, args.partitions, replicas, topic_configs=configs),
             NewTopic(f"{topic}.dlq", 1, replicas, topic_configs=configs),
+            *(
+                [
+                    NewTopic(wide_topic, args.partitions, replicas, topic_configs=configs),
+                    NewTopic(f"{wide_topic}.dlq", 1, replicas, topic_configs=configs),
+                ]
+                if args.tiebreak
+                else []
+            ),
         ]
     )
     used = set(Season.objects.values_list("id", flat=True))
@@ -695,6 +800,17 @@ def run(args: argparse.Namespace) -> Report:
         created = board_create(season_id=e2e_id, slug=slug, name=slug, order=order, rule=rule)
         e2e_slugs.append(slug)
         e2e_boards.append(created.id)
+    tiebreak_columns = [
+        TiebreakColumn(name, order)
+        for name, order in (("kills", "desc"), ("deaths", "asc"), ("assists", "desc"))
+    ][: args.tiebreak]
+    tiebreak_board = (
+        board_create(
+            season_id=e2e_id, slug="tiebreak", name="tiebreak", tiebreaks=tiebreak_columns
+        ).id
+        if tiebreak_columns
+        else None
+    )
     ceiling_board = main_board_get(season_id=ceiling_id)
     consumers: list[subprocess.Popen[bytes]] = []
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -803,39 +919,17 @@ def run(args: argparse.Namespace) -> Report:
         }
 
         # --- end to end: drain the backlog with real consumer processes ----------------------
-        env = {**os.environ, "LOG_LEVEL": "INFO"}
         started = time.monotonic()
-        for n in range(args.consumers):
-            log = (RESULTS_DIR / f"ingest-{RUN_TAG}-consumer{n}.log").open("wb")
-            consumers.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        str(ROOT / "manage.py"),
-                        "consume_match_results",
-                        "--topic",
-                        topic,
-                        "--dead-letter-topic",
-                        f"{topic}.dlq",
-                        "--group",
-                        group,
-                        "--max-poll-records",
-                        str(args.batch),
-                        "--stats-interval",
-                        "5",
-                    ],
-                    cwd=ROOT,
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )
-            )
+        consumers += _consumers_start(
+            topic=topic, group=group, count=args.consumers, batch=args.batch, name="consumer"
+        )
         pids = {c.pid for c in consumers}
         profilers = _profilers_start(consumers) if args.profile else []
         # From here to the end of the drain (start-up included, which the consumers' share
         # carries: about a second of imports each).
         (cpu_before, parts_before), busy_before = _cpu_by_kind(pids, services), _machine_busy()
         at_first: list[tuple[int, dict[str, float]]] = []
+        plain_samples: list[tuple[float, int]] = []
         first, done = _wait_applied(
             topic,
             e2e_boards,
@@ -843,6 +937,7 @@ def run(args: argparse.Namespace) -> Report:
             timeout=args.timeout,
             desc="e2e drain",
             on_first=lambda applied: at_first.append((applied, _cpu_by_kind(pids, services)[0])),
+            samples=plain_samples,
         )
         (cpu_after, parts_after), busy_after = _cpu_by_kind(pids, services), _machine_busy()
         if profilers:
@@ -866,9 +961,70 @@ def run(args: argparse.Namespace) -> Report:
             for slug, board_id in zip(e2e_slugs, e2e_boards, strict=True)
         }
         report.e2e_cpu_busy_share = round(busy / max(busy_after[1] - busy_before[1], 1e-9), 3)
+        produced = len(backlog)
+
+        # --- --tiebreak: the same drain to a board with tie-break columns --------------------
+        if tiebreak_board is not None:
+            wide = Results(
+                season_id=e2e_id,
+                players=args.players,
+                seed=2,
+                boards=["tiebreak"],
+                tiebreaks=[c.name for c in tiebreak_columns],
+            )
+            wide_backlog = [wide.one() for _ in range(args.backlog)]
+            # Its own topic, filled before its own consumers start: measured as the plain drain
+            # (a backlog already waiting, from the first applied batch to the last).
+            with MatchResultProducer.from_settings(topic=wide_topic, client_id="bench") as producer:
+
+                def produce_wide(bar: tqdm) -> None:
+                    for chunk in _chunks(wide_backlog, 5000):
+                        for message in chunk:
+                            producer.send(message)
+                        bar.update(len(chunk))
+                    producer.flush(timeout=120)
+
+                _timed("produce tie-break backlog", len(wide_backlog), produce_wide)
+            wide_consumers = _consumers_start(
+                topic=wide_topic,
+                group=f"{group}-tiebreak",
+                count=args.consumers,
+                batch=args.batch,
+                name="tiebreak-consumer",
+            )
+            wide_samples: list[tuple[float, int]] = []
+            wide_pids = {c.pid for c in wide_consumers}
+            wide_cpu_before = _cpu_by_kind(wide_pids, services)[0]
+            try:
+                first, done = _wait_applied(
+                    wide_topic,
+                    [tiebreak_board],
+                    len(wide_backlog),
+                    timeout=args.timeout,
+                    desc=f"e2e drain, {args.tiebreak} tie-break columns",
+                    samples=wide_samples,
+                )
+                report.tiebreak_cpu_ms_per_1000 = _per_1000(
+                    wide_cpu_before, _cpu_by_kind(wide_pids, services)[0], len(wide_backlog)
+                )
+            finally:
+                _consumers_stop(wide_consumers)
+            if done is None or first is None:
+                report.notes.append("the consumers did not apply the tie-break backlog in time")
+            else:
+                report.tiebreak_drain_per_s = len(wide_backlog) / (done - first)
+                report.tiebreak_steady_drain_per_s = _steady_rate(wide_samples, len(wide_backlog))
+                report.plain_steady_drain_per_s = _steady_rate(plain_samples, len(backlog))
+            plain_key = keys.board(board_id=e2e_boards[0])
+            wide_key = keys.board(board_id=tiebreak_board)
+            report.redis_bytes_per_player = {
+                "plain": _bytes_per_player(client, [plain_key]),
+                f"{args.tiebreak} tie-break columns": _bytes_per_player(
+                    client, [wide_key, keys.board_index(board_key=wide_key)]
+                ),
+            }
 
         # --- steady and burst: produce-to-visible latency ------------------------------------
-        produced = len(backlog)
         board = keys.board(board_id=main_board_get(season_id=e2e_id).id)
         for phase, rate, seconds in (
             ("steady", args.steady_rate, args.steady_seconds),
@@ -947,14 +1103,9 @@ def run(args: argparse.Namespace) -> Report:
                 report.burst_drain_after_end_s = None if drained is None else drained - ended
         return report
     finally:
-        for process in consumers:
-            process.send_signal(signal.SIGTERM)
-        for process in consumers:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        _cleanup(admin, [topic, f"{topic}.dlq"], list(seasons))
+        _consumers_stop(consumers)
+        wide_topics = [wide_topic, f"{wide_topic}.dlq"] if args.tiebreak else []
+        _cleanup(admin, [topic, f"{topic}.dlq", *wide_topics], list(seasons))
 
 
 # --- profiling (--profile) --------------------------------------------------------------------
@@ -1169,6 +1320,22 @@ def render(report: Report) -> str:
     if report.e2e_board_players:
         players = ", ".join(f"{slug} {n:,}" for slug, n in report.e2e_board_players.items())
         lines.append(f"\nplayers on the end-to-end boards after the drain: {players}")
+    if report.tiebreak_drain_per_s and e2e:
+        plain, wide = report.plain_steady_drain_per_s, report.tiebreak_steady_drain_per_s
+        lines += [
+            "",
+            f"end-to-end drain to a board with {report.args.get('tiebreak')} tie-break columns "
+            "(its own topic and consumers, as many results):",
+            f"- from the first applied batch: {_fmt(report.tiebreak_drain_per_s)} results/s, "
+            f"{report.tiebreak_drain_per_s / e2e:.2f}x the plain drain above",
+            f"- from a tenth applied on (both drains): {_fmt(wide)} against {_fmt(plain)} "
+            f"results/s, {wide / plain if plain else 0:.2f}x",
+            "- CPU over it (ms per 1,000 results, start-up included; the plain drain's above): "
+            + ", ".join(f"{k} {ms:,.1f}" for k, ms in report.tiebreak_cpu_ms_per_1000.items()),
+        ]
+    if report.redis_bytes_per_player:
+        sizes = ", ".join(f"{name} {n:,.1f}" for name, n in report.redis_bytes_per_player.items())
+        lines.append(f"Redis bytes per player (MEMORY USAGE of the board's keys): {sizes}")
     lines += [f"note: {note}" for note in report.notes]
     return "\n".join(lines)
 
@@ -1189,6 +1356,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=1,
         help="boards of the end-to-end season the results are spread over, in turn: main, then "
         "asc-best (asc, best), then latest (desc, latest)",
+    )
+    parser.add_argument(
+        "--tiebreak",
+        type=int,
+        choices=[0, 1, 2, 3],
+        default=0,
+        help="after the end-to-end drain, drain as many results to a board ranked by points "
+        "and this many tie-break columns (kills, deaths, assists), and compare",
     )
     parser.add_argument("--steady-rate", type=float, default=2_000)
     parser.add_argument("--steady-seconds", type=float, default=20)

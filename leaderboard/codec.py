@@ -295,6 +295,19 @@ class WideKeyCodec:
         parts.append(f"{elapsed_ticks:0{self.tick_digits}x}")
         return "".join(parts)
 
+    def keys_of(
+        self, *, points: list[int], tiebreakers: list[list[int]], ticks: list[int]
+    ) -> list[str]:
+        """``encode`` of many results whose values the caller has checked already (the message
+        schema, the season's window): the ingestion path, one format per result."""
+        fmt = "".join(["{:08x}"] * len(self.ascending)) + f"{{:0{self.tick_digits}x}}"
+        flip = [not ascending for ascending in self.ascending]
+        top = TIEBREAK_VALUE_MAX
+        return [
+            fmt.format(*[top - v if f else v for v, f in zip((p, *t), flip, strict=True)], tick)
+            for p, t, tick in zip(points, tiebreakers, ticks, strict=True)
+        ]
+
     def decode(self, key: str | bytes) -> WideKey:
         if isinstance(key, bytes):
             key = key.decode("ascii")

@@ -29,6 +29,14 @@ entries finds its deciding result in PostgreSQL (``leaderboard/selectors/metadat
 selectors (page of 100, player entry, around, friends 200) run on main, then on that board, back
 to back; the report gives each figure with metadata against the same figure without.
 
+Tie-break columns (``--tiebreak N``, 1..3): a board of the season ranked by points and N
+tie-break columns (kills desc, deaths asc, assists desc: keys past 53 bits, kept as wide keys,
+docs/tie-break-columns.md) gets main's points and times under the same player ids, and random
+column values (0..49, so equal points are often decided by them); its sorted set and index are
+written straight into Redis. The selectors run on main, then on that board, back to back; the
+report gives each figure against main's, and each board's Redis bytes per player (MEMORY USAGE
+of its keys, SAMPLES 0, over its players).
+
 Results are printed as Markdown and saved under bench/results/. Nothing here runs in the test
 suite. It uses Redis db ``--redis-db`` (default 12: the benchmark's own) of the Redis that
 ``REDIS_URL`` names and the PostgreSQL database ``--database`` (created if missing) on the
@@ -80,6 +88,9 @@ NO_NAMES = " · no names"
 # --metadata: a board keeping metadata, with main's scores and a stored result per player.
 METADATA_BOARD = "with-metadata"
 WITH_METADATA = " · metadata"
+# --tiebreak: a board with tie-break columns, with main's points and times.
+TIEBREAK_BOARD = "tiebreak"
+WITH_TIEBREAK = " · tie-break columns"
 # As in leaderboard_project/settings.py when REDIS_URL is not set.
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -111,6 +122,14 @@ def parse_args() -> argparse.Namespace:
         "--metadata",
         action="store_true",
         help="also measure the selectors on a board that keeps metadata (same scores as main)",
+    )
+    parser.add_argument(
+        "--tiebreak",
+        type=int,
+        choices=[0, 1, 2, 3],
+        default=0,
+        help="also measure the selectors on a board ranked by points and this many tie-break "
+        "columns (main's points and times, random column values)",
     )
     parser.add_argument(
         "--cluster",
@@ -208,6 +227,89 @@ def metadata_board(args: argparse.Namespace) -> Any:
             season_id=SEASON_ID, slug=METADATA_BOARD, name="With metadata", keeps_metadata=True
         )
     return BoardRef.from_model(Board.objects.select_related("season").get(id=board.id))
+
+
+def tiebreak_board(args: argparse.Namespace) -> Any:
+    """With --tiebreak: the season's board with that many tie-break columns."""
+    if not args.tiebreak:
+        return None
+    from leaderboard.models import Board, TiebreakColumn
+    from leaderboard.selectors.boards import BoardRef
+    from leaderboard.services import board_create
+
+    columns = [("kills", "desc"), ("deaths", "asc"), ("assists", "desc")][: args.tiebreak]
+    wanted = [{"name": n, "order": o} for n, o in columns]
+    board = Board.objects.filter(season_id=SEASON_ID, slug=TIEBREAK_BOARD).first()
+    if board is not None and board.tiebreak_columns != wanted:
+        board.delete()
+        board = None
+    if board is None:
+        board = board_create(
+            season_id=SEASON_ID,
+            slug=TIEBREAK_BOARD,
+            name="With tie-break columns",
+            tiebreaks=[TiebreakColumn(n, o) for n, o in columns],
+        )
+    return BoardRef.from_model(Board.objects.select_related("season").get(id=board.id))
+
+
+def tiebreak_load(args: argparse.Namespace) -> None:
+    """With --tiebreak: main's points and times on the tie-break board, random column values,
+    written as the board keeps them (members ``key + player`` at score 0, and the index)."""
+    from tqdm import tqdm
+
+    from leaderboard import keys
+    from leaderboard.redis import get_board_redis
+    from leaderboard.selectors.boards import main_board_get
+    from leaderboard.services import board_mark_intact
+
+    board = tiebreak_board(args)
+    if board is None:
+        return
+    wide = board.wide_codec
+    assert wide is not None
+    client = get_board_redis()
+    main = main_board_get(season_id=SEASON_ID)
+    main_key, key = keys.board(board_id=main.id), keys.board(board_id=board.id)
+    index = keys.board_index(board_key=key)
+    board_mark_intact(board_id=board.id)
+    if client.zcard(key) == args.players and not args.reload:
+        print(f"reusing the tie-break board of {args.players:,} players")
+        return
+    client.unlink(key, index)
+    rng = random.Random(SEED + 3)
+    codec = main.codec
+    started = time.perf_counter()
+    with tqdm(total=args.players, unit="player", desc="tie-break board") as progress:
+        cursor = 0
+        while True:
+            cursor, chunk = client.zscan(main_key, cursor, count=20_000)
+            if chunk:
+                players = [int(m) for m, _ in chunk]
+                decoded = [codec.decode(int(score)) for _, score in chunk]
+                wide_keys = wide.keys_of(
+                    points=[d.points for d in decoded],
+                    tiebreakers=[[rng.randrange(50) for _ in range(wide.columns)] for _ in chunk],
+                    ticks=[d.elapsed_ticks for d in decoded],
+                )
+                pipe = client.pipeline(transaction=False)
+                pipe.zadd(key, {f"{k}{p}": 0 for k, p in zip(wide_keys, players, strict=True)})
+                pipe.hset(index, mapping=dict(zip(map(str, players), wide_keys, strict=True)))
+                pipe.execute()
+                progress.update(len(chunk))
+            if cursor == 0:
+                break
+    print(f"tie-break board loaded in {time.perf_counter() - started:.0f}s")
+
+
+def bytes_per_player(board_keys: list[str]) -> float:
+    """MEMORY USAGE of a board's keys (SAMPLES 0: exact) over its players."""
+    from leaderboard.redis import get_board_redis
+
+    client = get_board_redis()
+    members = int(client.zcard(board_keys[0]))
+    used = sum(int(client.memory_usage(k, samples=0) or 0) for k in board_keys)
+    return round(used / members, 1) if members else 0.0
 
 
 def metadata_load(args: argparse.Namespace, season: Any) -> None:
@@ -464,6 +566,9 @@ def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[s
     with_metadata = metadata_board(args)
     if with_metadata is not None:
         targets.append((WITH_METADATA, with_metadata, keys.board(board_id=with_metadata.id), 0))
+    with_tiebreak = tiebreak_board(args)
+    if with_tiebreak is not None:
+        targets.append((WITH_TIEBREAK, with_tiebreak, keys.board(board_id=with_tiebreak.id), 0))
     selectors: list[tuple[str, Callable[[Any, str, int], Callable[[], Any]], int]] = [
         (
             "selector: top 100 (live, Lua)",
@@ -803,6 +908,25 @@ def summarize_metadata(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def summarize_tiebreak(report: dict[str, Any]) -> list[str]:
+    """Each selector on the tie-break board against the same selector on main."""
+    rows = report["python"]
+    lines = []
+    for operation, label in _METADATA_OPERATIONS:
+        before = rows[operation]["p50_ms"]
+        after = rows[operation + WITH_TIEBREAK]["p50_ms"]
+        lines.append(
+            f"tie-break columns: {label} {after:,.3f} ms vs {before:,.3f} on main = "
+            f"{after / before:.2f}x"
+        )
+    sizes = report.get("bytes_per_player", {})
+    if sizes:
+        lines.append(
+            "Redis bytes per player: " + ", ".join(f"{name} {n:,.1f}" for name, n in sizes.items())
+        )
+    return lines
+
+
 def describe_redis() -> str:
     """Where the board lives, for the report's heading."""
     from django.conf import settings
@@ -833,6 +957,19 @@ def main() -> None:
     if args.names:
         names_load(args)
     metadata_load(args, season)
+    tiebreak_load(args)
+    if args.tiebreak:
+        from leaderboard import keys
+        from leaderboard.selectors.boards import main_board_get
+
+        wide = tiebreak_board(args)
+        wide_key = keys.board(board_id=wide.id)
+        report["bytes_per_player"] = {
+            "main": bytes_per_player([keys.board(board_id=main_board_get(season_id=SEASON_ID).id)]),
+            f"{args.tiebreak} tie-break columns": bytes_per_player(
+                [wide_key, keys.board_index(board_key=wide_key)]
+            ),
+        }
     report["python"] = python_benchmarks(args, season)
     print()
     print(
@@ -858,6 +995,8 @@ def main() -> None:
         summary += summarize_names(report)
     if args.metadata:
         summary += summarize_metadata(report)
+    if args.tiebreak:
+        summary += summarize_tiebreak(report)
     print()
     print("\n".join(f"- {line}" for line in summary))
     report["summary"] = summary

@@ -31,7 +31,6 @@ from leaderboard.services import (
     StoredBatch,
     board_groups_apply,
     match_results_store,
-    wide_values,
 )
 from players.schema import ProfileRejected, ProfileUpdate, name_update
 from players.services import player_profiles_upsert
@@ -275,10 +274,7 @@ def _counted(decoded: DecodedBatch, stored: StoredBatch, latest: LatestResults) 
                 group_xids,
                 [flags[i][0] for i in indices] if board_id in latest_boards else None,
                 [flags[i][1] for i in indices] if board_id in latest_boards else None,
-                wide_values(
-                    _pick(results.points, indices),
-                    _pick(results.tiebreakers, indices),  # type: ignore[arg-type]
-                )
+                _pick(results.tiebreakers, indices)  # type: ignore[arg-type]
                 if board.tiebreaks
                 else None,
             )

@@ -11,9 +11,11 @@
 -- ARGV[7]            number of key groups n
 -- ARGV[8..7+n]       per key group: expire_at (unix seconds, 0 = none)
 -- ARGV[8+n]          number of results m
--- ARGV[9+n..14+n]    the results, one argument per column, each m items separated by spaces:
---                    member (player id), values (points and each column, joined by ','),
---                    ticks, xid, the key group it counts on season-long and daily (0: none).
+-- ARGV[9+n..13+n]    the results, one argument per column, each m items separated by spaces:
+--                    member (player id), its wide key (the caller encodes it: WideKeyCodec),
+--                    xid, the key group it counts on season-long and daily (0: none).
+--                    Keys rather than values: formatting them here was most of the script's
+--                    cost, and the caller validated every value already.
 --
 -- Replies as apply_results.lua: {0, applied_offset} when the watermark covers some of these
 -- offsets, else {1, changed, "group_index member" of each cumulative sum past the maximum}.
@@ -31,9 +33,9 @@ local rule, orders, tick_digits = ARGV[4], ARGV[5], tonumber(ARGV[6])
 local nvalues = #orders
 local ngroups = tonumber(ARGV[7])
 local spec_error = check_wide_spec(rule, orders, tick_digits)
-if spec_error or not ngroups or #ARGV ~= 14 + ngroups or #KEYS ~= 1 + 6 * ngroups
+if spec_error or not ngroups or #ARGV ~= 13 + ngroups or #KEYS ~= 1 + 6 * ngroups
     or not tonumber(ARGV[8 + ngroups]) then
-  return redis.error_reply('wide_apply: expected 14 + n arguments and 1 + 6n keys for n = '
+  return redis.error_reply('wide_apply: expected 13 + n arguments and 1 + 6n keys for n = '
     .. tostring(ARGV[7]) .. ', got ' .. #ARGV .. ' and ' .. #KEYS
     .. (spec_error and (' (' .. spec_error .. ')') or '')
     .. ' (caller and script of different versions?)')
@@ -50,111 +52,147 @@ end
 
 local count = tonumber(ARGV[8 + ngroups])
 local column = {}
-for c = 1, 6 do
+for c = 1, 5 do
   column[c] = string.gmatch(ARGV[8 + ngroups + c], '%S+')
 end
-local members, values_of, ticks_of, xids, season_long, daily =
-  column[1], column[2], column[3], column[4], column[5], column[6]
+local members, keys_of, xids, season_long, daily =
+  column[1], column[2], column[3], column[4], column[5]
+local key_length = 8 * nvalues + tick_digits
 
-local function parse_values(text)
-  local values = {}
-  for v in string.gmatch(text, '[^,]+') do
-    local n = tonumber(v)
-    if not n or n < 0 or n > WIDE_MAX or n ~= math.floor(n) then
-      return nil
-    end
-    values[#values + 1] = n
-  end
-  if #values ~= nvalues then
-    return nil
-  end
-  return values
-end
-
--- Entries {group, member, values, ticks, xid}, collapsed per (group, member, xid) under the
--- cumulative rule (sums of every value, the latest tick).
+-- Entries {group, member, key, xid}. Under the cumulative rule, collapsed per (group, member,
+-- xid): the sums of every value and the latest tick, as a key again.
 local entries = {}
 local collapsed = {}
-local function add(i, member, values, ticks, xid)
+local function add(i, member, key, xid)
   if rule == 'cumulative' then
     local slot = i .. ' ' .. member .. ' ' .. xid
     local e = collapsed[slot]
     if e then
+      local sums, ticks = wide_decode(e[3], orders)
+      local values, more_ticks = wide_decode(key, orders)
       for v = 1, nvalues do
-        e[3][v] = e[3][v] + values[v]
+        sums[v] = sums[v] + values[v]
+        if sums[v] > WIDE_MAX then
+          e[5] = true  -- the batch's sum passes the maximum: left out whole
+          sums[v] = WIDE_MAX
+        end
       end
-      if ticks > e[4] then
-        e[4] = ticks
+      if more_ticks > ticks then
+        ticks = more_ticks
       end
+      e[3] = wide_encode(sums, ticks, orders, tick_digits)
       return
     end
-    local copy = {}
-    for v = 1, nvalues do
-      copy[v] = values[v]
-    end
-    e = {i, member, copy, ticks, xid}
+    e = {i, member, key, xid, false}
     collapsed[slot] = e
     entries[#entries + 1] = e
   else
-    entries[#entries + 1] = {i, member, values, ticks, xid}
+    entries[#entries + 1] = {i, member, key, xid, false}
   end
 end
 for _ = 1, count do
-  local member, svalues, sticks, sxid = members(), values_of(), ticks_of(), xids()
+  local member, key, sxid = members(), keys_of(), xids()
   local sl, dl = tonumber(season_long() or ''), tonumber(daily() or '')
-  local values = svalues and parse_values(svalues)
-  if not (member and values and tonumber(sticks) and tonumber(sxid) and sl and dl)
+  local xid = tonumber(sxid or '')
+  if not (member and key and xid and sl and dl) or #key ~= key_length
       or sl > ngroups or dl > ngroups then
     return redis.error_reply('wide_apply: ' .. count .. ' results sent, a column is short, '
-      .. 'holds a value outside 0..' .. WIDE_MAX .. ' or not ' .. nvalues .. ' values, '
+      .. 'holds a key that is not ' .. key_length .. ' characters long, '
       .. 'or names a key group outside 1..' .. ngroups)
   end
-  local ticks, xid = tonumber(sticks), tonumber(sxid)
   if sl > 0 then
-    add(sl, member, values, ticks, xid)
+    add(sl, member, key, xid)
   end
   if dl > 0 then
-    add(dl, member, values, ticks, xid)
+    add(dl, member, key, xid)
   end
 end
-for c = 1, 6 do
+for c = 1, 5 do
   if column[c]() then
     return redis.error_reply('wide_apply: ' .. count .. ' results sent, column ' .. c
       .. ' has more')
   end
 end
 
+-- Every player's key on each group now: one HMGET per group and up to BATCH players (a call
+-- from Lua into Redis costs about as much as the command itself). Per group, by member: no
+-- string is built per result to look one up.
+local BATCH = 500
+local stored = {}   -- group -> member -> the key Redis holds now (false: none)
+local current = {}  -- group -> member -> the key it must hold (false: none)
+for i = 1, ngroups do
+  stored[i], current[i] = {}, {}
+end
+do
+  local wanted = {}
+  for _, e in ipairs(entries) do
+    local mine = stored[e[1]]
+    if mine[e[2]] == nil then
+      mine[e[2]] = false
+      local list = wanted[e[1]]
+      if not list then
+        list = {}
+        wanted[e[1]] = list
+      end
+      list[#list + 1] = e[2]
+    end
+  end
+  for i, list in pairs(wanted) do
+    local mine = stored[i]
+    for first = 1, #list, BATCH do
+      local last = math.min(first + BATCH - 1, #list)
+      local found = redis.call('HMGET', groups[i].index, unpack(list, first, last))
+      for n = first, last do
+        mine[list[n]] = found[n - first + 1]
+      end
+    end
+  end
+end
+
 -- Pass 1: every new key, with no write (an overflow cannot leave half a batch applied).
-local current = {}  -- "i member" -> key (false: not on the board)
-local stored = {}   -- "i member" -> the key Redis holds now (false: none)
-local dirty = {}
-local order_of = {}
+local dirty = {}     -- {group, member} in first-changed order
+local marked = {}    -- group -> member -> true once in dirty
+for i = 1, ngroups do
+  marked[i] = {}
+end
 local counted = {}
 local overflow = {}
 for _, e in ipairs(entries) do
-  local i, member = e[1], e[2]
+  local i, member, key = e[1], e[2], e[3]
   local group = groups[i]
-  if group.done and xid_visible(e[5], group.done) then
+  if group.done and xid_visible(e[4], group.done) then
     -- already on this key: the rebuild that replaced it counted it
   else
-    local slot = i .. ' ' .. member
-    local old = current[slot]
-    if old == nil then
-      old = redis.call('HGET', group.index, member) or false
-      stored[slot] = old
+    local now = current[i]
+    local old = now[member]
+    local fresh = old == nil
+    if fresh then
+      old = stored[i][member]
     end
-    local new = wide_merged(old or nil, e[3], e[4], rule, orders, tick_digits)
+    local new
+    if e[5] then
+      new = false
+    elseif rule == 'best' then
+      if not old or wide_better(key, old, nvalues) then
+        new = key
+      end
+    elseif rule == 'latest' or not old then
+      new = key
+    else
+      local values, ticks = wide_decode(key, orders)
+      new = wide_merged(old, values, ticks, rule, orders, tick_digits)
+    end
     if new == false then
-      overflow[#overflow + 1] = slot
+      overflow[#overflow + 1] = i .. ' ' .. member
     else
       if new ~= nil then
-        current[slot] = new
-        if not dirty[slot] then
-          dirty[slot] = true
-          order_of[#order_of + 1] = {i, member, slot}
+        if not marked[i][member] then
+          marked[i][member] = true
+          dirty[#dirty + 1] = {i, member}
         end
-      else
-        current[slot] = old
+        now[member] = new
+      elseif fresh then
+        now[member] = old
       end
       counted[#counted + 1] = e
     end
@@ -162,23 +200,26 @@ for _, e in ipairs(entries) do
 end
 
 -- Pass 2: write. Per key group, the old members off, the new ones on, the index updated,
--- batched (a call from Lua into Redis costs about as much as the insert itself).
-local BATCH = 500
+-- batched.
 local per_group = {}
-for _, item in ipairs(order_of) do
-  local i, member, slot = item[1], item[2], item[3]
-  local w = per_group[i]
-  if not w then
-    w = {rem = {}, add = {}, hset = {}}
-    per_group[i] = w
+for _, item in ipairs(dirty) do
+  local i, member = item[1], item[2]
+  local new = current[i][member]
+  local old = stored[i][member]
+  if new ~= old then
+    local w = per_group[i]
+    if not w then
+      w = {rem = {}, add = {}, hset = {}}
+      per_group[i] = w
+    end
+    if old then
+      w.rem[#w.rem + 1] = old .. member
+    end
+    w.add[#w.add + 1] = 0
+    w.add[#w.add + 1] = new .. member
+    w.hset[#w.hset + 1] = member
+    w.hset[#w.hset + 1] = new
   end
-  if stored[slot] then
-    w.rem[#w.rem + 1] = stored[slot] .. member
-  end
-  w.add[#w.add + 1] = 0
-  w.add[#w.add + 1] = current[slot] .. member
-  w.hset[#w.hset + 1] = member
-  w.hset[#w.hset + 1] = current[slot]
 end
 local changed = 0
 for i, w in pairs(per_group) do
@@ -209,10 +250,10 @@ for _, e in ipairs(counted) do
     markers[e[1]] = marker
   end
   if marker == 'pending' then
-    redis.call('RPUSH', group.pending, score_str(e[5]) .. ' ' .. e[2] .. ' '
-      .. score_str(e[4]) .. ' ' .. table.concat(e[3], ','))
-  elseif marker and not xid_visible(e[5], marker) then
-    local res = wide_merge_into(false, group.delta, e[2], e[3], e[4], rule, orders, tick_digits)
+    redis.call('RPUSH', group.pending, score_str(e[4]) .. ' ' .. e[2] .. ' ' .. e[3])
+  elseif marker and not xid_visible(e[4], marker) then
+    local values, ticks = wide_decode(e[3], orders)
+    local res = wide_merge_into(false, group.delta, e[2], values, ticks, rule, orders, tick_digits)
     if type(res) == 'string' then
       overflow[#overflow + 1] = e[1] .. ' ' .. e[2]
     end

@@ -16,17 +16,13 @@ if redis.call('GET', KEYS[1]) ~= 'pending' then
 end
 local moved = 0
 for _, entry in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
-  local xid, member, ticks, text = string.match(entry, '^(%d+) (%S+) (%d+) (%S+)$')
-  if xid == nil then
+  local xid, member, key = string.match(entry, '^(%d+) (%S+) (%x+)$')
+  if xid == nil or #key ~= 8 * #orders + tick_digits then
     return redis.error_reply('malformed rebuild pending entry: ' .. entry)
   end
   if not xid_visible(tonumber(xid), snap) then
-    local values = {}
-    for v in string.gmatch(text, '%d+') do
-      values[#values + 1] = tonumber(v)
-    end
-    local r = wide_merge_into(false, KEYS[3], member, values, tonumber(ticks), rule, orders,
-      tick_digits)
+    local values, ticks = wide_decode(key, orders)
+    local r = wide_merge_into(false, KEYS[3], member, values, ticks, rule, orders, tick_digits)
     if type(r) == 'string' then
       return redis.error_reply(r)
     end

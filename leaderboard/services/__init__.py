@@ -17,7 +17,6 @@ from .apply import (
     counted_groups,
     daily_board_expire_at,
     wide_spec_args,
-    wide_values,
 )
 from .boards import (
     SCORE_FIELDS,
@@ -163,5 +162,4 @@ __all__ = [
     "weekly_board_ensure",
     "weekly_boards_build",
     "wide_spec_args",
-    "wide_values",
 ]

@@ -57,9 +57,9 @@ class CountedGroup:
     # decides); None: every result counts season-long and daily (best, cumulative).
     season_long: list[bool] | None = None
     daily: list[bool] | None = None
-    # On a board with tie-break columns: each result's values, points first, joined by ","
-    # (the wide script's column format).
-    values: list[str] | None = None
+    # On a board with tie-break columns: each result's values of the columns, in the board's
+    # order (the script gets each result's whole key, encoded from them, the points and ticks).
+    tiebreakers: list[list[int]] | None = None
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -82,13 +82,8 @@ class CountedGroup:
             [self.xids[i] for i in keep],
             pick(self.season_long),
             pick(self.daily),
-            pick(self.values),
+            pick(self.tiebreakers),
         )
-
-
-def wide_values(points: list[int], tiebreakers: list[list[int]]) -> list[str]:
-    """The wide script's values column: points and each tie-break value, joined by ","."""
-    return [",".join(map(str, (p, *t))) for p, t in zip(points, tiebreakers, strict=True)]
 
 
 def counted_groups(results: Iterable[CountedResult]) -> list[CountedGroup]:
@@ -108,9 +103,7 @@ def counted_groups(results: Iterable[CountedResult]) -> list[CountedGroup]:
             [r.xid for r in group],
             [r.season_long for r in group],
             [r.daily for r in group],
-            wide_values([r.points for r in group], [list(r.tiebreakers) for r in group])
-            if group[0].tiebreakers
-            else None,
+            [list(r.tiebreakers) for r in group] if group[0].tiebreakers else None,
         )
         for (partition, board_id), group in rows.items()
     ]
@@ -196,8 +189,10 @@ def _script_args(
             keys.rebuild_done(board_key=key),
         ]
     if wide is not None:
-        if group.values is None:
-            raise ValueError(f"board {board.id} ranks by tie-break columns: results need values")
+        if group.tiebreakers is None:
+            raise ValueError(
+                f"board {board.id} ranks by tie-break columns: results need their values"
+            )
         wide_head: list[str | int] = [
             group.partition,
             min(group.offsets),
@@ -208,8 +203,9 @@ def _script_args(
         wide_columns: list[str | int] = [
             n,
             _joined(group.players),
-            " ".join(group.values),
-            _joined(group.ticks),
+            " ".join(
+                wide.keys_of(points=group.points, tiebreakers=group.tiebreakers, ticks=group.ticks)
+            ),
             _joined(group.xids),
             season_long,
             daily,

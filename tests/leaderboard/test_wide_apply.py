@@ -166,8 +166,31 @@ def test_cumulative_sum_past_the_maximum_is_left_out_and_reported(board_redis) -
 
 
 def test_a_caller_of_another_layout_fails_loudly(board_redis) -> None:
+    from redis.exceptions import ResponseError
+
+    from leaderboard.scripts import get_script
+
     board = wide_board(rule=ScoringRule.BEST)
-    bad = result(0, 1, (10, 2), 5)  # one value short of the board's two columns
-    with pytest.raises(Exception, match="wide_apply"):
-        apply(board, [bad])
-    assert board_redis.hget(keys.ingest_applied_offsets(board_id=BOARD, topic=TOPIC), "0") is None
+    watermark = keys.ingest_applied_offsets(board_id=BOARD, topic=TOPIC)
+    live = keys.board(board_id=BOARD)
+    group = [
+        live,
+        keys.board_index(board_key=live),
+        keys.rebuild_marker(board_key=live),
+        keys.rebuild_pending(board_key=live),
+        keys.rebuild_delta(board_key=live),
+        keys.rebuild_done(board_key=live),
+    ]
+    script = get_script(board_redis, "wide_apply")
+    wide = board.wide_codec
+    assert wide is not None
+    key = wide.encode(points=10, tiebreakers=(2, 3), elapsed_ticks=5)
+    # The previous layout (values and ticks apart: one column more) and a key of another width.
+    for columns in (["1", "10,2,3", "5", "500", "1", "0"], ["1", key[:-1], "500", "1", "0"]):
+        with pytest.raises(ResponseError, match="wide_apply"):
+            script(
+                keys=[watermark, *group],
+                args=[0, 0, 0, "best", "dda", wide.tick_digits, 1, 0, 1, *columns],
+            )
+    assert board_redis.hget(watermark, "0") is None
+    assert board_redis.zcard(live) == 0
