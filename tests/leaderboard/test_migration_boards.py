@@ -411,11 +411,16 @@ def test_boards_migration_keeps_every_row_and_every_answer_of_the_read_api(old_a
         # Contract 0.3's metadata: an existing board keeps none, so its answers stay as they
         # were (no metadata field on its entries).
         assert board.keeps_metadata is False
+        # And its tie-break columns: none, so it ranks by points (and time) as before.
+        assert board.tiebreak_columns == []
+        assert board.wide_codec is None
 
     # --- every row kept, on its season's main board --------------------------------------------
     assert {table: _count(table) for table in counts_before} == counts_before
     assert not MatchResult.objects.filter(metadata__isnull=False).exists()
     assert not FinalStanding.objects.filter(metadata__isnull=False).exists()
+    assert not MatchResult.objects.filter(tiebreakers__isnull=False).exists()
+    assert not FinalStanding.objects.filter(tiebreakers__isnull=False).exists()
     for moved in (MatchResult, RewardTier, FinalStanding, RewardGrant, RebuildRun, ReconcileRun):
         rows = list(moved.objects.values_list("season_id", "board_id"))
         assert rows, moved

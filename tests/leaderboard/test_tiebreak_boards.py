@@ -9,7 +9,7 @@ import random
 import threading
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -23,13 +23,16 @@ from ingestion.schema import INVALID_TIEBREAKERS
 from ingestion.services import match_results_ingest
 from leaderboard import keys
 from leaderboard.codec import TIEBREAK_VALUE_MAX
-from leaderboard.models import Board, BoardOrder, ScoringRule, TiebreakColumn
+from leaderboard.models import Board, BoardOrder, MatchResult, ScoringRule, TiebreakColumn
 from leaderboard.redis import get_board_redis
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.selectors.top import top_snapshot_memo_clear
 from leaderboard.services import (
     board_rebuild,
     board_reconcile,
+    boards_correct,
+    boards_recover,
+    match_result_void,
     top_snapshot_refresh,
     weekly_board_build,
 )
@@ -383,3 +386,53 @@ def test_reconcile_finds_a_wrong_key_and_a_stray_member_and_the_rebuild_repairs_
     stray = board_reconcile(board_id=board.id, topic=TOPIC)
     assert (stray.drift_found, stray.rebuilt) == (True, True)
     _check_reads(client, season.id, spec, want)
+
+
+def test_a_board_redis_lost_is_recovered_and_a_void_corrected_by_the_whole_key(client) -> None:
+    spec = Spec(
+        "recovered",
+        ScoringRule.BEST,
+        BoardOrder.ASC,
+        (TiebreakColumn("sectors", "asc"), TiebreakColumn("style", "desc")),
+    )
+    rng = random.Random(13)
+    now = datetime.now(UTC).replace(microsecond=0)
+    season = make_season(
+        starts_at=now - timedelta(days=3),
+        ends_at=now + timedelta(days=3),
+        status=SeasonStatus.ACTIVE,
+    )
+    board = board_factory(season, spec.slug, order=spec.order, tiebreaks=spec.columns)
+    sent = [
+        replace(r, achieved_at=now - timedelta(hours=rng.choice([1, 2, 30])))
+        for r in _results(spec, rng)
+    ]
+    _ingest(season.id, sent, rng)
+    want = _reference(spec, sent, season.starts_at)
+    _check_reads(client, season.id, spec, want)
+
+    # Redis loses every key of the board (this test's own prefix).
+    redis = get_board_redis()
+    for key in redis.scan_iter(match=keys.prefix_pattern(), count=1000):
+        redis.unlink(key)
+    assert client.get(f"/api/seasons/{season.id}/boards/{spec.slug}/top").status_code == 503
+    report = boards_recover(now=now, topic=TOPIC)
+    assert board.id in {r.board_id for r in report.recovered}
+    _check_reads(client, season.id, spec, want)
+    assert not board_reconcile(board_id=board.id, topic=TOPIC).drift_found
+
+    # Staff void the leader's deciding result: the board follows the whole key without it.
+    leader = want[0]
+    deciding = [
+        r
+        for r in sent
+        if r.player_id == leader["playerId"]
+        and r.points == leader["points"]
+        and [r.tiebreakers[c.name] for c in spec.columns] == list(leader["tiebreakers"].values())
+    ]
+    stored = MatchResult.objects.filter(match_id__in=[r.match_id for r in deciding])
+    for result in stored:
+        correction = match_result_void(result_id=result.id, reason="cheated")
+    boards_correct(season_id=season.id, days=correction.days)
+    kept = [r for r in sent if r.match_id not in {d.match_id for d in deciding}]
+    _check_reads(client, season.id, spec, _reference(spec, kept, season.starts_at))
