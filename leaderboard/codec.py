@@ -300,12 +300,21 @@ class WideKeyCodec:
     ) -> list[str]:
         """``encode`` of many results whose values the caller has checked already (the message
         schema, the season's window): the ingestion path, one format per result."""
-        fmt = "".join(["{:08x}"] * len(self.ascending)) + f"{{:0{self.tick_digits}x}}"
-        flip = [not ascending for ascending in self.ascending]
-        top = TIEBREAK_VALUE_MAX
+        fmt = "%08x" * len(self.ascending) + f"%0{self.tick_digits}x"
+        # Each stored value is base + sign * value (a descending one: MAX - value), spelled
+        # out per width: about a microsecond a result, a third of a generic zip's cost.
+        (b0, s0), *rest = [(0, 1) if a else (TIEBREAK_VALUE_MAX, -1) for a in self.ascending]
+        rows = zip(points, tiebreakers, ticks, strict=True)
+        if len(rest) == 1:
+            ((b1, s1),) = rest
+            return [fmt % (b0 + s0 * p, b1 + s1 * t[0], k) for p, t, k in rows]
+        if len(rest) == 2:
+            (b1, s1), (b2, s2) = rest
+            return [fmt % (b0 + s0 * p, b1 + s1 * t[0], b2 + s2 * t[1], k) for p, t, k in rows]
+        (b1, s1), (b2, s2), (b3, s3) = rest
         return [
-            fmt.format(*[top - v if f else v for v, f in zip((p, *t), flip, strict=True)], tick)
-            for p, t, tick in zip(points, tiebreakers, ticks, strict=True)
+            fmt % (b0 + s0 * p, b1 + s1 * t[0], b2 + s2 * t[1], b3 + s3 * t[2], k)
+            for p, t, k in rows
         ]
 
     def decode(self, key: str | bytes) -> WideKey:

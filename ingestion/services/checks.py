@@ -19,6 +19,7 @@ from seasons.models import Season
 
 from ..schema import (
     SEASON_STATUSES_REJECTING,
+    TIEBREAK_VALUE_MAX,
     UNEXPECTED,
     MatchResultMessage,
     MessageRejected,
@@ -54,14 +55,19 @@ def messages_check_boards(*, messages: Sequence[MatchResultMessage]) -> BoardsCh
     seasons = Season.objects.in_bulk({message.season_id for message in messages})
     by_key = boards_of_seasons(season_ids=set(seasons))
     not_after = latest_achieved_at()
-    # (season id, board slug) -> (board id, earliest and latest achievedAt, most points).
+    # (season id, board slug) -> (board id, earliest and latest achievedAt, most points, the
+    # tie-break column names: a message passes with exactly these, or none on a plain board).
     accepting = {
-        key: (board.id, season.starts_at, min(season.ends_at, not_after), board.max_points)
+        key: (
+            board.id,
+            season.starts_at,
+            min(season.ends_at, not_after),
+            board.max_points,
+            frozenset(board.tiebreak_names),
+        )
         for key, board in by_key.items()
         if (season := seasons.get(key[0])) is not None
         and season.status not in SEASON_STATUSES_REJECTING
-        # A board with tie-break columns checks each message's tiebreakers.
-        and not board.tiebreak_names
     }
     board_ids: list[int | None] = []
     rejected: list[tuple[int, MessageRejected]] = []
@@ -69,11 +75,18 @@ def messages_check_boards(*, messages: Sequence[MatchResultMessage]) -> BoardsCh
         try:
             bounds = accepting.get((message.season_id, message.board))
             if bounds is not None:
-                board_id, earliest, latest, max_points = bounds
+                board_id, earliest, latest, max_points, names = bounds
+                sent = message.tiebreakers
                 if (
                     earliest <= message.achieved_at <= latest
                     and message.points <= max_points
-                    and message.tiebreakers is None
+                    and (
+                        sent is None
+                        if not names
+                        else sent is not None
+                        and sent.keys() == names
+                        and all(0 <= value <= TIEBREAK_VALUE_MAX for value in sent.values())
+                    )
                 ):
                     board_ids.append(board_id)
                     continue

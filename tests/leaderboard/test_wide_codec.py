@@ -107,3 +107,18 @@ def test_column_counts_outside_one_to_three_are_refused() -> None:
         WideKeyCodec(ascending=(False,), time_bits=23)
     with pytest.raises(CodecError, match="tie-break columns"):
         WideKeyCodec(ascending=(False,) * 5, time_bits=23)
+
+
+@given(
+    ascending=st.lists(st.booleans(), min_size=2, max_size=4).map(tuple),
+    rows=st.lists(st.tuples(VALUE, VALUE, VALUE, VALUE, st.integers(0, (1 << 23) - 1))),
+)
+def test_the_ingestion_paths_keys_are_the_checked_encoders(ascending, rows) -> None:
+    codec = WideKeyCodec(ascending=ascending, time_bits=23)
+    n = len(ascending) - 1
+    assert codec.keys_of(
+        points=[r[0] for r in rows], tiebreakers=[list(r[1 : 1 + n]) for r in rows],
+        ticks=[r[4] for r in rows],
+    ) == [
+        codec.encode(points=r[0], tiebreakers=r[1 : 1 + n], elapsed_ticks=r[4]) for r in rows
+    ]  # fmt: skip
