@@ -353,3 +353,39 @@ class ConsumerProcess:
     def kill_if_running(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
+
+
+class LetterSink:
+    """Dead letters kept in memory (the batch handler's sink), for tests that read them."""
+
+    def __init__(self) -> None:
+        self.letters: list[Any] = []
+
+    def publish(self, *, letters: Sequence[Any]) -> None:
+        self.letters.extend(letters)
+
+
+def ingest_redelivered(
+    *, topic: str, deliveries: Sequence[tuple[int, bytes]], rng: Any, batch: int = 7
+) -> LetterSink:
+    """Each (player id, message value) delivered one to three times, shuffled, keyed by player
+    over two partitions, through the batch handler in batches of ``batch``; then a replay of
+    everything: redelivery and disorder as Kafka gives them."""
+    from ingestion.records import ConsumedRecord
+    from ingestion.services import match_results_ingest
+
+    records = []
+    offsets = {0: 0, 1: 0}
+    repeated = [d for d in deliveries for _ in range(rng.randint(1, 3))]
+    rng.shuffle(repeated)
+    for player, value in repeated:
+        partition = player % 2
+        records.append(ConsumedRecord(partition, offsets[partition], b"%d" % player, value))
+        offsets[partition] += 1
+    letters = LetterSink()
+    for start in range(0, len(records), batch):
+        match_results_ingest(
+            topic=topic, records=records[start : start + batch], dead_letters=letters
+        )
+    match_results_ingest(topic=topic, records=records, dead_letters=letters)
+    return letters

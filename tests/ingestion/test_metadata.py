@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 
 from closeout.selectors import board_standings_compute
 from closeout.services import final_standings_replace
-from ingestion.records import ConsumedRecord, DeadLetter
+from ingestion.records import ConsumedRecord
 from ingestion.schema import INVALID_METADATA, METADATA_TOO_LARGE
 from ingestion.services import match_results_ingest
 from leaderboard.models import Board, BoardOrder, MatchResult, ScoringRule
@@ -28,19 +27,12 @@ from leaderboard.services import board_rebuild, top_snapshot_refresh
 from seasons.models import SeasonStatus
 from tests.factories import board_factory
 from tests.helpers import make_season
+from tests.ingestion.ingest_helpers import LetterSink, ingest_redelivered
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOPIC = "metadata-test"
 START = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday: ISO week 2026-W10
-
-
-class _Letters:
-    def __init__(self) -> None:
-        self.letters: list[DeadLetter] = []
-
-    def publish(self, *, letters: Sequence[DeadLetter]) -> None:
-        self.letters += letters
 
 
 @dataclass(frozen=True)
@@ -89,25 +81,10 @@ def _mid(r: Sent) -> uuid.UUID:
     return r.match_id
 
 
-def _ingest(season_id: int, results: list[Sent], rng: random.Random) -> _Letters:
-    """Every result twice or more, shuffled, in batches over two partitions: redelivery and
-    disorder as Kafka gives them."""
-    records = []
-    offsets = {0: 0, 1: 0}
-    deliveries = [r for r in results for _ in range(rng.randint(1, 3))]
-    rng.shuffle(deliveries)
-    for r in deliveries:
-        partition = r.player_id % 2
-        records.append(
-            ConsumedRecord(partition, offsets[partition], b"%d" % r.player_id, r.value(season_id))
-        )
-        offsets[partition] += 1
-    letters = _Letters()
-    for start in range(0, len(records), 7):
-        match_results_ingest(topic=TOPIC, records=records[start : start + 7], dead_letters=letters)
-    # A replay of everything: nothing changes.
-    match_results_ingest(topic=TOPIC, records=records, dead_letters=letters)
-    return letters
+def _ingest(season_id: int, results: list[Sent], rng: random.Random) -> LetterSink:
+    return ingest_redelivered(
+        topic=TOPIC, deliveries=[(r.player_id, r.value(season_id)) for r in results], rng=rng
+    )
 
 
 def _results(board: str, rng: random.Random, *, players: int = 8, each: int = 5) -> list[Sent]:

@@ -8,7 +8,6 @@ import json
 import random
 import threading
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -18,7 +17,7 @@ from django.db import connection
 
 from closeout.selectors import board_standings_compute
 from closeout.services import final_standings_replace
-from ingestion.records import ConsumedRecord, DeadLetter
+from ingestion.records import ConsumedRecord
 from ingestion.schema import INVALID_TIEBREAKERS
 from ingestion.services import match_results_ingest
 from leaderboard import keys
@@ -39,20 +38,13 @@ from leaderboard.services import (
 from seasons.models import SeasonStatus
 from tests.factories import board_factory
 from tests.helpers import make_season
+from tests.ingestion.ingest_helpers import LetterSink, ingest_redelivered
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOPIC = "tiebreak-test"
 START = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday: ISO week 2026-W10
 MAX = TIEBREAK_VALUE_MAX
-
-
-class _Letters:
-    def __init__(self) -> None:
-        self.letters: list[DeadLetter] = []
-
-    def publish(self, *, letters: Sequence[DeadLetter]) -> None:
-        self.letters += letters
 
 
 @dataclass(frozen=True)
@@ -173,24 +165,13 @@ def _results(spec: Spec, rng: random.Random, *, players: int = 12, each: int = 4
     return results
 
 
-def _ingest(season_id: int, results: list[Sent], rng: random.Random) -> _Letters:
-    """Every result one to three times, shuffled, in batches over two partitions, then a
-    replay of everything."""
-    records = []
-    offsets = {0: 0, 1: 0}
-    deliveries = [r for r in results for _ in range(rng.randint(1, 3))]
-    rng.shuffle(deliveries)
-    for r in deliveries:
-        partition = r.player_id % 2
-        records.append(
-            ConsumedRecord(partition, offsets[partition], b"%d" % r.player_id, r.value(season_id))
-        )
-        offsets[partition] += 1
-    letters = _Letters()
-    for start in range(0, len(records), 9):
-        match_results_ingest(topic=TOPIC, records=records[start : start + 9], dead_letters=letters)
-    match_results_ingest(topic=TOPIC, records=records, dead_letters=letters)
-    return letters
+def _ingest(season_id: int, results: list[Sent], rng: random.Random) -> LetterSink:
+    return ingest_redelivered(
+        topic=TOPIC,
+        deliveries=[(r.player_id, r.value(season_id)) for r in results],
+        rng=rng,
+        batch=9,
+    )
 
 
 def _shape(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -326,7 +307,7 @@ def test_results_ingested_during_every_rebuild_phase_count_once(client, rule) ->
 
         def ingest() -> None:
             try:
-                match_results_ingest(topic=TOPIC, records=records, dead_letters=_Letters())
+                match_results_ingest(topic=TOPIC, records=records, dead_letters=LetterSink())
             except BaseException as exc:
                 errors.append(exc)
             finally:
