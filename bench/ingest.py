@@ -124,6 +124,7 @@ from leaderboard.services import (  # noqa: E402
     counted_groups,
     match_results_store,
     season_setup,
+    watermark_raise,
 )
 from seasons.models import Season  # noqa: E402
 
@@ -985,6 +986,11 @@ def run(args: argparse.Namespace) -> Report:
                     producer.flush(timeout=120)
 
                 _timed("produce tie-break backlog", len(wide_backlog), produce_wide)
+            # Nothing of the new topic is on any board yet: said in each board's watermark of
+            # it, as a board created now says it (a missing watermark would send the consumers'
+            # start-up recovery rebuilding every board of the run first, inside the drain).
+            for board_id in (*e2e_boards, tiebreak_board, ceiling_board.id):
+                watermark_raise(board_id=board_id, offsets={}, topic=wide_topic)
             wide_consumers = _consumers_start(
                 topic=wide_topic,
                 group=f"{group}-tiebreak",
