@@ -886,7 +886,7 @@ def summarize_names(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-_METADATA_OPERATIONS = [
+_BOARD_OPERATIONS = [
     ("selector: top 100 (live, Lua)", "page of 100 p50"),
     ("selector: player entry (Lua)", "player entry p50"),
     ("selector: around r=5 (Lua)", "around r=5 p50"),
@@ -894,31 +894,23 @@ _METADATA_OPERATIONS = [
 ]
 
 
-def summarize_metadata(report: dict[str, Any]) -> list[str]:
-    """Each selector on the metadata board against the same selector on main."""
+def summarize_against_main(report: dict[str, Any], *, suffix: str, label: str) -> list[str]:
+    """Each selector on the board measured under ``suffix`` against the same selector on
+    main, p50."""
     rows = report["python"]
     lines = []
-    for operation, label in _METADATA_OPERATIONS:
+    for operation, name in _BOARD_OPERATIONS:
         before = rows[operation]["p50_ms"]
-        after = rows[operation + WITH_METADATA]["p50_ms"]
+        after = rows[operation + suffix]["p50_ms"]
         lines.append(
-            f"metadata: {label} {after:,.3f} ms with vs {before:,.3f} without = "
-            f"{after / before:.2f}x"
+            f"{label}: {name} {after:,.3f} ms vs {before:,.3f} on main = {after / before:.2f}x"
         )
     return lines
 
 
 def summarize_tiebreak(report: dict[str, Any]) -> list[str]:
-    """Each selector on the tie-break board against the same selector on main."""
-    rows = report["python"]
-    lines = []
-    for operation, label in _METADATA_OPERATIONS:
-        before = rows[operation]["p50_ms"]
-        after = rows[operation + WITH_TIEBREAK]["p50_ms"]
-        lines.append(
-            f"tie-break columns: {label} {after:,.3f} ms vs {before:,.3f} on main = "
-            f"{after / before:.2f}x"
-        )
+    """The tie-break board's selectors against main's, and both boards' Redis bytes."""
+    lines = summarize_against_main(report, suffix=WITH_TIEBREAK, label="tie-break columns")
     sizes = report.get("bytes_per_player", {})
     if sizes:
         lines.append(
@@ -994,7 +986,7 @@ def main() -> None:
     if args.names:
         summary += summarize_names(report)
     if args.metadata:
-        summary += summarize_metadata(report)
+        summary += summarize_against_main(report, suffix=WITH_METADATA, label="metadata")
     if args.tiebreak:
         summary += summarize_tiebreak(report)
     print()
