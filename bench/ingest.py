@@ -673,6 +673,20 @@ def _machine_busy() -> tuple[float, float]:
     return (sum(values) - idle) / _CLOCK_TICKS, sum(values) / _CLOCK_TICKS
 
 
+def _backlog_produce(*, topic: str, messages: list[MatchResultMessage], label: str) -> float:
+    """Publish ``messages`` as fast as the producer goes, flushed; results/s."""
+    with MatchResultProducer.from_settings(topic=topic, client_id="bench") as producer:
+
+        def produce(bar: tqdm) -> None:
+            for chunk in _chunks(messages, 5000):
+                for message in chunk:
+                    producer.send(message)
+                bar.update(len(chunk))
+            producer.flush(timeout=120)
+
+        return _timed(label, len(messages), produce)
+
+
 def _steady_rate(samples: list[tuple[float, int]], total: int) -> float:
     """Results/s from the poll that first saw a tenth of ``total`` applied to the last: the
     drain's pace once both consumers have joined (a rebalance at the start can pause every
@@ -819,16 +833,9 @@ def run(args: argparse.Namespace) -> Report:
         # --- backlog, and the Kafka consume-only ceiling --------------------------------------
         results = Results(season_id=e2e_id, players=args.players, seed=1, boards=e2e_slugs)
         backlog = [results.one() for _ in range(args.backlog)]
-        with MatchResultProducer.from_settings(topic=topic, client_id="bench") as producer:
-
-            def produce(bar: tqdm) -> None:
-                for chunk in _chunks(backlog, 5000):
-                    for message in chunk:
-                        producer.send(message)
-                    bar.update(len(chunk))
-                producer.flush(timeout=120)
-
-            report.produce_backlog_per_s = _timed("produce backlog", len(backlog), produce)
+        report.produce_backlog_per_s = _backlog_produce(
+            topic=topic, messages=backlog, label="produce backlog"
+        )
 
         def consume_only(bar: tqdm) -> None:
             consumer = KafkaConsumer(
@@ -976,16 +983,9 @@ def run(args: argparse.Namespace) -> Report:
             wide_backlog = [wide.one() for _ in range(args.backlog)]
             # Its own topic, filled before its own consumers start: measured as the plain drain
             # (a backlog already waiting, from the first applied batch to the last).
-            with MatchResultProducer.from_settings(topic=wide_topic, client_id="bench") as producer:
-
-                def produce_wide(bar: tqdm) -> None:
-                    for chunk in _chunks(wide_backlog, 5000):
-                        for message in chunk:
-                            producer.send(message)
-                        bar.update(len(chunk))
-                    producer.flush(timeout=120)
-
-                _timed("produce tie-break backlog", len(wide_backlog), produce_wide)
+            _backlog_produce(
+                topic=wide_topic, messages=wide_backlog, label="produce tie-break backlog"
+            )
             # Nothing of the new topic is on any board yet: said in each board's watermark of
             # it, as a board created now says it (a missing watermark would send the consumers'
             # start-up recovery rebuilding every board of the run first, inside the drain).
