@@ -3,7 +3,8 @@ weekly boards.
 
 Ranks are 1-based competition ranks on the composite score: players whose encoded scores are
 identical (same points reached in the same tick) share a rank, and Redis's member-lexical
-order among them never decides one. Every read that needs more than one command is one Lua
+order among them never decides one. A board with tie-break columns ranks by its wide keys the
+same way, through the ``wide_`` twin of each script (docs/tie-break-columns.md). Every read that needs more than one command is one Lua
 script, so its ranks come from a single board state.
 """
 
@@ -51,8 +52,9 @@ class RankingEntry:
     # On a board with tie-break columns, the player's value of each column (name -> value, in
     # the board's column order); None elsewhere.
     tiebreakers: dict[str, int] | None = None
-    # The encoded score as Redis answered it, where the entry was read from Redis: the
-    # metadata's memo key (one score is one deciding result). Not part of the entry's value.
+    # The encoded score as Redis answered it (a board with tie-break columns: the wide key),
+    # where the entry was read from Redis: the metadata's memo key (one score is one deciding
+    # result). Not part of the entry's value.
     score: bytes | None = field(default=None, compare=False, repr=False)
 
 
