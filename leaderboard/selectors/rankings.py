@@ -4,8 +4,9 @@ weekly boards.
 Ranks are 1-based competition ranks on the composite score: players whose encoded scores are
 identical (same points reached in the same tick) share a rank, and Redis's member-lexical
 order among them never decides one. A board with tie-break columns ranks by its wide keys the
-same way, through the ``wide_`` twin of each script (docs/tie-break-columns.md). Every read that needs more than one command is one Lua
-script, so its ranks come from a single board state.
+same way, through the ``wide_`` twin of each script (docs/tie-break-columns.md). Every read
+that needs more than one command is one Lua script, so its ranks come from a single board
+state.
 """
 
 from __future__ import annotations
