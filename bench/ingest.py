@@ -194,6 +194,8 @@ class Report:
     plain_steady_drain_per_s: float = 0.0
     # CPU per 1,000 results over the tie-break drain, start-up included (as e2e_cpu_ms_per_1000).
     tiebreak_cpu_ms_per_1000: dict[str, float] = field(default_factory=dict)
+    # --profile with --tiebreak: the same py-spy summary over the tie-break drain.
+    tiebreak_profile: Profile | None = None
     redis_bytes_per_player: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -1001,6 +1003,9 @@ def run(args: argparse.Namespace) -> Report:
             wide_samples: list[tuple[float, int]] = []
             wide_pids = {c.pid for c in wide_consumers}
             wide_cpu_before = _cpu_by_kind(wide_pids, services)[0]
+            wide_profilers = (
+                _profilers_start(wide_consumers, label="tiebreak-consumer") if args.profile else []
+            )
             try:
                 first, done = _wait_applied(
                     wide_topic,
@@ -1013,6 +1018,8 @@ def run(args: argparse.Namespace) -> Report:
                 report.tiebreak_cpu_ms_per_1000 = _per_1000(
                     wide_cpu_before, _cpu_by_kind(wide_pids, services)[0], len(wide_backlog)
                 )
+                if wide_profilers:
+                    report.tiebreak_profile = _profilers_stop(wide_profilers)
             finally:
                 _consumers_stop(wide_consumers)
             if done is None or first is None:
@@ -1120,7 +1127,7 @@ PROFILE_RATE = 250  # py-spy samples per second and consumer
 
 
 def _profilers_start(
-    consumers: Sequence[subprocess.Popen[bytes]],
+    consumers: Sequence[subprocess.Popen[bytes]], *, label: str = "consumer"
 ) -> list[tuple[Path, subprocess.Popen[bytes]]]:
     """One ``py-spy record`` per consumer process, attached by pid, until ``_profilers_stop``.
 
@@ -1133,8 +1140,8 @@ def _profilers_start(
         raise RuntimeError(f"--profile needs py-spy ({spy}): pip install -e '.[dev]'")
     profilers = []
     for n, consumer in enumerate(consumers):
-        out = RESULTS_DIR / f"ingest-{RUN_TAG}-consumer{n}.pyspy.txt"
-        log = (RESULTS_DIR / f"ingest-{RUN_TAG}-consumer{n}.pyspy.log").open("wb")
+        out = RESULTS_DIR / f"ingest-{RUN_TAG}-{label}{n}.pyspy.txt"
+        log = (RESULTS_DIR / f"ingest-{RUN_TAG}-{label}{n}.pyspy.log").open("wb")
         command = [str(spy), "record", "--pid", str(consumer.pid), "--rate", str(PROFILE_RATE)]
         command += ["--gil", "--nonblocking", "--format", "raw", "--output", str(out)]
         profilers.append((out, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)))
@@ -1310,11 +1317,15 @@ def render(report: Report) -> str:
             "CPU during the Redis apply-only ceiling (ms per 1,000 results):",
             *(f"- {k}: {ms:,.1f}" for k, ms in report.redis_apply_only_cpu_ms_per_1000.items()),
         ]
-    if report.e2e_profile:
-        profile = report.e2e_profile
+    for drain, profile in (
+        ("drain", report.e2e_profile),
+        ("tie-break drain", report.tiebreak_profile),
+    ):
+        if profile is None:
+            continue
         lines += [
             "",
-            f"py-spy profile of the consumers over the drain ({profile.samples} samples "
+            f"py-spy profile of the consumers over the {drain} ({profile.samples} samples "
             f"at {PROFILE_RATE}/s; the profiler's own CPU is not in the figures above, but it "
             "slows the consumers: compare CPU per result on runs without --profile):",
             "- own time (innermost frame):",

@@ -192,14 +192,17 @@ end
 
 -- The rebuild protocol (docs/ingestion.md): while a board is being rebuilt, remember every
 -- result its snapshot may not contain, whether or not it changed the live board.
+-- One GET per key group first: a board is rarely being rebuilt, and then no result needs
+-- looking at here.
 local markers = {}
-for _, e in ipairs(counted) do
+local rebuilding = false
+for i = 1, ngroups do
+  markers[i] = redis.call('GET', groups[i].marker) or false
+  rebuilding = rebuilding or markers[i] ~= false
+end
+for _, e in ipairs(rebuilding and counted or {}) do
   local group = groups[e[1]]
   local marker = markers[e[1]]
-  if marker == nil then
-    marker = redis.call('GET', group.marker) or false
-    markers[e[1]] = marker
-  end
   if marker == 'pending' then
     redis.call('RPUSH', group.pending,
       score_str(e[5]) .. ' ' .. e[2] .. ' ' .. score_str(e[3]) .. ' ' .. score_str(e[4]))
