@@ -1,11 +1,13 @@
 """Staff's view of the close-out: final standings and grants, and the close-out's pieces of the
 Season admin (``RewardTierInline``, the close-out and the review of corrected standings as
-season actions), which leaderboard_project.admin assembles with the other apps' pieces."""
+season actions), which leaderboard_project.admin assembles with the other apps' pieces; and the
+schedules of recurring competitions."""
 
 from __future__ import annotations
 
 from itertools import pairwise
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from django import forms
 from django.contrib import admin, messages
@@ -15,18 +17,24 @@ from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.utils import timezone
 
 from leaderboard.models import MAIN_BOARD, Board
 from seasons.admin import ReadOnlyAdmin, confirmed_action, csv_export_action
-from seasons.models import Season, SeasonStatus
+from seasons.cron import CronError
+from seasons.models import Schedule, Season, SeasonStatus
+from seasons.selectors import schedule_next_occurrences
 
 from .models import FinalStanding, RewardGrant, RewardTier
 from .services import (
     CloseOutcome,
+    schedule_create,
+    schedule_set_active,
     season_close,
     season_standings_correct,
     season_standings_review,
 )
+from .services.schedules import MAX_LEAD_MINUTES
 
 
 @confirmed_action(
@@ -195,3 +203,117 @@ class RewardGrantAdmin(ReadOnlyAdmin):
             filename="reward_grants.csv",
         )
     ]
+
+
+# --- Schedules -----------------------------------------------------------------------------
+
+
+class ScheduleSeasonInline(admin.TabularInline):
+    """The schedule's seasons, newest occurrence first (each links to its season page)."""
+
+    model = Season
+    fk_name = "schedule"
+    fields = ("id", "name", "occurrence", "starts_at", "ends_at", "status")
+    readonly_fields = fields
+    ordering = ("-occurrence",)
+    extra = 0
+    max_num = 0
+    can_delete = False
+    show_change_link = True
+    verbose_name_plural = "Seasons of this schedule"
+
+
+class ScheduleForm(forms.ModelForm):
+    class Meta:
+        model = Schedule
+        fields = ["slug", "name", "cron", "timezone", "template_season", "lead_minutes", "active"]
+
+    def clean_lead_minutes(self) -> int:
+        value = self.cleaned_data["lead_minutes"]
+        if value > MAX_LEAD_MINUTES:
+            raise ValidationError(f"At most {MAX_LEAD_MINUTES} minutes (a week).")
+        return value
+
+
+@admin.action(description="Pause the selected schedules", permissions=["change"])
+def pause_schedules(
+    modeladmin: admin.ModelAdmin[Schedule], request: HttpRequest, queryset: QuerySet[Schedule]
+) -> None:
+    for schedule in queryset:
+        schedule_set_active(schedule_id=schedule.id, active=False)
+    modeladmin.message_user(
+        request,
+        f"Paused {queryset.count()} schedule(s): they create no new season.",
+        messages.SUCCESS,
+    )
+
+
+@admin.action(description="Resume the selected schedules", permissions=["change"])
+def resume_schedules(
+    modeladmin: admin.ModelAdmin[Schedule], request: HttpRequest, queryset: QuerySet[Schedule]
+) -> None:
+    for schedule in queryset:
+        schedule_set_active(schedule_id=schedule.id, active=True)
+    modeladmin.message_user(
+        request,
+        f"Resumed {queryset.count()} schedule(s); occurrences whose seasons ended while paused "
+        "are skipped.",
+        messages.SUCCESS,
+    )
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(admin.ModelAdmin):
+    form = ScheduleForm
+    list_display = (
+        "slug",
+        "name",
+        "cron",
+        "timezone",
+        "active",
+        "last_occurrence",
+        "occurrences_skipped",
+        "next_occurrences",
+    )
+    list_filter = ("active",)
+    search_fields = ("slug", "name")
+    readonly_fields = (
+        "next_occurrences",
+        "last_occurrence",
+        "last_occurrence_at",
+        "occurrences_skipped",
+        "starts_from",
+        "created_at",
+    )
+    inlines = [ScheduleSeasonInline]
+    actions = [pause_schedules, resume_schedules]
+
+    @admin.display(description="Next occurrences")
+    def next_occurrences(self, obj: Schedule) -> str:
+        if obj.pk is None:
+            return "-"
+        try:
+            ticks = schedule_next_occurrences(schedule=obj, after=timezone.now(), count=3)
+        except CronError as exc:
+            return str(exc)
+        zone = ZoneInfo(obj.timezone)
+        return ", ".join(t.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z") for t in ticks)
+
+    def save_model(
+        self, request: HttpRequest, obj: Schedule, form: forms.ModelForm, change: bool
+    ) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        # A new schedule goes through the service, which checks the template can be copied.
+        created = schedule_create(
+            slug=obj.slug,
+            name=obj.name,
+            cron=obj.cron,
+            template_season_id=obj.template_season_id,
+            timezone_name=obj.timezone,
+            lead_minutes=obj.lead_minutes,
+        )
+        if not obj.active:
+            schedule_set_active(schedule_id=created.id, active=False)
+        obj.pk = created.pk

@@ -1,4 +1,5 @@
-"""The close-out's public endpoint: a closed season's final standings."""
+"""The close-out's public endpoints: a closed season's final standings, and the schedules of
+recurring competitions with their seasons."""
 
 from __future__ import annotations
 
@@ -6,19 +7,22 @@ from django.conf import settings
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from leaderboard import openapi
-from leaderboard.apis import PublicApi
+from leaderboard.apis import PublicApi, parse
 from leaderboard.models import MAIN_BOARD
 from leaderboard.serializers import (
     ErrorSerializer,
     MetadataField,
+    StrictIntegerField,
     TiebreakersField,
     country_field,
     display_name_field,
 )
+from seasons.selectors import schedule_get, schedule_list, schedule_seasons
 
 from .selectors import SeasonNotFinal, final_standings_list
 
@@ -96,3 +100,87 @@ class SeasonStandingsApi(PublicApi):
             return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
         output = self.OutputSerializer({"season_id": season_id, "entries": standings})
         return Response(output.data)
+
+
+class ScheduleListApi(PublicApi):
+    """GET /api/schedules: every recurring competition, with its season running now and when it
+    resets."""
+
+    class ScheduleOutputSerializer(serializers.Serializer):
+        slug = serializers.CharField()
+        name = serializers.CharField()
+        cron = serializers.CharField()
+        timezone = serializers.CharField()
+        active = serializers.BooleanField(help_text="False while staff have paused it.")
+        currentSeasonId = serializers.IntegerField(
+            source="current_season_id",
+            allow_null=True,
+            help_text="Its season running now; null between seasons or before the first.",
+        )
+        nextResetAt = serializers.DateTimeField(
+            source="next_reset_at",
+            allow_null=True,
+            help_text="When the current season ends and the next begins (with none running, "
+            "when the next begins); null when paused with no season running.",
+        )
+
+    @extend_schema(
+        operation_id="schedules_list",
+        parameters=[openapi.RETRY_AFTER],
+        responses={200: ScheduleOutputSerializer(many=True), **openapi.PUBLIC_ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        return Response(self.ScheduleOutputSerializer(schedule_list(), many=True).data)
+
+
+SCHEDULE_SLUG = OpenApiParameter(
+    "slug",
+    {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,31}$"},
+    OpenApiParameter.PATH,
+    description="The schedule's slug (an unknown one is 404).",
+)
+
+
+class ScheduleSeasonListApi(PublicApi):
+    """GET /api/schedules/{slug}/seasons?limit=20: the schedule's seasons, newest first."""
+
+    class ScheduleSeasonsQuerySerializer(serializers.Serializer):
+        limit = StrictIntegerField(min_value=1, max_value=100, default=20)
+
+    class ScheduleSeasonOutputSerializer(serializers.Serializer):
+        seasonId = serializers.IntegerField(source="id")
+        name = serializers.CharField()
+        occurrence = serializers.IntegerField(
+            help_text="The cron occurrence it belongs to (1: the first after the schedule "
+            "began; a gap is an occurrence skipped while no beat ran)."
+        )
+        startsAt = serializers.DateTimeField(source="starts_at")
+        endsAt = serializers.DateTimeField(source="ends_at")
+        status = serializers.CharField()
+
+    @extend_schema(
+        operation_id="schedule_seasons",
+        parameters=[
+            SCHEDULE_SLUG,
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": 100},
+                OpenApiParameter.QUERY,
+                description="Seasons to list (default 20).",
+            ),
+            openapi.RETRY_AFTER,
+        ],
+        responses={
+            200: ScheduleSeasonOutputSerializer(many=True),
+            400: OpenApiResponse(ErrorSerializer, description="A malformed limit."),
+            404: OpenApiResponse(ErrorSerializer, description="Unknown schedule."),
+            **openapi.PUBLIC_ERRORS,
+        },
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        query = parse(self.ScheduleSeasonsQuerySerializer, request.query_params)
+        schedule = schedule_get(slug=slug)
+        if schedule is None:
+            raise NotFound(f"schedule {slug[:40]!r} does not exist")
+        seasons = schedule_seasons(schedule=schedule, limit=query["limit"])
+        return Response(self.ScheduleSeasonOutputSerializer(seasons, many=True).data)

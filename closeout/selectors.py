@@ -18,7 +18,7 @@ from leaderboard.selectors.metadata import entries_with_metadata
 from leaderboard.selectors.rankings import NOT_KEPT
 from leaderboard.selectors.scores import board_scores_top
 from players.selectors import player_profiles_get
-from seasons.models import Season, SeasonStatus
+from seasons.models import Schedule, Season, SeasonStatus
 
 from .models import FinalStanding
 
@@ -198,3 +198,32 @@ def consumer_group_lag_get(
             continue
         lagging.append(PartitionLag(partition, end, committed))
     return lagging
+
+
+# --- Schedules' archives -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedSeason:
+    """A closed season of a schedule with the top of its main board's final standings."""
+
+    season: Season
+    winners: list[FinalEntry]
+
+
+def schedule_archive(
+    *, schedule: Schedule, limit: int, offset: int = 0, top: int = 10
+) -> tuple[list[ArchivedSeason], int]:
+    """The schedule's closed seasons, newest first, each with its ``top`` final entries (main
+    board), and how many closed seasons there are."""
+    closed = Season.objects.filter(schedule=schedule, status=SeasonStatus.CLOSED)
+    total = closed.count()
+    seasons = list(closed.order_by("-occurrence")[offset : offset + limit])
+    archived = []
+    for season in seasons:
+        try:
+            winners = final_standings_list(season_id=season.id, limit=top)
+        except SeasonNotFinal:
+            winners = []
+        archived.append(ArchivedSeason(season, winners))
+    return archived, total

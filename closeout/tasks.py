@@ -15,7 +15,7 @@ from seasons.models import Season, SeasonStatus
 from seasons.services import season_statuses_sync
 from seasons.tasks import QUICK_TASK, TRANSIENT_ERRORS
 
-from .services import season_close
+from .services import schedules_advance, season_close
 
 # Seconds one close-out task waits for the consumer to drain before leaving it to the next sweep.
 _TASK_DRAIN_WAIT_SECONDS = 10.0
@@ -51,3 +51,9 @@ def season_close_task(*, season_id: int) -> str:
     # again: that is the retry, and never two retry chains per season.
     wait = min(settings.SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS, _TASK_DRAIN_WAIT_SECONDS)
     return season_close(season_id=season_id, drain_timeout_seconds=wait).describe()
+
+
+@shared_task(**QUICK_TASK)
+def schedules_advance_task() -> list[int]:
+    """Create the seasons every schedule has due (the ids of the seasons created)."""
+    return list(schedules_advance().created)

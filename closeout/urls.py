@@ -1,4 +1,4 @@
-"""Close-out API routes, included under ``api/``."""
+"""Close-out and schedule API routes, included under ``api/``."""
 
 from django.urls import path
 from drf_spectacular.utils import extend_schema, extend_schema_view
@@ -17,6 +17,12 @@ _BoardStandings: type[APIView] = extend_schema_view(
 )(type("BoardSeasonStandingsApi", (apis.SeasonStandingsApi,), {}))
 
 urlpatterns = [
+    path("schedules", apis.ScheduleListApi.as_view(), name="schedule-list"),
+    path(
+        "schedules/<str:slug>/seasons",
+        apis.ScheduleSeasonListApi.as_view(),
+        name="schedule-seasons",
+    ),
     path(
         "seasons/<int:season_id>/standings",
         _MainStandings.as_view(),

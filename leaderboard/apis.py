@@ -456,6 +456,15 @@ class SeasonListApi(PublicApi):
         startsAt = serializers.DateTimeField(source="starts_at")
         endsAt = serializers.DateTimeField(source="ends_at")
         rule = serializers.CharField()
+        schedule = serializers.CharField(
+            source="schedule.slug",
+            allow_null=True,
+            help_text="The slug of the schedule that started it (GET /api/schedules); null for "
+            "a season created by hand.",
+        )
+        occurrence = serializers.IntegerField(
+            allow_null=True, help_text="Its schedule's occurrence number; null without one."
+        )
 
     @extend_schema(
         operation_id="seasons_list",

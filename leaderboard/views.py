@@ -21,12 +21,17 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.defaults import page_not_found
 
-from seasons.selectors import SeasonRef, season_get_cached, season_list
+from seasons.selectors import SeasonRef, season_get_cached
 
 from .apis import top_list_etag
 from .forms import BoardPageForm, BoardPageQuery, iso_week_label
 from .models import MAIN_BOARD
-from .selectors.boards import BoardRef, board_get_cached, board_list_cached
+from .selectors.boards import (
+    BoardRef,
+    board_get_cached,
+    board_list_cached,
+    season_list_with_main_rule,
+)
 from .selectors.pages import (
     BoardPage,
     board_daily_page_get,
@@ -43,7 +48,7 @@ PAGE_RADIUS = 5
 @throttled_page
 @require_GET
 def seasons_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "leaderboard/seasons.html", {"seasons": season_list()})
+    return render(request, "leaderboard/seasons.html", {"seasons": season_list_with_main_rule()})
 
 
 @throttled_page

@@ -50,6 +50,13 @@ PERIODIC_TASKS: tuple[PeriodicTaskSpec, ...] = (
         expires_seconds=60,
     ),
     PeriodicTaskSpec(
+        name="seasons: create the seasons schedules have due",
+        task="closeout.tasks.schedules_advance_task",
+        every_seconds=30,
+        description="each schedule's next season, lead minutes before its occurrence",
+        expires_seconds=30,
+    ),
+    PeriodicTaskSpec(
         name="leaderboard: refresh top-list snapshots",
         task="leaderboard.tasks.refresh_top_snapshots",
         every_seconds=1,

@@ -41,6 +41,7 @@ urlpatterns = [
     ),
     path("api/", include("ingestion.urls")),
     path("", include("leaderboard.page_urls")),
+    path("", include("closeout.page_urls")),
 ]
 
 # JSON 404s under /api/ (the API's error shape); the default page elsewhere.

@@ -119,10 +119,12 @@ class SeasonAdminBase(admin.ModelAdmin):
     other apps' inlines, mixins and actions to it and registers the result (seasons, at the
     bottom of the layers, knows none of them)."""
 
-    list_display = ("id", "name", "status", "starts_at", "ends_at", "closed_at")
-    list_filter = ("status",)
+    list_display = ("id", "name", "status", "starts_at", "ends_at", "closed_at", "schedule")
+    list_filter = ("status", "schedule")
     search_fields = ("name", "=id")
     _always_read_only = (
+        "schedule",
+        "occurrence",
         "status",
         "created_at",
         "updated_at",

@@ -2,8 +2,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
+
+from .cron import CronError, cron_check, timezone_check
+
+# Schedule has a field named timezone, which would shadow the module in its class body.
+_now = timezone.now
 
 
 class SeasonStatus(models.TextChoices):
@@ -31,6 +38,13 @@ class Season(models.Model):
     # {"topic": ..., "recorded_at": ISO 8601, "partitions": {"<partition>": <end offset>}}.
     # The close-out finalizes only once the consumer group committed up to them (seasons/services).
     drain_end_offsets = models.JSONField(null=True, blank=True, editable=False)
+    # A season a schedule started (contract 0.3): the schedule and the number of its cron
+    # occurrence (1 = the first tick after the schedule's starts_from). Null on seasons staff
+    # created by hand.
+    schedule = models.ForeignKey(
+        "Schedule", on_delete=models.PROTECT, null=True, blank=True, related_name="seasons"
+    )
+    occurrence = models.PositiveIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-starts_at"]
@@ -39,6 +53,16 @@ class Season(models.Model):
                 condition=models.Q(ends_at__gt=models.F("starts_at")),
                 name="season_ends_after_start",
             ),
+            # What makes an occurrence's season exist at most once, whoever creates it (two
+            # beats, a retry after a crash).
+            models.UniqueConstraint(
+                fields=["schedule", "occurrence"], name="season_schedule_occurrence"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(schedule__isnull=True, occurrence__isnull=True)
+                | models.Q(schedule__isnull=False, occurrence__gte=1),
+                name="season_occurrence_with_schedule",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -46,3 +70,65 @@ class Season(models.Model):
 
     def contains(self, moment: datetime) -> bool:
         return self.starts_at <= moment <= self.ends_at
+
+
+class Schedule(models.Model):
+    """A competition that recurs (contract 0.3): each occurrence of ``cron`` in ``timezone``
+    starts a season that ends at the next occurrence, with the template season's boards and
+    reward tiers, created ``lead_minutes`` before it starts (closeout/services/schedules.py)."""
+
+    slug = models.CharField(
+        max_length=32,
+        unique=True,
+        validators=[
+            RegexValidator(
+                r"^[a-z0-9][a-z0-9-]{0,31}$", "1 to 32 of a-z, 0-9 and '-', not starting with '-'"
+            )
+        ],
+    )
+    name = models.CharField(max_length=200)
+    cron = models.CharField(
+        max_length=100, help_text="5 fields: minute hour day-of-month month day-of-week"
+    )
+    timezone = models.CharField(
+        max_length=64, default="UTC", help_text="An IANA time zone, e.g. Europe/Paris"
+    )
+    # Each new season copies this season's boards and reward tiers.
+    template_season = models.ForeignKey(
+        Season, on_delete=models.PROTECT, related_name="template_of_schedules"
+    )
+    lead_minutes = models.PositiveIntegerField(
+        default=60, help_text="How long before it starts each season is created"
+    )
+    # A paused schedule creates no season; the seasons it created run and close as usual.
+    active = models.BooleanField(default=True)
+    # Occurrence 1 is the first tick after this moment.
+    starts_from = models.DateTimeField(default=_now)
+    # How far the schedule got: the last occurrence handled (its season created, or skipped)
+    # and its tick. The next run iterates from there.
+    last_occurrence = models.PositiveIntegerField(default=0, editable=False)
+    last_occurrence_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Occurrences whose whole season had passed before any run reached them (beat down): not
+    # created (docs/schedules.md says why).
+    occurrences_skipped = models.PositiveIntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(default=_now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.slug})"
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        try:
+            cron_check(self.cron)
+        except CronError as exc:
+            errors["cron"] = str(exc)
+        try:
+            timezone_check(self.timezone)
+        except CronError as exc:
+            errors["timezone"] = str(exc)
+        if errors:
+            raise ValidationError(errors)

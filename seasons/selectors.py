@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
+from .cron import cron_next
 from .memo import ProcessMemo, process_memo
-from .models import Season, SeasonStatus
+from .models import Schedule, Season, SeasonStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,7 @@ def season_get_cached(*, season_id: int) -> SeasonRef | None:
 
 def season_list() -> QuerySet[Season]:
     """Every season, the most recent start first."""
-    return Season.objects.order_by("-starts_at", "-id")
+    return Season.objects.select_related("schedule").order_by("-starts_at", "-id")
 
 
 def season_list_active(*, include_closing: bool = False) -> list[Season]:
@@ -68,3 +70,68 @@ def season_list_active(*, include_closing: bool = False) -> list[Season]:
     if include_closing:
         statuses.append(SeasonStatus.CLOSING)
     return list(Season.objects.filter(status__in=statuses).order_by("id"))
+
+
+# --- Schedules ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleView:
+    """A schedule as the API and pages show it."""
+
+    slug: str
+    name: str
+    cron: str
+    timezone: str
+    active: bool
+    # The schedule's season running now (by its dates), if any.
+    current_season_id: int | None
+    # When the current season ends and the next begins: what games show as a countdown. The
+    # current season's end; with none running, the next occurrence (null when paused).
+    next_reset_at: datetime | None
+    last_occurrence: int
+
+
+def schedule_next_occurrences(*, schedule: Schedule, after: datetime, count: int) -> list[datetime]:
+    return cron_next(expression=schedule.cron, zone=schedule.timezone, after=after, count=count)
+
+
+def schedule_view(*, schedule: Schedule, now: datetime | None = None) -> ScheduleView:
+    now = now or timezone.now()
+    current = (
+        Season.objects.filter(schedule=schedule, starts_at__lte=now, ends_at__gt=now)
+        .exclude(status=SeasonStatus.CLOSED)
+        .order_by("-starts_at")
+        .first()
+    )
+    if current is not None:
+        next_reset: datetime | None = current.ends_at
+    elif schedule.active:
+        next_reset = schedule_next_occurrences(schedule=schedule, after=now, count=1)[0]
+    else:
+        next_reset = None
+    return ScheduleView(
+        slug=schedule.slug,
+        name=schedule.name,
+        cron=schedule.cron,
+        timezone=schedule.timezone,
+        active=schedule.active,
+        current_season_id=current.id if current is not None else None,
+        next_reset_at=next_reset,
+        last_occurrence=schedule.last_occurrence,
+    )
+
+
+def schedule_list(*, now: datetime | None = None) -> list[ScheduleView]:
+    """Every schedule, by slug."""
+    now = now or timezone.now()
+    return [schedule_view(schedule=s, now=now) for s in Schedule.objects.order_by("slug")]
+
+
+def schedule_get(*, slug: str) -> Schedule | None:
+    return Schedule.objects.filter(slug=slug).first()
+
+
+def schedule_seasons(*, schedule: Schedule, limit: int) -> list[Season]:
+    """The schedule's seasons, the newest occurrence first."""
+    return list(Season.objects.filter(schedule=schedule).order_by("-occurrence")[:limit])

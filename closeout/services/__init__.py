@@ -1,6 +1,7 @@
 """Writes of the close-out, one module per concept: ``close_out`` (drain, final standings,
 grants, dropping the keys), ``rewards`` (tiers, grant status), ``standings`` (a closed season's
-corrections, reviewed before they apply). Callers import from here.
+corrections, reviewed before they apply), ``schedules`` (the seasons of recurring
+competitions, created ahead of each occurrence). Callers import from here.
 """
 
 from __future__ import annotations
@@ -16,6 +17,14 @@ from .close_out import (
     season_close_wait,
 )
 from .rewards import reward_grant_status_set, reward_tier_create
+from .schedules import (
+    ScheduleAdvanced,
+    SchedulesAdvanced,
+    schedule_advance,
+    schedule_create,
+    schedule_set_active,
+    schedules_advance,
+)
 from .standings import (
     GrantChange,
     StandingChange,
@@ -28,6 +37,8 @@ __all__ = [
     "CloseOutcome",
     "CloseWaitingFor",
     "GrantChange",
+    "ScheduleAdvanced",
+    "SchedulesAdvanced",
     "SeasonCloseProgress",
     "SeasonCloseResult",
     "SeasonCloseWait",
@@ -36,6 +47,10 @@ __all__ = [
     "final_standings_replace",
     "reward_grant_status_set",
     "reward_tier_create",
+    "schedule_advance",
+    "schedule_create",
+    "schedule_set_active",
+    "schedules_advance",
     "season_close",
     "season_close_wait",
     "season_standings_correct",

@@ -150,8 +150,10 @@ def board_list_open() -> list[BoardRef]:
 
 def season_list_with_main_rule() -> QuerySet[Season]:
     """Every season (most recent start first), annotated with its main board's rule and its
-    number of boards (the seasons list of the API)."""
+    number of boards, with its schedule (the seasons list of the API)."""
     main_rule = Board.objects.filter(season_id=OuterRef("pk"), slug=MAIN_BOARD).values("rule")[:1]
-    return Season.objects.annotate(rule=Subquery(main_rule), boards_count=Count("boards")).order_by(
-        "-starts_at", "-id"
+    return (
+        Season.objects.select_related("schedule")
+        .annotate(rule=Subquery(main_rule), boards_count=Count("boards"))
+        .order_by("-starts_at", "-id")
     )

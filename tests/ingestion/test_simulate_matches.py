@@ -12,6 +12,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from closeout.services import schedule_advance, schedule_create
 from ingestion.schema import message_check_board, message_decode
 from ingestion.simulation import MatchGenerator, SimulationConfig
 from leaderboard.models import Board
@@ -183,3 +184,50 @@ def test_every_board_of_the_season_gets_results_it_takes_tie_break_columns_inclu
         message_check_board(message, season, board)  # raises if the consumer would dead-letter it
     assert all(set(m.tiebreakers or ()) == {"kills", "deaths"} for m in arena)
     assert all(m.tiebreakers is None for m in messages if m.board == "main")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_schedule_plays_the_schedules_current_season(kafka_topic_factory, kafka_bootstrap) -> None:
+    now = datetime.now(tz=UTC)
+    SeasonFactory(  # the template
+        id=22, starts_at=now - timedelta(days=3), ends_at=now - timedelta(days=2)
+    )
+    schedule = schedule_create(
+        slug="sim-cup",
+        name="Sim cup",
+        cron="0 * * * *",
+        template_season_id=22,
+        lead_minutes=0,
+        starts_from=now - timedelta(hours=2),
+    )
+    [current] = schedule_advance(schedule_id=schedule.id).created
+    topic = kafka_topic_factory(prefix="simulate-schedule")
+    env = {**os.environ, "DATABASE_URL": subprocess_database_url()}
+    command = [sys.executable, "manage.py", "simulate_matches", "--schedule", "sim-cup"]
+    command += ["--topic", topic, "--rate", "100", "--duration", "0", "--players", "100"]
+    process = subprocess.Popen(
+        [*command, "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        wait_until(lambda: topic_size(topic, kafka_bootstrap) >= 20, timeout=30, every=0.2)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    assert f"season {current}: sent ".encode() in out
+    records = topic_read(topic, kafka_bootstrap, count=topic_size(topic, kafka_bootstrap))
+    assert {message_decode(r.value).season_id for r in records} == {current}
+
+
+def test_an_unknown_schedule_is_a_clear_error(kafka_topic_factory) -> None:
+    with pytest.raises(CommandError, match="schedule 'nope' does not exist"):
+        call_command(
+            "simulate_matches",
+            "--schedule",
+            "nope",
+            "--topic",
+            kafka_topic_factory(prefix="simulate"),
+            "--no-progress",
+        )

@@ -20,8 +20,13 @@ from tests.leaderboard_project import admin_probe
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The one module that registers each of the project's models' admin.
-DESIGNATED = {"seasons.Season": "leaderboard_project.admin"}
+# The one module that registers each of the project's models' admin: its app's, but for the
+# Season (assembled from every app's pieces) and the Schedule (created through the close-out's
+# service, which copies boards and reward tiers).
+DESIGNATED = {
+    "seasons.Season": "leaderboard_project.admin",
+    "seasons.Schedule": "closeout.admin",
+}
 
 SEASON_ADMIN = {
     "admin": "leaderboard_project.admin.SeasonAdmin",

@@ -1,4 +1,5 @@
-"""A real Celery worker and beat (DatabaseScheduler) close a season out on schedule."""
+"""A real Celery worker and beat (DatabaseScheduler) close a season out on schedule, and create
+the seasons of a schedule."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from closeout.models import FinalStanding, RewardGrant
-from closeout.services import reward_tier_create
+from closeout.services import reward_tier_create, schedule_create
 from leaderboard import keys
 from leaderboard.services import board_mark_intact
 from leaderboard_project.schedules import PERIODIC_TASKS
@@ -123,6 +124,15 @@ def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
         ]
     ).update(enabled=False)
     board_mark_intact(board_id=main_board_id(live.id))
+    # A competition every minute, from the live season's boards: beat creates its seasons.
+    schedule = schedule_create(
+        slug="every-minute",
+        name="Minute cup",
+        cron="* * * * *",
+        template_season_id=live.id,
+        lead_minutes=1,
+        starts_from=now - timedelta(seconds=90),
+    )
 
     celery_processes()
 
@@ -134,6 +144,10 @@ def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
         return None if raw is None else [e[:3] for e in json.loads(raw)["entries"]]
 
     wait_until(lambda: snapshot_entries() == [[1, 7, 70]], timeout=60, every=0.2)
+    wait_until(lambda: Season.objects.filter(schedule=schedule).exists(), timeout=60, every=0.2)
+    cup = Season.objects.filter(schedule=schedule).order_by("occurrence").first()
+    assert cup is not None
+    assert cup.boards.get().slug == "main"
     # ... and again after the board moved: it is refreshed on schedule, not once.
     board_redis.zadd(live_board, {"8": codec.encode(points=80, elapsed_ticks=9)})
     wait_until(lambda: snapshot_entries() == [[1, 8, 80], [2, 7, 70]], timeout=30, every=0.2)

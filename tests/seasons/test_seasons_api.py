@@ -36,6 +36,8 @@ def test_seasons_list_most_recent_first(client):
             "startsAt": "2026-12-01T00:00:00Z",
             "endsAt": "2027-03-01T00:00:00Z",
             "rule": "cumulative",
+            "schedule": None,
+            "occurrence": None,
         },
         {
             "id": 901,
@@ -44,6 +46,8 @@ def test_seasons_list_most_recent_first(client):
             "startsAt": "2026-09-01T00:00:00Z",
             "endsAt": "2026-11-30T00:00:00Z",
             "rule": "best",
+            "schedule": None,
+            "occurrence": None,
         },
     ]
 

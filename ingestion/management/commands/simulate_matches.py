@@ -8,10 +8,17 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 from tqdm import tqdm
 
 from ingestion.producer import MatchResultProducer
 from ingestion.simulation import simulation_config_for_season, simulation_run
+from seasons.models import Season
+from seasons.selectors import schedule_get, schedule_view
+
+# --schedule: how often to look for the next season, and how long before a season's end to stop.
+_SCHEDULE_POLL_SECONDS = 5.0
+_SEASON_END_MARGIN_SECONDS = 3.0
 
 
 class Command(BaseCommand):
@@ -21,7 +28,13 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("--season", type=int, required=True, help="an existing season id")
+        target = parser.add_mutually_exclusive_group(required=True)
+        target.add_argument("--season", type=int, help="an existing season id")
+        target.add_argument(
+            "--schedule",
+            help="a schedule's slug: play its current season, then each next one as it starts "
+            "(--duration counts per season; 0: each until it ends)",
+        )
         parser.add_argument("--players", type=int, default=1_000_000)
         parser.add_argument("--rate", type=float, default=2_000, help="messages per second")
         parser.add_argument("--duration", type=float, default=60, help="seconds; 0 = forever")
@@ -52,9 +65,49 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        stop = threading.Event()
+
+        def request_stop(signum: int, frame: FrameType | None) -> None:
+            stop.set()
+
+        previous = {
+            sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            if options["schedule"] is None:
+                self._play(season_id=options["season"], stop=stop, options=options)
+            else:
+                self._follow(slug=options["schedule"], stop=stop, options=options)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _follow(self, *, slug: str, stop: threading.Event, options: dict[str, Any]) -> None:
+        """Each current season of the schedule in turn, until stopped."""
+        played: set[int] = set()
+        while not stop.is_set():
+            schedule = schedule_get(slug=slug)
+            if schedule is None:
+                raise CommandError(f"schedule {slug!r} does not exist (create_schedule)")
+            view = schedule_view(schedule=schedule)
+            season_id = view.current_season_id
+            if season_id is None or season_id in played:
+                stop.wait(_SCHEDULE_POLL_SECONDS)  # between seasons, or the next not created yet
+                continue
+            season = Season.objects.get(id=season_id)
+            # Stop a little before the end: a result sent as the season closes is a dead letter.
+            left = (season.ends_at - timezone.now()).total_seconds() - _SEASON_END_MARGIN_SECONDS
+            if left > 0:
+                duration = min(options["duration"] or left, left)
+                self._play(
+                    season_id=season_id, stop=stop, options={**options, "duration": duration}
+                )
+            played.add(season_id)
+
+    def _play(self, *, season_id: int, stop: threading.Event, options: dict[str, Any]) -> None:
         try:
             config = simulation_config_for_season(
-                season_id=options["season"],
+                season_id=season_id,
                 players=options["players"],
                 rate=options["rate"],
                 duration_seconds=options["duration"],
@@ -69,35 +122,23 @@ class Command(BaseCommand):
             )
         except (LookupError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
-
-        stop = threading.Event()
-
-        def request_stop(signum: int, frame: FrameType | None) -> None:
-            stop.set()
-
-        previous = {
-            sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
         total = int(config.rate * config.duration_seconds) or None
         topic = options["topic"] or settings.KAFKA_MATCH_RESULTS_TOPIC
-        try:
-            with (
-                MatchResultProducer.from_settings(topic=topic, client_id="simulate-matches") as p,
-                tqdm(
-                    total=total,
-                    unit="msg",
-                    desc=f"season {config.season_id} -> {topic}",
-                    disable=options["no_progress"],
-                    smoothing=0.1,
-                ) as bar,
-            ):
-                stats = simulation_run(config=config, producer=p, stop=stop, on_progress=bar.update)
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        with (
+            MatchResultProducer.from_settings(topic=topic, client_id="simulate-matches") as p,
+            tqdm(
+                total=total,
+                unit="msg",
+                desc=f"season {config.season_id} -> {topic}",
+                disable=options["no_progress"],
+                smoothing=0.1,
+            ) as bar,
+        ):
+            stats = simulation_run(config=config, producer=p, stop=stop, on_progress=bar.update)
 
         self.stdout.write(
-            f"sent {stats.messages} messages in {stats.elapsed_seconds:.1f}s "
+            f"season {config.season_id}: sent {stats.messages} messages in "
+            f"{stats.elapsed_seconds:.1f}s "
             f"({stats.rate:.0f}/s): {stats.results} results in {stats.matches} matches, "
             f"{stats.retries} retries, {stats.late_duplicates} late duplicates "
             f"({stats.late_dropped} not yet due when stopped), {stats.ties} results tying "

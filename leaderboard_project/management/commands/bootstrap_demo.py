@@ -10,9 +10,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from closeout.models import RewardTier
+from closeout.services import reward_tier_create, schedule_create, schedules_advance
 from leaderboard.models import Board, BoardOrder, ScoringRule, TiebreakColumn
 from leaderboard.services import board_create, season_setup
-from seasons.models import Season
+from seasons.models import Schedule, Season
 
 DEMO_SEASON_ID = 1
 # The demo season's boards besides main (score): kills add up, lap times rank lowest first and
@@ -33,10 +35,17 @@ DEMO_BOARDS = (
 )
 
 
+# The demo cup: a competition that resets every 10 minutes (make run's "cup" process plays
+# it), copying its template season's board and reward tiers into each new season.
+DEMO_CUP_TEMPLATE_ID = 2
+DEMO_CUP = "demo-cup"
+DEMO_CUP_TIERS = ((1, 1, "Cup trophy"), (2, 3, "Cup medal"), (4, 10, "Cup badge"))
+
+
 class Command(BaseCommand):
     help = (
-        "Create the demo season (boards: score, kills, lap times, arena) and a staff user for "
-        "`make run` (idempotent)."
+        "Create the demo season (boards: score, kills, lap times, arena), the demo cup (a "
+        "schedule resetting every 10 minutes) and a staff user for `make run` (idempotent)."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
@@ -71,6 +80,8 @@ class Command(BaseCommand):
                 )
                 self.stdout.write(f"created demo board {slug}")
 
+        self._demo_cup()
+
         password_file = Path(options["password_file"])
         if password_file.exists():
             password = password_file.read_text().strip()
@@ -92,3 +103,38 @@ class Command(BaseCommand):
                 f"password kept in {password_file})"
             )
         )
+
+    def _demo_cup(self) -> None:
+        now = datetime.now(tz=UTC).replace(microsecond=0)
+        if not Season.objects.filter(id=DEMO_CUP_TEMPLATE_ID).exists():
+            # Only a template: its window has passed, so the close-out closes it (empty) and
+            # it takes no result; each cup season copies its board and tiers.
+            season_setup(
+                season_id=DEMO_CUP_TEMPLATE_ID,
+                name="Demo cup (template)",
+                starts_at=now - timedelta(days=2),
+                ends_at=now - timedelta(days=1),
+                main_board_name="Cup points",
+            )
+            self.stdout.write(f"created the demo cup's template season {DEMO_CUP_TEMPLATE_ID}")
+        if not RewardTier.objects.filter(season_id=DEMO_CUP_TEMPLATE_ID).exists():
+            for rank_from, rank_to, reward in DEMO_CUP_TIERS:
+                reward_tier_create(
+                    season_id=DEMO_CUP_TEMPLATE_ID,
+                    rank_from=rank_from,
+                    rank_to=rank_to,
+                    reward_name=reward,
+                )
+        if not Schedule.objects.filter(slug=DEMO_CUP).exists():
+            # From ten minutes ago: the occurrence running now is the first, created at once.
+            schedule_create(
+                slug=DEMO_CUP,
+                name="Demo cup",
+                cron="*/10 * * * *",
+                template_season_id=DEMO_CUP_TEMPLATE_ID,
+                lead_minutes=5,
+                starts_from=now - timedelta(minutes=10),
+            )
+            self.stdout.write(f"created the demo schedule {DEMO_CUP} (every 10 minutes)")
+        # Its season running now at once, not at beat's first run.
+        schedules_advance()

@@ -1,0 +1,261 @@
+"""Competitions that recur: a schedule's seasons, created ahead of each cron occurrence.
+
+A schedule (seasons.models.Schedule) names a template season. Each occurrence of its cron
+starts a season that ends at the next occurrence, with a copy of the template's boards and
+reward tiers, created ``lead_minutes`` before it starts; the close-out closes it like any
+season (closeout/tasks.py). This module lives with the close-out because the reward tiers it
+copies do.
+
+Exactly once, whoever runs it: ``schedules_advance`` handles each schedule in one transaction
+that holds the schedule's row lock (a second beat waits, then finds the work done), creates an
+occurrence's season, boards and tiers together (a crash leaves all or nothing), and records
+how far it got in the same transaction. The unique (schedule, occurrence) constraint on
+seasons backs the lock.
+
+An occurrence whose whole season passed before any run reached it (beat was down) is skipped,
+not created: results sent for it found no season and went to the dead-letter topic as
+``unknown_season``, so it could hold nothing, and an empty closed season in the archive would
+tell players a competition ran that no one could play. Its number is used up all the same, so
+occurrence numbers stay the count of cron ticks since the schedule began.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from leaderboard.models import Board
+from leaderboard.services import board_create
+from seasons.cron import CronError, cron_check, cron_ticks, timezone_check
+from seasons.models import Schedule, Season, SeasonStatus
+
+from ..models import RewardTier
+
+logger = logging.getLogger(__name__)
+
+# At most this many occurrences handled per schedule and run (a minutely cron after a long
+# outage): the next run goes on from where this one stopped.
+MAX_OCCURRENCES_PER_RUN = 1_000
+# Lead times beyond a week would create a season's boards long before anyone can see them.
+MAX_LEAD_MINUTES = 7 * 24 * 60
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleAdvanced:
+    """What one run did for one schedule."""
+
+    schedule: str  # slug
+    created: tuple[int, ...] = ()  # season ids, oldest occurrence first
+    skipped: tuple[int, ...] = ()  # occurrence numbers
+    error: str = ""  # why this schedule could not advance (the others still did)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulesAdvanced:
+    schedules: tuple[ScheduleAdvanced, ...] = field(default_factory=tuple)
+
+    @property
+    def created(self) -> tuple[int, ...]:
+        return tuple(s for one in self.schedules for s in one.created)
+
+
+def schedule_create(
+    *,
+    slug: str,
+    name: str,
+    cron: str,
+    template_season_id: int,
+    timezone_name: str = "UTC",
+    lead_minutes: int = 60,
+    starts_from: datetime | None = None,
+) -> Schedule:
+    """A new schedule; its first occurrence is the first tick after ``starts_from`` (now)."""
+    template = Season.objects.filter(id=template_season_id).first()
+    if template is None:
+        raise ValidationError(f"template season {template_season_id} does not exist")
+    if not Board.objects.filter(season_id=template.id).exists():
+        raise ValidationError(f"template season {template.id} has no board to copy")
+    if not 0 <= lead_minutes <= MAX_LEAD_MINUTES:
+        raise ValidationError(f"lead minutes must be within 0..{MAX_LEAD_MINUTES}")
+    try:
+        cron = cron_check(cron)
+        timezone_check(timezone_name)
+    except CronError as exc:
+        raise ValidationError(str(exc)) from exc
+    if Schedule.objects.filter(slug=slug).exists():
+        raise ValidationError(f"a schedule {slug!r} already exists")
+    schedule = Schedule(
+        slug=slug,
+        name=name,
+        cron=cron,
+        timezone=timezone_name,
+        template_season=template,
+        lead_minutes=lead_minutes,
+        starts_from=starts_from or timezone.now(),
+    )
+    schedule.full_clean()
+    schedule.save(force_insert=True)
+    logger.info("schedule %s created (%s, %s)", slug, cron, timezone_name)
+    return schedule
+
+
+def schedule_set_active(*, schedule_id: int, active: bool) -> Schedule:
+    """Pause or resume. A resumed schedule skips the occurrences it missed while paused whose
+    seasons are over, as after an outage."""
+    with transaction.atomic():
+        schedule = Schedule.objects.select_for_update().get(pk=schedule_id)
+        if schedule.active != active:
+            schedule.active = active
+            schedule.save(update_fields=["active", "updated_at"])
+            logger.info("schedule %s %s", schedule.slug, "resumed" if active else "paused")
+    return schedule
+
+
+def schedules_advance(*, now: datetime | None = None) -> SchedulesAdvanced:
+    """Create every season due by now on every active schedule (the periodic task)."""
+    now = now or timezone.now()
+    ids = list(Schedule.objects.filter(active=True).order_by("id").values_list("id", flat=True))
+    return SchedulesAdvanced(tuple(schedule_advance(schedule_id=i, now=now) for i in ids))
+
+
+def schedule_advance(*, schedule_id: int, now: datetime | None = None) -> ScheduleAdvanced:
+    """Create the seasons of one schedule due by ``now``; skip the occurrences already over."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        schedule = (
+            Schedule.objects.select_for_update()
+            .select_related("template_season")
+            .get(pk=schedule_id)
+        )
+        if not schedule.active:
+            return ScheduleAdvanced(schedule.slug)
+        lead = timedelta(minutes=schedule.lead_minutes)
+        ticks = cron_ticks(
+            expression=schedule.cron,
+            zone=schedule.timezone,
+            after=schedule.last_occurrence_at or schedule.starts_from,
+        )
+        created: list[int] = []
+        skipped: list[int] = []
+        number = schedule.last_occurrence
+        start = next(ticks)
+        try:
+            for _ in range(MAX_OCCURRENCES_PER_RUN):
+                if start - lead > now:
+                    break
+                end = next(ticks)
+                number += 1
+                if end <= now:
+                    skipped.append(number)
+                else:
+                    created.append(
+                        _occurrence_create(
+                            schedule=schedule, number=number, start=start, end=end, now=now
+                        )
+                    )
+                schedule.last_occurrence, schedule.last_occurrence_at = number, start
+                start = end
+        except ValidationError as exc:
+            # The template cannot be copied to this window (a board's codec, a tier): nothing of
+            # this run is kept, and the schedule waits for staff where it stopped.
+            transaction.set_rollback(True)
+            reason = "; ".join(exc.messages)
+            logger.error(
+                "schedule %s: occurrence %d could not be created: %s", schedule.slug, number, reason
+            )
+            return ScheduleAdvanced(schedule.slug, error=reason)
+        if created or skipped:
+            schedule.occurrences_skipped += len(skipped)
+            schedule.save(
+                update_fields=[
+                    "last_occurrence",
+                    "last_occurrence_at",
+                    "occurrences_skipped",
+                    "updated_at",
+                ]
+            )
+    if skipped:
+        logger.warning(
+            "schedule %s: skipped occurrences %s, whose seasons ended before they were reached",
+            schedule.slug,
+            ", ".join(map(str, skipped)),
+        )
+    if created:
+        logger.info("schedule %s: created seasons %s", schedule.slug, created)
+    return ScheduleAdvanced(schedule.slug, tuple(created), tuple(skipped))
+
+
+def _occurrence_create(
+    *, schedule: Schedule, number: int, start: datetime, end: datetime, now: datetime
+) -> int:
+    """The occurrence's season with a copy of the template's boards and reward tiers."""
+    template = schedule.template_season
+    season = _season_insert(
+        schedule=schedule,
+        number=number,
+        name=f"{schedule.name} #{number}",
+        start=start,
+        end=end,
+        now=now,
+    )
+    boards: dict[str, Board] = {}
+    for board in Board.objects.filter(season_id=template.id).order_by("id"):
+        boards[board.slug] = board_create(
+            season_id=season.id,
+            slug=board.slug,
+            name=board.name,
+            order=board.order,
+            rule=board.rule,
+            time_resolution_seconds=board.time_resolution_seconds,
+            keeps_metadata=board.keeps_metadata,
+            tiebreaks=board.tiebreaks,
+        )
+    tiers = [
+        RewardTier(
+            season=season,
+            board=boards[tier.board.slug],
+            rank_from=tier.rank_from,
+            rank_to=tier.rank_to,
+            reward_name=tier.reward_name,
+            quantity=tier.quantity,
+        )
+        for tier in RewardTier.objects.filter(season_id=template.id).select_related("board")
+    ]
+    RewardTier.objects.bulk_create(tiers)
+    return season.id
+
+
+def _season_insert(
+    *, schedule: Schedule, number: int, name: str, start: datetime, end: datetime, now: datetime
+) -> Season:
+    """A new season with the next free id. Staff may create a season by hand at the same moment
+    and take that id: the insert then tries the next one."""
+    for _ in range(5):
+        season_id = (Season.objects.aggregate(top=Max("id"))["top"] or 0) + 1
+        season = Season(
+            id=season_id,
+            name=name[:200],
+            starts_at=start,
+            ends_at=end,
+            schedule=schedule,
+            occurrence=number,
+            # Created late (after an outage), it takes results at once rather than at the next
+            # status sync.
+            status=SeasonStatus.ACTIVE if start <= now else SeasonStatus.SCHEDULED,
+        )
+        season.full_clean(validate_unique=False, validate_constraints=False)
+        try:
+            with transaction.atomic():
+                season.save(force_insert=True)
+        except IntegrityError:
+            if Season.objects.filter(schedule=schedule, occurrence=number).exists():
+                raise  # not an id race: the schedule's lock was bypassed
+            continue
+        return season
+    raise ValidationError(f"no free season id for occurrence {number} after 5 tries")

@@ -1,0 +1,39 @@
+"""bootstrap_demo (make run's demo data): the demo cup resets every 10 minutes from its
+template, with a season running as soon as it returns, and a second run changes nothing."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from closeout.models import RewardTier
+from leaderboard_project.management.commands.bootstrap_demo import (
+    DEMO_CUP,
+    DEMO_CUP_TEMPLATE_ID,
+    DEMO_CUP_TIERS,
+)
+from seasons.models import Schedule, Season
+
+
+@pytest.mark.django_db
+def test_the_demo_cup_runs_at_once_and_a_rerun_changes_nothing(tmp_path: Path) -> None:
+    password = str(tmp_path / "password")
+    call_command("bootstrap_demo", "--password-file", password, stdout=StringIO())
+    schedule = Schedule.objects.get(slug=DEMO_CUP)
+    assert (schedule.cron, schedule.template_season_id) == ("*/10 * * * *", DEMO_CUP_TEMPLATE_ID)
+    now = timezone.now()
+    # The one running now; in the last 5 minutes of a cup, the next one too (its lead time).
+    [current] = Season.objects.filter(schedule=schedule, starts_at__lte=now, ends_at__gt=now)
+    assert Season.objects.filter(schedule=schedule).count() in (1, 2)
+    assert sorted(
+        (t.rank_from, t.rank_to, t.reward_name) for t in RewardTier.objects.filter(season=current)
+    ) == sorted(DEMO_CUP_TIERS)
+
+    call_command("bootstrap_demo", "--password-file", password, stdout=StringIO())
+    assert Schedule.objects.filter(slug=DEMO_CUP).count() == 1
+    assert Season.objects.filter(schedule=schedule).count() in (1, 2, 3)  # resets came between
+    assert RewardTier.objects.filter(season_id=DEMO_CUP_TEMPLATE_ID).count() == len(DEMO_CUP_TIERS)
