@@ -108,26 +108,28 @@ def test_points_stay_within_the_codec_and_activity_is_skewed() -> None:
     assert sum(busiest) > 0.7 * len(results)
 
 
-@pytest.mark.django_db(transaction=True)
-def test_sigint_stops_an_endless_run_cleanly(season, kafka_topic_factory, kafka_bootstrap) -> None:
-    topic = kafka_topic_factory(prefix="simulate")
+def run_until_interrupted(target: list[str], *, topic: str, bootstrap: list[str]) -> bytes:
+    """An endless simulate_matches process, interrupted (SIGINT) once 20 messages are out; its
+    output. It must exit 0."""
     env = {**os.environ, "DATABASE_URL": subprocess_database_url()}
-    command = [sys.executable, "manage.py", "simulate_matches", "--season", "21"]
-    command += ["--topic", topic, "--rate", "100", "--duration", "0", "--players", "100"]
-    process = subprocess.Popen(
-        [*command, "--no-progress"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    command = [sys.executable, "manage.py", "simulate_matches", *target, "--topic", topic]
+    command += ["--rate", "100", "--duration", "0", "--players", "100", "--no-progress"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        wait_until(lambda: topic_size(topic, kafka_bootstrap) >= 20, timeout=30, every=0.2)
+        wait_until(lambda: topic_size(topic, bootstrap) >= 20, timeout=30, every=0.2)
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
     assert process.returncode == 0, err
+    return out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sigint_stops_an_endless_run_cleanly(season, kafka_topic_factory, kafka_bootstrap) -> None:
+    topic = kafka_topic_factory(prefix="simulate")
+    out = run_until_interrupted(["--season", "21"], topic=topic, bootstrap=kafka_bootstrap)
     assert b"stopped early" in out
     sent = int(out.split(b"sent ", 1)[1].split(b" ", 1)[0])
     # Everything it says it sent was flushed to Kafka before it exited.
@@ -202,20 +204,7 @@ def test_schedule_plays_the_schedules_current_season(kafka_topic_factory, kafka_
     )
     [current] = schedule_advance(schedule_id=schedule.id).created
     topic = kafka_topic_factory(prefix="simulate-schedule")
-    env = {**os.environ, "DATABASE_URL": subprocess_database_url()}
-    command = [sys.executable, "manage.py", "simulate_matches", "--schedule", "sim-cup"]
-    command += ["--topic", topic, "--rate", "100", "--duration", "0", "--players", "100"]
-    process = subprocess.Popen(
-        [*command, "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    try:
-        wait_until(lambda: topic_size(topic, kafka_bootstrap) >= 20, timeout=30, every=0.2)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 0, err
+    out = run_until_interrupted(["--schedule", "sim-cup"], topic=topic, bootstrap=kafka_bootstrap)
     assert f"season {current}: sent ".encode() in out
     records = topic_read(topic, kafka_bootstrap, count=topic_size(topic, kafka_bootstrap))
     assert {message_decode(r.value).season_id for r in records} == {current}
