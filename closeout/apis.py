@@ -13,10 +13,11 @@ from rest_framework.response import Response
 
 from leaderboard import openapi
 from leaderboard.apis import PublicApi, parse
-from leaderboard.models import MAIN_BOARD
+from leaderboard.models import BOARD_SLUG_PATTERN, MAIN_BOARD
 from leaderboard.serializers import (
     ErrorSerializer,
     MetadataField,
+    PlayerIdPathSerializer,
     StrictIntegerField,
     TiebreakersField,
     country_field,
@@ -24,7 +25,7 @@ from leaderboard.serializers import (
 )
 from seasons.selectors import schedule_get, schedule_list, schedule_seasons
 
-from .selectors import SeasonNotFinal, final_standings_list
+from .selectors import SeasonNotFinal, UnknownSchedule, final_standings_list, player_history
 
 
 class FinalEntrySerializer(serializers.Serializer):
@@ -184,3 +185,93 @@ class ScheduleSeasonListApi(PublicApi):
             raise NotFound(f"schedule {slug[:40]!r} does not exist")
         seasons = schedule_seasons(schedule=schedule, limit=query["limit"])
         return Response(self.ScheduleSeasonOutputSerializer(seasons, many=True).data)
+
+
+class HistoryRewardSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    quantity = serializers.IntegerField()
+
+
+class PlayerHistoryApi(PublicApi):
+    """GET /api/players/{player}/history?schedule=&board=&limit=50&offset=0: the player's final
+    entries on every board of every closed season (not only the top of the standings), newest
+    first."""
+
+    class HistoryQuerySerializer(serializers.Serializer):
+        schedule = serializers.RegexField(r"^[a-z0-9][a-z0-9-]{0,31}$", required=False)
+        board = serializers.RegexField(BOARD_SLUG_PATTERN, required=False)
+        limit = StrictIntegerField(min_value=1, max_value=100, default=50)
+        offset = StrictIntegerField(min_value=0, max_value=100_000, default=0)
+
+    class HistoryItemSerializer(serializers.Serializer):
+        seasonId = serializers.IntegerField(source="season_id")
+        seasonName = serializers.CharField(source="season_name")
+        schedule = serializers.CharField(
+            allow_null=True, help_text="The schedule that started the season, or null."
+        )
+        occurrence = serializers.IntegerField(allow_null=True)
+        board = serializers.CharField()
+        rank = serializers.IntegerField(
+            help_text="As the final standings rank: the board's order, then the lower player "
+            "id on an exact tie."
+        )
+        points = serializers.IntegerField()
+        percentile = serializers.FloatField()
+        total = serializers.IntegerField(help_text="Players on the board at its close.")
+        endsAt = serializers.DateTimeField(source="ends_at")
+        tier = serializers.CharField(allow_null=True, help_text="The league tier; null.")
+        reward = HistoryRewardSerializer(
+            allow_null=True, help_text="What the rank was granted (reward tiers), or null."
+        )
+
+    @extend_schema(
+        operation_id="player_history",
+        parameters=[
+            openapi.PLAYER,
+            OpenApiParameter(
+                "schedule",
+                {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,31}$"},
+                OpenApiParameter.QUERY,
+                description="Only the seasons of this schedule (an unknown one is 404).",
+            ),
+            OpenApiParameter(
+                "board",
+                {"type": "string", "pattern": BOARD_SLUG_PATTERN},
+                OpenApiParameter.QUERY,
+                description="Only the boards with this slug.",
+            ),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": 100},
+                OpenApiParameter.QUERY,
+                description="Entries to list (default 50).",
+            ),
+            OpenApiParameter(
+                "offset",
+                {"type": "integer", "minimum": 0, "maximum": 100000},
+                OpenApiParameter.QUERY,
+                description="Entries to skip, newest first (default 0): the next page.",
+            ),
+            openapi.RETRY_AFTER,
+        ],
+        responses={
+            200: HistoryItemSerializer(many=True),
+            400: OpenApiResponse(ErrorSerializer, description="A malformed parameter."),
+            404: OpenApiResponse(ErrorSerializer, description="Unknown schedule."),
+            **openapi.PUBLIC_ERRORS,
+        },
+    )
+    def get(self, request: Request, player: str) -> Response:
+        path = parse(PlayerIdPathSerializer, {"player": player})
+        query = parse(self.HistoryQuerySerializer, request.query_params)
+        try:
+            items = player_history(
+                player_id=path["player"],
+                limit=query["limit"],
+                offset=query["offset"],
+                schedule_slug=query.get("schedule"),
+                board_slug=query.get("board"),
+            )
+        except UnknownSchedule as exc:
+            raise NotFound(str(exc)) from exc
+        return Response(self.HistoryItemSerializer(items, many=True).data)

@@ -163,3 +163,53 @@ class RewardGrant(models.Model):
 
     def __str__(self) -> str:
         return f"player {self.player_id} (#{self.rank}): {self.quantity} x {self.reward_name}"
+
+
+class HistoryEntry(models.Model):
+    """One player's final entry on one board of a closed season, for every player (not only the
+    top FINAL_STANDINGS_SIZE): what ``GET /api/players/{player}/history`` lists. Archived from
+    PostgreSQL after the close-out (closeout/services/history.py), pruned after
+    HISTORY_RETENTION_DAYS."""
+
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="history")
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="history")
+    player_id = models.BigIntegerField()
+    # As the final standings rank: the board's order, then the lower player id on an exact tie.
+    rank = models.PositiveIntegerField()
+    points = models.BigIntegerField()
+    total = models.PositiveIntegerField()  # players on the board
+    # The reward granted for this rank, copied from the grant; null without one.
+    reward_name = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    reward_quantity = models.PositiveIntegerField(null=True, blank=True)
+    # The season's end, copied: the history lists newest first without a join to sort by.
+    season_ends_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["board", "player_id"], name="history_board_player"),
+        ]
+        indexes = [
+            # A player's history, newest first: an index scan, whatever the table's size.
+            models.Index(
+                fields=["player_id", "-season_ends_at", "season"], name="history_player_newest"
+            ),
+            # Retention prunes by the season's end.
+            models.Index(fields=["season_ends_at"], name="history_season_end"),
+        ]
+
+    def __str__(self) -> str:
+        return f"player {self.player_id}: #{self.rank} of {self.total} on board {self.board_id}"
+
+
+class HistoryArchive(models.Model):
+    """That one board's history is archived (written in the same transaction as its rows): the
+    close-out's sweep archives every closed board without one."""
+
+    board = models.OneToOneField(Board, on_delete=models.CASCADE, related_name="history_archive")
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="history_archives")
+    rows = models.PositiveIntegerField()
+    seconds = models.FloatField()
+    archived_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"board {self.board_id}: {self.rows} players archived"

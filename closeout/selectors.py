@@ -20,7 +20,7 @@ from leaderboard.selectors.scores import board_scores_top
 from players.selectors import player_profiles_get
 from seasons.models import Schedule, Season, SeasonStatus
 
-from .models import FinalStanding
+from .models import FinalStanding, HistoryEntry
 
 
 @dataclass(frozen=True)
@@ -227,3 +227,72 @@ def schedule_archive(
             winners = []
         archived.append(ArchivedSeason(season, winners))
     return archived, total
+
+
+# --- Players' history ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryItem:
+    """One archived final entry, as ``GET /api/players/{player}/history`` lists it."""
+
+    season_id: int
+    season_name: str
+    schedule: str | None  # the slug of the schedule that started the season
+    occurrence: int | None
+    board: str
+    rank: int
+    points: int
+    percentile: float
+    total: int
+    ends_at: datetime
+    reward: dict[str, Any] | None  # {"name", "quantity"} of the grant, or None
+    # The league tier (contract 0.3, tiered leagues); none yet.
+    tier: str | None = None
+
+
+class UnknownSchedule(Exception):
+    """A history filter names a schedule that does not exist."""
+
+
+def player_history(
+    *,
+    player_id: int,
+    limit: int,
+    offset: int = 0,
+    schedule_slug: str | None = None,
+    board_slug: str | None = None,
+) -> list[HistoryItem]:
+    """The player's archived final entries, newest season first (the history_player_newest
+    index), optionally of one schedule's seasons and one board slug."""
+    rows = HistoryEntry.objects.filter(player_id=player_id)
+    if schedule_slug is not None:
+        if not Schedule.objects.filter(slug=schedule_slug).exists():
+            raise UnknownSchedule(f"schedule {schedule_slug[:40]!r} does not exist")
+        rows = rows.filter(season__schedule__slug=schedule_slug)
+    if board_slug is not None:
+        rows = rows.filter(board__slug=board_slug)
+    entries = rows.select_related("season__schedule", "board").order_by(
+        "-season_ends_at", "-season_id", "board_id"
+    )[offset : offset + limit]
+    return [
+        HistoryItem(
+            season_id=e.season_id,
+            season_name=e.season.name,
+            schedule=e.season.schedule.slug if e.season.schedule is not None else None,
+            occurrence=e.season.occurrence,
+            board=e.board.slug,
+            rank=e.rank,
+            points=e.points,
+            # As every live entry's percentile (leaderboard/selectors/rankings.py).
+            percentile=round((e.total - e.rank + 1) * 100 / e.total, 2),
+            total=e.total,
+            ends_at=e.season_ends_at,
+            reward=(
+                {"name": e.reward_name, "quantity": e.reward_quantity}
+                if e.reward_name is not None
+                else None
+            ),
+        )
+        for e in entries
+    ]

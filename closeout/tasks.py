@@ -15,7 +15,13 @@ from seasons.models import Season, SeasonStatus
 from seasons.services import season_statuses_sync
 from seasons.tasks import QUICK_TASK, TRANSIENT_ERRORS
 
-from .services import schedules_advance, season_close
+from .services import (
+    history_prune,
+    schedules_advance,
+    season_close,
+    season_history_archive,
+    seasons_history_due,
+)
 
 # Seconds one close-out task waits for the consumer to drain before leaving it to the next sweep.
 _TASK_DRAIN_WAIT_SECONDS = 10.0
@@ -33,6 +39,9 @@ def seasons_close_due_task() -> list[int]:
     )
     for season_id in due:
         season_close_task.delay(season_id=season_id)
+    # Closed seasons whose history is not archived yet (just closed, or a crash mid-archive).
+    for season_id in seasons_history_due():
+        season_history_archive_task.delay(season_id=season_id)
     return due
 
 
@@ -50,10 +59,31 @@ def season_close_task(*, season_id: int) -> str:
     # closing, unfinalized, and the sweep (seasons_close_due_task, every minute) queues this
     # again: that is the retry, and never two retry chains per season.
     wait = min(settings.SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS, _TASK_DRAIN_WAIT_SECONDS)
-    return season_close(season_id=season_id, drain_timeout_seconds=wait).describe()
+    result = season_close(season_id=season_id, drain_timeout_seconds=wait)
+    if result.closed:
+        season_history_archive_task.delay(season_id=season_id)
+    return result.describe()
 
 
 @shared_task(**QUICK_TASK)
 def schedules_advance_task() -> list[int]:
     """Create the seasons every schedule has due (the ids of the seasons created)."""
     return list(schedules_advance().created)
+
+
+@shared_task(
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=True,
+    max_retries=5,
+    # One INSERT ... SELECT per board: minutes at tens of millions of players.
+    soft_time_limit=1800,
+    time_limit=1860,
+)
+def season_history_archive_task(*, season_id: int) -> int:
+    """Archive the closed season's boards not archived yet (rows written)."""
+    return season_history_archive(season_id=season_id).rows
+
+
+@shared_task(**{**QUICK_TASK, "soft_time_limit": 600, "time_limit": 660})
+def history_prune_task() -> int:
+    return history_prune()

@@ -18,6 +18,7 @@ _BoardStandings: type[APIView] = extend_schema_view(
 
 urlpatterns = [
     path("schedules", apis.ScheduleListApi.as_view(), name="schedule-list"),
+    path("players/<str:player>/history", apis.PlayerHistoryApi.as_view(), name="player-history"),
     path(
         "schedules/<str:slug>/seasons",
         apis.ScheduleSeasonListApi.as_view(),

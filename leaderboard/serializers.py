@@ -301,3 +301,9 @@ class PlayerCardSerializer(serializers.Serializer):
     country = serializers.CharField(allow_null=True, help_text="ISO 3166-1 alpha-2, or null.")
     avatarUrl = serializers.CharField(source="avatar_url", allow_null=True)
     boards = CardBoardSerializer(many=True)
+    history = serializers.SerializerMethodField(
+        help_text="Where the player's final entries of closed seasons are listed."
+    )
+
+    def get_history(self, card: Any) -> str:
+        return f"/api/players/{card.player_id}/history"

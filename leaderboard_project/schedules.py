@@ -50,6 +50,13 @@ PERIODIC_TASKS: tuple[PeriodicTaskSpec, ...] = (
         expires_seconds=60,
     ),
     PeriodicTaskSpec(
+        name="seasons: prune players' history past its retention",
+        task="closeout.tasks.history_prune_task",
+        every_seconds=3600,
+        description="deletes history of seasons ended HISTORY_RETENTION_DAYS ago, in batches",
+        expires_seconds=3600,
+    ),
+    PeriodicTaskSpec(
         name="seasons: create the seasons schedules have due",
         task="closeout.tasks.schedules_advance_task",
         every_seconds=30,

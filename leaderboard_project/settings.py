@@ -488,6 +488,9 @@ LOGGING = {
 
 # How many final entries a close-out copies into PostgreSQL (and the standings API serves).
 FINAL_STANDINGS_SIZE = env.int("FINAL_STANDINGS_SIZE", default=1000)
+# How long every player's archived final entries (GET /api/players/{player}/history) are kept
+# after their season ended; a periodic task prunes older ones.
+HISTORY_RETENTION_DAYS = env.int("HISTORY_RETENTION_DAYS", default=400)
 # Seconds between a season's switch to "closing" and the moment its close-out records the
 # topic's end offsets to drain: results game servers publish just after the end still count.
 SEASON_CLOSE_GRACE_SECONDS = env.int("SEASON_CLOSE_GRACE_SECONDS", default=30)

@@ -1,7 +1,8 @@
 """Writes of the close-out, one module per concept: ``close_out`` (drain, final standings,
 grants, dropping the keys), ``rewards`` (tiers, grant status), ``standings`` (a closed season's
 corrections, reviewed before they apply), ``schedules`` (the seasons of recurring
-competitions, created ahead of each occurrence). Callers import from here.
+competitions, created ahead of each occurrence), ``history`` (every player's final entries,
+archived after the close-out). Callers import from here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,13 @@ from .close_out import (
     final_standings_replace,
     season_close,
     season_close_wait,
+)
+from .history import (
+    HistoryArchived,
+    board_history_archive,
+    history_prune,
+    season_history_archive,
+    seasons_history_due,
 )
 from .rewards import reward_grant_status_set, reward_tier_create
 from .schedules import (
@@ -37,6 +45,7 @@ __all__ = [
     "CloseOutcome",
     "CloseWaitingFor",
     "GrantChange",
+    "HistoryArchived",
     "ScheduleAdvanced",
     "SchedulesAdvanced",
     "SeasonCloseProgress",
@@ -44,7 +53,9 @@ __all__ = [
     "SeasonCloseWait",
     "StandingChange",
     "StandingsReview",
+    "board_history_archive",
     "final_standings_replace",
+    "history_prune",
     "reward_grant_status_set",
     "reward_tier_create",
     "schedule_advance",
@@ -53,6 +64,8 @@ __all__ = [
     "schedules_advance",
     "season_close",
     "season_close_wait",
+    "season_history_archive",
     "season_standings_correct",
     "season_standings_review",
+    "seasons_history_due",
 ]

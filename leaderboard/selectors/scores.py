@@ -233,6 +233,21 @@ def board_scores_top(*, board: BoardRef, limit: int, day: date | None = None) ->
         return [_board_score(board, row) for row in cursor.fetchall()]
 
 
+def board_ranks_sql(*, board: BoardRef) -> tuple[str, dict[str, Any]]:
+    """The SQL, and its parameters, of every player's rank on the board, for a set-based write
+    (the close-out's history archive): rows (player_id, points, rank, total). Ranks as the
+    final standings rank (``board_scores_top``: the board's order, then the lower player id on
+    an exact tie); a player whose cumulative sum overflows is off the board, as in Redis."""
+    sql = f"""
+        SELECT s.player_id, s.points,
+               ROW_NUMBER() OVER (ORDER BY {best_first(board)}, s.player_id) AS rank,
+               COUNT(*) OVER () AS total
+        FROM ({scored_sql(board=board, day=None)}) s
+        WHERE s.score IS NOT NULL
+    """  # noqa: S608
+    return sql, board_params(board=board, day=None)
+
+
 def board_scores_for_players(
     *,
     board: BoardRef,

@@ -6,7 +6,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from closeout.services import SeasonCloseProgress, season_close_wait
+from closeout.services import SeasonCloseProgress, season_close_wait, season_history_archive
 
 # Exit codes besides 0 (the season is closed) and 1 (an error: unknown season, bad arguments).
 # Both mean the season is still closing; nothing failed, the periodic close-out carries on.
@@ -77,6 +77,13 @@ class Command(BaseCommand):
             raise CommandError("; ".join(exc.messages)) from exc
         if wait.closed:
             self.stdout.write(self.style.SUCCESS(wait.result.describe()))
+            # Every player's history, after the close-out's transaction (docs/schedules.md).
+            archived = season_history_archive(season_id=options["season_id"])
+            if archived.boards:
+                self.stdout.write(
+                    f"history: {archived.rows} players archived over {archived.boards} boards "
+                    f"in {archived.seconds:.1f} s"
+                )
         elif no_wait:
             raise CommandError(wait.result.describe(), returncode=EXIT_STILL_CLOSING)
         else:
