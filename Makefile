@@ -118,6 +118,8 @@ bench:
 	@echo "      full scale: bench/ingest --consumers 2 --backlog 1000000 --burst-seconds 60"
 	@echo "  $(PY) bench/read/run.py --players 1000000   read path: Redis vs raw vs PostgreSQL"
 	@echo "  $(PY) bench/store.py          PostgreSQL CPU per stored result, with/without a per-row FK"
+	@echo "  bench/closeout                close-out with and without every player's history archive"
+	@echo "      full scale: bench/closeout --players 10000000"
 	@echo "  bench/rebuild                 rebuild from PostgreSQL while ingestion keeps running"
 	@echo "      full scale: bench/rebuild --players 10000000 --results 20000000 [--reuse]"
 	@echo "  bench/ingest and bench/read/run.py take --cluster: the local Redis Cluster and 3 Kafka"

@@ -25,7 +25,7 @@ from seasons.cron import CronError
 from seasons.models import Schedule, Season, SeasonStatus
 from seasons.selectors import schedule_next_occurrences
 
-from .models import FinalStanding, RewardGrant, RewardTier
+from .models import FinalStanding, HistoryArchive, HistoryEntry, RewardGrant, RewardTier
 from .services import (
     CloseOutcome,
     schedule_create,
@@ -173,6 +173,27 @@ class FinalStandingAdmin(ReadOnlyAdmin):
             filename="final_standings.csv",
         )
     ]
+
+
+@admin.register(HistoryEntry)
+class HistoryEntryAdmin(ReadOnlyAdmin):
+    """Every player's archived final entries: searched by player id (an index scan), filtered by
+    season; no full count on a table of millions of rows."""
+
+    list_display = ("season", "board", "rank", "total", "player_id", "points", "reward_name")
+    list_filter = ("season",)
+    search_fields = ("=player_id",)
+    list_select_related = ("season", "board")
+    show_full_result_count = False
+
+
+@admin.register(HistoryArchive)
+class HistoryArchiveAdmin(ReadOnlyAdmin):
+    """Which boards' history is archived, how many players and how long it took."""
+
+    list_display = ("season", "board", "rows", "seconds", "archived_at")
+    list_filter = ("season",)
+    list_select_related = ("season", "board")
 
 
 @admin.register(RewardGrant)

@@ -272,27 +272,50 @@ def player_history(
         rows = rows.filter(season__schedule__slug=schedule_slug)
     if board_slug is not None:
         rows = rows.filter(board__slug=board_slug)
-    entries = rows.select_related("season__schedule", "board").order_by(
-        "-season_ends_at", "-season_id", "board_id"
+    # Plain values, not models: 50 rows of three models each cost several milliseconds.
+    entries = rows.order_by("-season_ends_at", "-season_id", "board_id").values_list(
+        "season_id",
+        "season__name",
+        "season__schedule__slug",
+        "season__occurrence",
+        "board__slug",
+        "rank",
+        "points",
+        "total",
+        "season_ends_at",
+        "reward_name",
+        "reward_quantity",
     )[offset : offset + limit]
     return [
         HistoryItem(
-            season_id=e.season_id,
-            season_name=e.season.name,
-            schedule=e.season.schedule.slug if e.season.schedule is not None else None,
-            occurrence=e.season.occurrence,
-            board=e.board.slug,
-            rank=e.rank,
-            points=e.points,
+            season_id=season_id,
+            season_name=season_name,
+            schedule=schedule,
+            occurrence=occurrence,
+            board=board,
+            rank=rank,
+            points=points,
             # As every live entry's percentile (leaderboard/selectors/rankings.py).
-            percentile=round((e.total - e.rank + 1) * 100 / e.total, 2),
-            total=e.total,
-            ends_at=e.season_ends_at,
+            percentile=round((total - rank + 1) * 100 / total, 2),
+            total=total,
+            ends_at=ends_at,
             reward=(
-                {"name": e.reward_name, "quantity": e.reward_quantity}
-                if e.reward_name is not None
+                {"name": reward_name, "quantity": reward_quantity}
+                if reward_name is not None
                 else None
             ),
         )
-        for e in entries
+        for (
+            season_id,
+            season_name,
+            schedule,
+            occurrence,
+            board,
+            rank,
+            points,
+            total,
+            ends_at,
+            reward_name,
+            reward_quantity,
+        ) in entries
     ]

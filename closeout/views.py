@@ -1,5 +1,5 @@
-"""Public pages of recurring competitions: every schedule, and one schedule's current season
-with its countdown and the archive of its closed seasons' final standings."""
+"""Public pages of recurring competitions: every schedule, one schedule's current season with its
+countdown and the archive of its closed seasons' final standings, and a player's history."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from leaderboard.throttling import throttled_page
 from seasons.selectors import schedule_get, schedule_list, schedule_view
 
 from .forms import ArchivePageForm
-from .selectors import schedule_archive
+from .selectors import player_history, schedule_archive
 
 ARCHIVE_PAGE = 10
 
@@ -42,3 +42,26 @@ def schedule_page(request: HttpRequest, slug: str) -> HttpResponse:
         "errors": form.messages(),
     }
     return render(request, "closeout/schedule.html", context, status=400 if form.errors else 200)
+
+
+HISTORY_PAGE = 50
+
+
+@throttled_page
+@require_GET
+def player_history_page(request: HttpRequest, player_id: int) -> HttpResponse:
+    form = ArchivePageForm(request.GET)
+    page = form.page_number()
+    items = player_history(
+        player_id=player_id, limit=HISTORY_PAGE + 1, offset=(page - 1) * HISTORY_PAGE
+    )
+    context = {
+        "player_id": player_id,
+        "items": items[:HISTORY_PAGE],
+        "page": page,
+        "has_next": len(items) > HISTORY_PAGE,
+        "errors": form.messages(),
+    }
+    return render(
+        request, "closeout/player_history.html", context, status=400 if form.errors else 200
+    )

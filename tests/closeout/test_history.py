@@ -332,3 +332,15 @@ def test_the_player_card_links_the_history(client: Client, board_redis) -> None:
         updated_at=timezone.now(),
     )
     assert client.get("/api/players/42").json()["history"] == "/api/players/42/history"
+
+
+@pytest.mark.django_db
+def test_the_history_page_lists_the_players_seasons(client: Client, closed_season: Season) -> None:
+    season_history_archive(season_id=closed_season.id)
+    main = Board.objects.get(season=closed_season, slug="main")
+    winner = HistoryEntry.objects.get(board=main, rank=1)
+    page = client.get(f"/players/{winner.player_id}/history").content.decode()
+    assert f"<td>main</td><td>1</td><td>{winner.total}</td><td>{winner.points}</td>" in page
+    assert "1 &times; crown" in page
+    assert "No closed season yet." in client.get("/players/999/history").content.decode()
+    assert client.get("/players/1/history?page=0").status_code == 400

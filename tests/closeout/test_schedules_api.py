@@ -170,8 +170,8 @@ def test_the_schedule_page_shows_the_countdown_and_the_archive_of_final_standing
     assert f'href="/seasons/{current.id}"' in page
     assert f'id="countdown" datetime="{current.ends_at.isoformat()}"' in page
     assert "Cup #2" in page
-    assert "<td>1</td><td>Alice</td><td>99</td>" in page
-    assert "<td>2</td><td>Player 8</td><td>98</td>" in page
+    assert '<td>1</td><td><a href="/players/7/history">Alice</a></td><td>99</td>' in page
+    assert '<td>2</td><td><a href="/players/8/history">Player 8</a></td><td>98</td>' in page
     assert f'href="/api/seasons/{past.id}/standings"' in page
     index = client.get("/schedules").content.decode()
     assert 'href="/schedules/cup">Cup</a>' in index
