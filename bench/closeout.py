@@ -64,11 +64,11 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from bench.generate import results_generate  # noqa: E402
 from closeout.models import HistoryEntry  # noqa: E402
 from closeout.selectors import player_history  # noqa: E402
 from closeout.services import reward_tier_create, season_close, season_history_archive  # noqa: E402
 from leaderboard.models import MatchResult  # noqa: E402
-from leaderboard.selectors.boards import main_board_get  # noqa: E402
 from leaderboard.services import season_setup  # noqa: E402
 from seasons.models import Season, SeasonStatus  # noqa: E402
 
@@ -138,45 +138,6 @@ def fresh_season() -> Season:
     return season
 
 
-def generate(*, season: Season, players: int, results: int, step: int = 1_000_000) -> None:
-    """Every player gets a first result; the rest go to random players. Bulk SQL."""
-    (index,) = MatchResult._meta.indexes
-    with connection.cursor() as cur:
-        cur.execute(f'DROP INDEX IF EXISTS "{index.name}"')
-    sql = f"""
-        INSERT INTO {MatchResult._meta.db_table}
-               (match_id, player_id, season_id, board_id, points, achieved_at, ingested_at,
-                void_reason)
-        SELECT gen_random_uuid(),
-               CASE WHEN g <= %(players)s THEN g
-                    ELSE 1 + (hashint8(g) & 2147483647) %% %(players)s END,
-               %(season)s, %(board)s, (random() * 50000)::int,
-               %(start)s::timestamptz + random() * interval '29 days', now(), ''
-        FROM generate_series(%(lo)s, %(hi)s) g
-    """
-    board = main_board_get(season_id=season.id).id
-    with tqdm(total=results, desc="generate results", unit=" rows", unit_scale=True) as bar:
-        for lo in range(1, results + 1, step):
-            hi = min(results, lo + step - 1)
-            with connection.cursor() as cur:
-                cur.execute(
-                    sql,
-                    {
-                        "players": players,
-                        "season": season.id,
-                        "board": board,
-                        "start": season.starts_at,
-                        "lo": lo,
-                        "hi": hi,
-                    },
-                )
-            bar.update(hi - lo + 1)
-    with connection.schema_editor() as editor:
-        editor.add_index(MatchResult, index)
-    with connection.cursor() as cur:
-        cur.execute(f"VACUUM ANALYZE {MatchResult._meta.db_table}")
-
-
 def history_of_one_player(*, seasons: int) -> None:
     """``seasons`` closed one-board seasons in which HISTORY_PLAYER finished, archived."""
     ends = datetime.now(UTC).replace(microsecond=0) - timedelta(days=seasons + 2)
@@ -219,7 +180,9 @@ def run(args: argparse.Namespace) -> Report:
     call_command("migrate", verbosity=0)
     season = fresh_season()
     report.generate_s, _ = timed(
-        lambda: generate(season=season, players=args.players, results=args.results)
+        lambda: results_generate(
+            season=season, players=args.players, results=args.results, spread_days=29
+        )
     )
     with stage("close-out (standings, grants, status; the baseline)"):
         report.closeout_s, result = timed(

@@ -61,6 +61,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from bench.generate import results_generate  # noqa: E402
 from ingestion.records import ConsumedRecord  # noqa: E402
 from ingestion.schema import MatchResultMessage  # noqa: E402
 from ingestion.services import match_results_ingest  # noqa: E402
@@ -101,45 +102,6 @@ class Report:
 
 def _load_avg() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
-def generate(*, season: Season, players: int, results: int, step: int = 1_000_000) -> None:
-    """Every player gets a first result; the rest go to random players. Bulk SQL, no Python rows."""
-    # Indexes are cheaper to build once than to maintain row by row.
-    (rebuild_index,) = MatchResult._meta.indexes
-    with connection.cursor() as cur:
-        cur.execute(f'DROP INDEX IF EXISTS "{rebuild_index.name}"')
-    sql = f"""
-        INSERT INTO {MatchResult._meta.db_table}
-               (match_id, player_id, season_id, board_id, points, achieved_at, ingested_at,
-                void_reason)
-        SELECT gen_random_uuid(),
-               CASE WHEN g <= %(players)s THEN g
-                    ELSE 1 + (hashint8(g) & 2147483647) %% %(players)s END,
-               %(season)s, %(board)s, (random() * 50000)::int,
-               %(start)s::timestamptz + random() * interval '80 days', now(), ''
-        FROM generate_series(%(lo)s, %(hi)s) g
-    """
-    with tqdm(total=results, desc="generate results", unit=" rows", unit_scale=True) as bar:
-        for lo in range(1, results + 1, step):
-            hi = min(results, lo + step - 1)
-            with connection.cursor() as cur:
-                cur.execute(
-                    sql,
-                    {
-                        "players": players,
-                        "season": season.id,
-                        "board": main_board_get(season_id=season.id).id,
-                        "start": season.starts_at,
-                        "lo": lo,
-                        "hi": hi,
-                    },
-                )
-            bar.update(hi - lo + 1)
-    with connection.schema_editor() as editor:
-        editor.add_index(MatchResult, rebuild_index)
-    with connection.cursor() as cur:
-        cur.execute(f"VACUUM ANALYZE {MatchResult._meta.db_table}")
 
 
 def fresh_season(args: argparse.Namespace) -> Season:
@@ -304,7 +266,7 @@ def run(args: argparse.Namespace) -> Report:
     if season is None:
         season = fresh_season(args)
         t = time.monotonic()
-        generate(season=season, players=args.players, results=args.results)
+        results_generate(season=season, players=args.players, results=args.results, spread_days=80)
         report.generate_s = time.monotonic() - t
     else:
         report.notes.append(

@@ -92,6 +92,9 @@ def board_history_archive(*, board: BoardRef, season_ends_at: datetime) -> int |
             FROM ({ranks}) r
             LEFT JOIN {RewardGrant._meta.db_table} g
                    ON g.board_id = %(history_board)s AND g.player_id = r.player_id
+            -- In player order, the indexes led by the player grow at their end instead of at
+            -- random places: 10,000,000 rows in a third of the time (docs/benchmarks.md).
+            ORDER BY r.player_id
         """  # noqa: S608
         with connection.cursor() as cursor:
             cursor.execute(
