@@ -19,7 +19,7 @@ from django.core.management import call_command
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from closeout.models import FinalStanding, RewardGrant
+from closeout.models import FinalStanding, HistoryEntry, RewardGrant
 from closeout.services import reward_tier_create, schedule_create
 from leaderboard import keys
 from leaderboard.services import board_mark_intact
@@ -175,6 +175,15 @@ def test_beat_and_worker_refresh_top_lists_and_close_an_ended_season(
     closed = Season.objects.get(id=season.id)
     assert closed.closed_at is not None
     assert closed.closed_at >= closing_since + timedelta(seconds=1)  # the drain grace
+    # Then every player's history, queued by the close-out task.
+    wait_until(
+        lambda: HistoryEntry.objects.filter(season=season).count() == 3, timeout=60, every=0.2
+    )
+    assert sorted(HistoryEntry.objects.filter(season=season).values_list("player_id", "rank")) == [
+        (1, 3),
+        (2, 1),
+        (3, 2),
+    ]
     # The close-out unlinks the board's keys right after it commits the status: poll for it.
     wait_until(lambda: board_redis.exists(board) == 0, timeout=30, every=0.2)
 
