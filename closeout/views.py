@@ -7,6 +7,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from leaderboard.models import MAIN_BOARD
+from leaderboard.selectors.boards import board_get_cached
+from leaderboard.selectors.top import board_top_get
 from leaderboard.throttling import throttled_page
 from seasons.selectors import schedule_get, schedule_list, schedule_view
 
@@ -14,6 +17,7 @@ from .forms import ArchivePageForm
 from .selectors import player_history, schedule_archive
 
 ARCHIVE_PAGE = 10
+CURRENT_TOP = 10
 
 
 @throttled_page
@@ -33,8 +37,16 @@ def schedule_page(request: HttpRequest, slug: str) -> HttpResponse:
     archived, total = schedule_archive(
         schedule=schedule, limit=ARCHIVE_PAGE, offset=(page - 1) * ARCHIVE_PAGE
     )
+    view = schedule_view(schedule=schedule)
+    # The current season's top 10, live from its board (as its own page reads it).
+    current_top = None
+    if view.current_season_id is not None:
+        board = board_get_cached(season_id=view.current_season_id, slug=MAIN_BOARD)
+        if board is not None:
+            current_top = board_top_get(board=board, limit=CURRENT_TOP).entries
     context = {
-        "schedule": schedule_view(schedule=schedule),
+        "schedule": view,
+        "current_top": current_top,
         "archive": archived,
         "page": page,
         "has_next": page * ARCHIVE_PAGE < total,

@@ -27,15 +27,26 @@ class SeasonRef:
     status: str
     starts_at: datetime
     ends_at: datetime
+    # The schedule that started it (slug and name) and its occurrence; None for a hand-made one.
+    schedule_slug: str | None = None
+    schedule_name: str | None = None
+    occurrence: int | None = None
 
     @classmethod
     def from_model(cls, season: Season) -> SeasonRef:
+        """``season``, naming its schedule only when loaded with it (select_related): no query
+        per season here (boards are built from this on the ingestion path)."""
+        loaded = Season.schedule.field.is_cached(season)
+        schedule = season.schedule if loaded and season.schedule_id is not None else None
         return cls(
             id=season.id,
             name=season.name,
             status=season.status,
             starts_at=season.starts_at,
             ends_at=season.ends_at,
+            schedule_slug=schedule.slug if schedule is not None else None,
+            schedule_name=schedule.name if schedule is not None else None,
+            occurrence=season.occurrence,
         )
 
 
@@ -49,7 +60,7 @@ def season_get_cached(*, season_id: int) -> SeasonRef | None:
     """The season, or None if it does not exist; memoized for LEADERBOARD_SEASON_CACHE_SECONDS."""
 
     def load() -> SeasonRef | None:
-        season = Season.objects.filter(id=season_id).first()
+        season = Season.objects.select_related("schedule").filter(id=season_id).first()
         return SeasonRef.from_model(season) if season is not None else None
 
     return _seasons.get(season_id, load)

@@ -15,6 +15,7 @@ from leaderboard.models import Board
 from players.models import PlayerProfile
 from seasons.models import Schedule, Season, SeasonStatus
 from tests.factories import SeasonFactory
+from tests.helpers import mark_intact
 
 
 def ten_minute_cup(*, slug: str = "cup") -> Schedule:
@@ -146,10 +147,11 @@ def test_the_seasons_list_says_which_schedule_a_season_belongs_to(client: Client
 
 @pytest.mark.django_db
 def test_the_schedule_page_shows_the_countdown_and_the_archive_of_final_standings(
-    client: Client,
+    client: Client, board_redis
 ) -> None:
     schedule = ten_minute_cup()
     current = Season.objects.get(schedule=schedule)
+    mark_intact(current)  # as the recovery does: its board answers
     past = season_with_occurrence(
         schedule, 2, datetime(2026, 1, 1, tzinfo=UTC), status=SeasonStatus.CLOSED
     )
@@ -168,6 +170,9 @@ def test_the_schedule_page_shows_the_countdown_and_the_archive_of_final_standing
     )
     page = client.get("/schedules/cup").content.decode()
     assert f'href="/seasons/{current.id}"' in page
+    assert "No results yet." in page  # the current season's top, live (empty here)
+    board_page = client.get(f"/seasons/{current.id}").content.decode()
+    assert 'href="/schedules/cup">Cup</a> #4' in board_page
     assert f'id="countdown" datetime="{current.ends_at.isoformat()}"' in page
     assert "Cup #2" in page
     assert '<td>1</td><td><a href="/players/7/history">Alice</a></td><td>99</td>' in page

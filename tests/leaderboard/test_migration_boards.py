@@ -488,6 +488,9 @@ def test_boards_migration_keeps_every_row_and_every_answer_of_the_read_api(old_a
             "startsAt": _DATETIME.to_representation(old.starts_at),
             "endsAt": _DATETIME.to_representation(old.ends_at),
             "rule": old.rule,
+            # Added since (recurring competitions): null for every season made by hand.
+            "schedule": None,
+            "occurrence": None,
         }
         for old in sorted(old_seasons.values(), key=lambda s: (s.starts_at, s.id), reverse=True)
     ]

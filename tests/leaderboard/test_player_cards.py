@@ -62,6 +62,7 @@ def test_the_card_lists_profile_and_every_board_with_a_score(client, seasons):
             {"seasonId": seasons.id, "board": "main", "rank": 2, "points": 300, "percentile": 75.0},
             {"seasonId": seasons.id, "board": "kills", "rank": 1, "points": 9, "percentile": 100.0},
         ],
+        "history": "/api/players/2/history",
     }
 
 
