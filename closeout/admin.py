@@ -256,16 +256,25 @@ class ScheduleForm(forms.ModelForm):
         return value
 
 
+def _schedules_set_active(
+    modeladmin: admin.ModelAdmin[Schedule],
+    request: HttpRequest,
+    queryset: QuerySet[Schedule],
+    *,
+    active: bool,
+    outcome: str,
+) -> None:
+    for schedule in queryset:
+        schedule_set_active(schedule_id=schedule.id, active=active)
+    modeladmin.message_user(request, f"{queryset.count()} schedule(s) {outcome}", messages.SUCCESS)
+
+
 @admin.action(description="Pause the selected schedules", permissions=["change"])
 def pause_schedules(
     modeladmin: admin.ModelAdmin[Schedule], request: HttpRequest, queryset: QuerySet[Schedule]
 ) -> None:
-    for schedule in queryset:
-        schedule_set_active(schedule_id=schedule.id, active=False)
-    modeladmin.message_user(
-        request,
-        f"Paused {queryset.count()} schedule(s): they create no new season.",
-        messages.SUCCESS,
+    _schedules_set_active(
+        modeladmin, request, queryset, active=False, outcome="paused: they create no new season."
     )
 
 
@@ -273,13 +282,12 @@ def pause_schedules(
 def resume_schedules(
     modeladmin: admin.ModelAdmin[Schedule], request: HttpRequest, queryset: QuerySet[Schedule]
 ) -> None:
-    for schedule in queryset:
-        schedule_set_active(schedule_id=schedule.id, active=True)
-    modeladmin.message_user(
+    _schedules_set_active(
+        modeladmin,
         request,
-        f"Resumed {queryset.count()} schedule(s); occurrences whose seasons ended while paused "
-        "are skipped.",
-        messages.SUCCESS,
+        queryset,
+        active=True,
+        outcome="resumed; occurrences whose seasons ended while paused are skipped.",
     )
 
 

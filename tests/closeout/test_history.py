@@ -323,7 +323,6 @@ def test_the_player_card_links_the_history(client: Client, board_redis) -> None:
     from django.utils import timezone
 
     from players.models import PlayerProfile
-    from players.services import player_profiles_upsert  # noqa: F401 -- the card needs a profile
 
     PlayerProfile.objects.create(
         player_id=42,
