@@ -45,6 +45,7 @@ from .selectors.boards import (
     season_list_with_main_rule,
 )
 from .selectors.cards import player_card_get
+from .selectors.cohorts import cohort_standing_get, player_cohort_get
 from .selectors.rankings import (
     RankingEntry,
     board_around_get,
@@ -58,6 +59,9 @@ from .selectors.sizes import board_sizes_known_get
 from .selectors.top import TopList, board_top_get
 from .serializers import (
     AroundQuerySerializer,
+    CohortPathSerializer,
+    CohortSerializer,
+    CohortTopQuerySerializer,
     DayPathSerializer,
     ErrorSerializer,
     FriendsQuerySerializer,
@@ -405,6 +409,64 @@ class BoardFriendsApi(PublicApi):
         return json_response(RankingEntrySerializer, entries, many=True)
 
 
+def _cohort_board(season_id: int, slug: str) -> BoardRef:
+    ref = board_or_404(season_id, slug)
+    if ref.cohort_size is None:
+        raise NotFound(f"board {ref.slug!r} of season {season_id} has no cohorts")
+    return ref
+
+
+_NO_COHORT = OpenApiResponse(
+    ErrorSerializer,
+    description="Unknown season or board, a board without cohorts, or no such cohort.",
+)
+
+
+class BoardPlayerCohortApi(PublicApi):
+    @extend_schema(
+        summary="The player's cohort, ranked: each entry's rank within it and global rank",
+        description=(
+            "Boards created with --cohort-size only. A player joins a cohort at their first "
+            "counted result and never changes it; the cohort is ranked by the board's own rule, "
+            "order and tie-break columns."
+        ),
+        parameters=[openapi.SEASON, openapi.PLAYER, openapi.RETRY_AFTER],
+        responses={200: CohortSerializer, **openapi.BOARD_ERRORS, 404: _NO_COHORT},
+    )
+    def get(
+        self, request: Request, season: str, player: str, board: str = MAIN_BOARD
+    ) -> HttpResponse:
+        path = parse(PlayerPathSerializer, {"season": season, "player": player})
+        ref = _cohort_board(path["season"], board)
+        standing = player_cohort_get(board=ref, player_id=path["player"])
+        if standing is None:
+            raise NotFound(f"player {path['player']} is in no cohort of board {ref.slug!r}")
+        return json_response(CohortSerializer, standing)
+
+
+class BoardCohortTopApi(PublicApi):
+    @extend_schema(
+        summary="One cohort's top entries: rank within the cohort and global rank",
+        parameters=[
+            openapi.SEASON,
+            openapi.COHORT,
+            CohortTopQuerySerializer,
+            openapi.RETRY_AFTER,
+        ],
+        responses={200: CohortSerializer, **openapi.BOARD_ERRORS, 404: _NO_COHORT},
+    )
+    def get(
+        self, request: Request, season: str, cohort: str, board: str = MAIN_BOARD
+    ) -> HttpResponse:
+        path = parse(CohortPathSerializer, {"season": season, "cohort": cohort})
+        query = parse(CohortTopQuerySerializer, request.query_params)
+        ref = _cohort_board(path["season"], board)
+        standing = cohort_standing_get(board=ref, number=path["cohort"], limit=query["limit"])
+        if standing is None:
+            raise NotFound(f"board {ref.slug!r} has no cohort {path['cohort']}")
+        return json_response(CohortSerializer, standing)
+
+
 class DailyTopApi(PublicApi):
     @extend_schema(
         summary="The top entries of one UTC day's board",
@@ -508,6 +570,12 @@ class BoardListApi(PublicApi):
             help_text="The columns ranked after points, in order (empty: points only); results "
             "for the board carry tiebreakers with exactly these, and its entries carry them.",
         )
+        cohortSize = serializers.IntegerField(
+            source="cohort_size",
+            allow_null=True,
+            help_text="Created with --cohort-size: players are ranked in cohorts of this many "
+            "too (.../players/{player}/cohort, .../cohorts/{cohort}/top); null: no cohorts.",
+        )
 
     @extend_schema(
         operation_id="boards_list",
@@ -531,6 +599,7 @@ class BoardListApi(PublicApi):
                 "recovering": sizes[b.id] is None,
                 "keeps_metadata": b.keeps_metadata,
                 "tiebreakers": [{"name": c.name, "order": c.order} for c in b.tiebreaks],
+                "cohort_size": b.cohort_size,
             }
             for b in boards
         ]

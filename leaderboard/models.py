@@ -20,6 +20,8 @@ from .codec import MAX_TIEBREAK_COLUMNS, TIEBREAK_VALUE_MAX, ScoreCodec, WideKey
 MAIN_BOARD = "main"
 BOARD_SLUG_PATTERN = r"^[a-z0-9-]{1,32}$"
 TIEBREAK_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,15}$"
+COHORT_SIZE_MIN = 2
+COHORT_SIZE_MAX = 1000
 
 
 class BoardOrder(models.TextChoices):
@@ -69,6 +71,15 @@ class Board(models.Model):
         blank=True,
         help_text="Columns ranked after points, in order, each with its own direction.",
     )
+    # Contract 0.3: players are grouped, at their first counted result, into cohorts of this
+    # many (leaderboard/services/cohorts.py); null: no cohorts. Fixed once the board has
+    # results: every assignment was made with it.
+    cohort_size = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text=f"Group players into cohorts of this many ({COHORT_SIZE_MIN} to "
+        f"{COHORT_SIZE_MAX}); empty: no cohorts.",
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -87,6 +98,11 @@ class Board(models.Model):
             ),
             models.CheckConstraint(
                 condition=models.Q(rule__in=ScoringRule.values), name="board_rule_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(cohort_size__isnull=True)
+                | models.Q(cohort_size__gte=COHORT_SIZE_MIN, cohort_size__lte=COHORT_SIZE_MAX),
+                name="board_cohort_size_range",
             ),
         ]
 
@@ -298,6 +314,49 @@ class MatchResult(models.Model):
 
     def __str__(self) -> str:
         return f"match {self.match_id} player {self.player_id}: {self.points}"
+
+
+class Cohort(models.Model):
+    """One group of a board with cohorts (contract 0.3): up to the board's cohort_size players,
+    numbered from 1 per board in the order they opened. Its ranks are read from the board
+    itself (the members' scores), so nothing of it lives in Redis."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="cohorts")
+    number = models.PositiveIntegerField()
+    # The league tier its members play in (tiered leagues); null on a board without tiers.
+    tier = models.PositiveSmallIntegerField(null=True, blank=True)
+    members = models.PositiveIntegerField(default=0)
+    opened_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["board", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["board", "number"], name="cohort_board_number_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"cohort {self.number} of board {self.board_id}"
+
+
+class CohortMember(models.Model):
+    """A player's cohort on a board: assigned once, at their first counted result, in the
+    transaction that stores it; never changed (replays, rebuilds and recovery read it)."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+")
+    cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="memberships")
+    player_id = models.BigIntegerField()
+    joined_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["board", "player_id"], name="cohort_member_board_player_uniq"
+            ),
+        ]
+        indexes = [models.Index(fields=["cohort", "player_id"], name="cohort_member_cohort_idx")]
+
+    def __str__(self) -> str:
+        return f"player {self.player_id} in cohort {self.cohort_id}"
 
 
 class PlayerBan(models.Model):

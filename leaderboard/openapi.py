@@ -36,6 +36,7 @@ def path_id(name: str, description: str) -> OpenApiParameter:
 
 SEASON = path_id("season", "The season's id.")
 PLAYER = path_id("player", "The player's id.")
+COHORT = path_id("cohort", "The cohort's number on the board (from 1).")
 BOARD = OpenApiParameter(
     "board",
     {"type": "string", "pattern": BOARD_SLUG_PATTERN},

@@ -8,6 +8,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from .models import COHORT_SIZE_MAX
+from .selectors.cohorts import CohortStanding
 from .selectors.rankings import NOT_KEPT, PlayerStanding, RankingEntry
 from .selectors.top import TOP_SNAPSHOT_SIZE
 
@@ -224,14 +226,19 @@ class RankingEntrySerializer(serializers.Serializer):
         # The declared fields document the shape (and the schema); DRF's generic per-field
         # walk cost more than the Redis read on the hot lists, so the dict is built directly.
         # tests/leaderboard/test_serializers.py holds the two to the same output.
-        body = {
-            "rank": instance.rank,
-            "playerId": instance.player_id,
-            "points": instance.points,
-            "displayName": instance.display_name,
-            "country": instance.country,
-        }
-        return entry_metadata_into(body, instance.metadata, instance.tiebreakers)
+        return entry_body(instance)
+
+
+def entry_body(entry: RankingEntry) -> dict[str, Any]:
+    """What RankingEntrySerializer answers for ``entry``."""
+    body = {
+        "rank": entry.rank,
+        "playerId": entry.player_id,
+        "points": entry.points,
+        "displayName": entry.display_name,
+        "country": entry.country,
+    }
+    return entry_metadata_into(body, entry.metadata, entry.tiebreakers)
 
 
 class PlayerStandingSerializer(serializers.Serializer):
@@ -264,6 +271,58 @@ class PlayerStandingSerializer(serializers.Serializer):
             "total": instance.total,
             "percentile": instance.percentile,
             "pointsToNextRank": instance.points_to_next_rank,
+        }
+
+
+class CohortPathSerializer(serializers.Serializer):
+    season = IdField()
+    cohort = IdField()
+
+
+class CohortTopQuerySerializer(serializers.Serializer):
+    limit = StrictIntegerField(min_value=1, max_value=COHORT_SIZE_MAX, default=50)
+
+
+class CohortEntrySerializer(serializers.Serializer):
+    rank = serializers.IntegerField(help_text="1-based within the cohort; equal keys share one.")
+    globalRank = serializers.IntegerField(
+        source="global_rank", help_text="The player's rank on the whole board."
+    )
+    playerId = serializers.IntegerField(source="entry.player_id")
+    points = serializers.IntegerField(source="entry.points")
+    displayName = display_name_field(source="entry.display_name")
+    country = country_field(source="entry.country")
+    tiebreakers = TiebreakersField(source="entry.tiebreakers")
+    metadata = MetadataField(source="entry.metadata")
+
+
+class CohortSerializer(serializers.Serializer):
+    cohort = serializers.IntegerField(
+        source="number", help_text="The cohort's number on the board, from 1."
+    )
+    size = serializers.IntegerField(help_text="How many players a cohort takes (--cohort-size).")
+    members = serializers.IntegerField(
+        help_text="Players in the cohort now (one without a score is not among the entries)."
+    )
+    tier = serializers.IntegerField(
+        allow_null=True, help_text="The league tier of its members; null without tiers."
+    )
+    entries = CohortEntrySerializer(many=True)
+
+    def to_representation(self, instance: CohortStanding) -> dict[str, Any]:
+        # Built directly like the entries (RankingEntrySerializer), held equal by a test.
+        entries = []
+        for item in instance.entries:
+            body = entry_body(item.entry)
+            body["rank"] = item.rank
+            body["globalRank"] = item.global_rank
+            entries.append(body)
+        return {
+            "cohort": instance.number,
+            "size": instance.size,
+            "members": instance.members,
+            "tier": instance.tier,
+            "entries": entries,
         }
 
 

@@ -24,6 +24,8 @@ _READS: list[tuple[str, type[APIView], str]] = [
     ("players/<str:player>/around", apis.BoardAroundApi, "around"),
     ("ranks", apis.BoardRanksApi, "ranks"),
     ("friends", apis.BoardFriendsApi, "friends"),
+    ("players/<str:player>/cohort", apis.BoardPlayerCohortApi, "player-cohort"),
+    ("cohorts/<str:cohort>/top", apis.BoardCohortTopApi, "cohort-top"),
     ("daily/<str:day>/top", apis.DailyTopApi, "daily-top"),
     ("weekly/<str:week>/top", apis.WeeklyTopApi, "weekly-top"),
 ]

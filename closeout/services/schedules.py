@@ -215,6 +215,7 @@ def _occurrence_create(
             time_resolution_seconds=board.time_resolution_seconds,
             keeps_metadata=board.keeps_metadata,
             tiebreaks=board.tiebreaks,
+            cohort_size=board.cohort_size,
         )
     tiers = [
         RewardTier(

@@ -7,6 +7,8 @@ from typing import Any
 
 from leaderboard.codec import MAX_TIEBREAK_COLUMNS, TIEBREAK_VALUE_MAX, ScoreCodec
 from leaderboard.models import (
+    COHORT_SIZE_MAX,
+    COHORT_SIZE_MIN,
     BoardOrder,
     ScoringRule,
     TiebreakColumn,
@@ -24,7 +26,7 @@ def _tiebreak(spec: str) -> TiebreakColumn:
 
 def board_spec_arguments(parser: ArgumentParser) -> None:
     """--order, --rule, --time-resolution (dest ``time_resolution_seconds``), --metadata
-    (dest ``keeps_metadata``), --tiebreak (repeated; dest ``tiebreaks``)."""
+    (dest ``keeps_metadata``), --tiebreak (repeated; dest ``tiebreaks``), --cohort-size."""
     parser.add_argument(
         "--order",
         choices=BoardOrder.values,
@@ -56,12 +58,28 @@ def board_spec_arguments(parser: ArgumentParser) -> None:
         f"{MAX_TIEBREAK_COLUMNS}); results then carry tiebreakers with every column, and "
         f"points and each column go up to {TIEBREAK_VALUE_MAX}",
     )
+    parser.add_argument(
+        "--cohort-size",
+        type=int,
+        default=None,
+        dest="cohort_size",
+        metavar="N",
+        help=f"group players into cohorts of N ({COHORT_SIZE_MIN} to {COHORT_SIZE_MAX}), each "
+        "ranked on its own (GET .../players/{p}/cohort, .../cohorts/{n}/top)",
+    )
 
 
 def board_spec_values(options: dict[str, Any]) -> dict[str, Any]:
     return {
         key: options[key]
-        for key in ("order", "rule", "time_resolution_seconds", "keeps_metadata", "tiebreaks")
+        for key in (
+            "order",
+            "rule",
+            "time_resolution_seconds",
+            "keeps_metadata",
+            "tiebreaks",
+            "cohort_size",
+        )
     }
 
 

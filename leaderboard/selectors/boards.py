@@ -30,6 +30,8 @@ class BoardRef:
     keeps_metadata: bool = False
     # The tie-break columns (contract 0.3); () for a plain board.
     tiebreaks: tuple[TiebreakColumn, ...] = ()
+    # Players are grouped into cohorts of this many (contract 0.3); None: no cohorts.
+    cohort_size: int | None = None
 
     @property
     def season_id(self) -> int:
@@ -66,6 +68,7 @@ class BoardRef:
             season=SeasonRef.from_model(board.season),
             keeps_metadata=board.keeps_metadata,
             tiebreaks=board.tiebreaks,
+            cohort_size=board.cohort_size,
         )
 
 

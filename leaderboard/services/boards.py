@@ -16,6 +16,8 @@ from seasons.services import season_create
 
 from ..codec import CodecError, ScoreCodec
 from ..models import (
+    COHORT_SIZE_MAX,
+    COHORT_SIZE_MIN,
     MAIN_BOARD,
     Board,
     BoardOrder,
@@ -41,11 +43,13 @@ def board_create(
     time_resolution_seconds: int = 1,
     keeps_metadata: bool = False,
     tiebreaks: Sequence[TiebreakColumn] = (),
+    cohort_size: int | None = None,
 ) -> Board:
     """Add a board to a season; its codec split is fixed now from the season's length and the
     time resolution, and never changes once the board has results (nor do ``keeps_metadata``,
     since the results stored before would have none, and ``tiebreaks``, the columns ranked after
-    points: every stored key depends on them)."""
+    points: every stored key depends on them; nor ``cohort_size``, which every cohort was
+    filled to)."""
     season = Season.objects.select_for_update(no_key=True).filter(id=season_id).first()
     if season is None:
         raise ValidationError(f"season {season_id} does not exist")
@@ -74,6 +78,7 @@ def board_create(
         time_bits=codec.time_bits,
         keeps_metadata=keeps_metadata,
         tiebreak_columns=tiebreak_columns_json(tiebreaks),
+        cohort_size=cohort_size_check(cohort_size),
     )
     board.full_clean()
     board.save(force_insert=True)
@@ -100,7 +105,17 @@ SCORE_FIELDS = (
     "time_resolution_seconds",
     "keeps_metadata",
     "tiebreak_columns",
+    "cohort_size",
 )
+
+
+def cohort_size_check(size: int | None) -> int | None:
+    """A board's cohort size: None (no cohorts) or COHORT_SIZE_MIN..COHORT_SIZE_MAX."""
+    if size is not None and not COHORT_SIZE_MIN <= size <= COHORT_SIZE_MAX:
+        raise ValidationError(
+            f"cohort size must be {COHORT_SIZE_MIN} to {COHORT_SIZE_MAX}, got {size}"
+        )
+    return size
 
 
 def tiebreak_columns_json(tiebreaks: Sequence[TiebreakColumn]) -> list[dict[str, str]]:
@@ -124,6 +139,7 @@ def board_update(
     time_resolution_seconds: int,
     keeps_metadata: bool = False,
     tiebreaks: Sequence[TiebreakColumn] = (),
+    cohort_size: int | None = None,
 ) -> Board:
     """Change a board. Its slug, order, rule, time resolution, whether it keeps metadata and its
     tie-break columns only while it has no result: every stored score, standing and message
@@ -136,6 +152,7 @@ def board_update(
         "time_resolution_seconds": time_resolution_seconds,
         "keeps_metadata": keeps_metadata,
         "tiebreak_columns": tiebreak_columns_json(tiebreaks),
+        "cohort_size": cohort_size_check(cohort_size),
     }
     changed = [field for field, value in wanted.items() if getattr(board, field) != value]
     if changed and board.match_results.exists():
@@ -171,6 +188,7 @@ def season_setup(
     time_resolution_seconds: int = 1,
     keeps_metadata: bool = False,
     tiebreaks: Sequence[TiebreakColumn] = (),
+    cohort_size: int | None = None,
     main_board_name: str = "Main",
 ) -> Season:
     """Create a season with its ``main`` board (configured by ``rule``, ``order``,
@@ -185,5 +203,6 @@ def season_setup(
         time_resolution_seconds=time_resolution_seconds,
         keeps_metadata=keeps_metadata,
         tiebreaks=tiebreaks,
+        cohort_size=cohort_size,
     )
     return season

@@ -14,9 +14,12 @@ from datetime import datetime
 from typing import NamedTuple
 
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 
-from leaderboard.models import Board, MatchResult, PlayerBan
+from leaderboard.models import Board, CohortMember, MatchResult, PlayerBan
 from seasons.models import Season
+
+from .cohorts import CohortCandidate, cohort_members_assign, cohorts_lock
 
 
 class ResultRow(NamedTuple):
@@ -128,13 +131,14 @@ _TABLE = MatchResult._meta.db_table
 _BANS = PlayerBan._meta.db_table
 _SEASONS = Season._meta.db_table
 _BOARDS = Board._meta.db_table
+_COHORT_MEMBERS = CohortMember._meta.db_table
 
 # The season and board foreign keys are not checked per row (ingestion migration 0006,
 # leaderboard migration 0005): this lock, taken once per batch and held to the commit, is the
 # one those checks took. A season or board being deleted waits for the batch, and then its
 # trigger sees the batch's rows and refuses. Ordered, so two consumers lock in the same order.
 LOCK_BOARDS_SQL = f"""
-    SELECT b.id FROM {_BOARDS} b JOIN {_SEASONS} s ON s.id = b.season_id
+    SELECT b.id, b.cohort_size FROM {_BOARDS} b JOIN {_SEASONS} s ON s.id = b.season_id
     WHERE b.id = ANY(%s) ORDER BY b.id FOR KEY SHARE OF b, s
 """  # noqa: S608
 
@@ -212,6 +216,23 @@ _OTHERS_SQL = f"""
 """  # noqa: S608
 
 
+# The players of the batch on boards with cohorts who have none yet, each once, in the order of
+# their first result (services/cohorts.py). A banned player's results do not count: no cohort.
+_COHORT_CANDIDATES_SQL = f"""
+    SELECT s.board_id, s.player_id FROM {_STAGE} s
+    WHERE s.board_id = ANY(%s)
+      AND NOT EXISTS (
+          SELECT 1 FROM {_COHORT_MEMBERS} m
+          WHERE m.board_id = s.board_id AND m.player_id = s.player_id
+      )
+      AND NOT EXISTS (
+          SELECT 1 FROM {_BANS} b WHERE b.season_id = s.season_id AND b.player_id = s.player_id
+      )
+    GROUP BY s.board_id, s.player_id
+    ORDER BY s.board_id, min(s.achieved_at), s.player_id
+"""  # noqa: S608
+
+
 class BoardsDeleted(Exception):
     """Boards (or seasons) of the batch were deleted after it was validated; nothing stored."""
 
@@ -231,7 +252,8 @@ def match_results_store(*, results: ResultColumns) -> StoredBatch:
     with transaction.atomic(), connection.cursor() as cursor:
         board_ids = set(results.board_ids)
         cursor.execute(LOCK_BOARDS_SQL, [sorted(board_ids)])
-        gone = board_ids - {row[0] for row in cursor.fetchall()}
+        locked = cursor.fetchall()
+        gone = board_ids - {row[0] for row in locked}
         if gone:
             raise BoardsDeleted(gone)
         cursor.execute(_STAGE_SQL)
@@ -256,4 +278,23 @@ def match_results_store(*, results: ResultColumns) -> StoredBatch:
                     continue
                 same_message = (stored_partition, stored_offset) == (partition, offset)
                 others[(partition, offset)] = RowStored(stored_xid, same_message, bool(excluded))
+        cohort_sizes = {board_id: size for board_id, size in locked if size}
+        if cohort_sizes:
+            _cohorts_assign(cursor, cohort_sizes)
     return StoredBatch(int(xid), others, banned)
+
+
+def _cohorts_assign(cursor: CursorWrapper, sizes: dict[int, int]) -> None:
+    """Assign the batch's players new to its boards with cohorts (services/cohorts.py). Asked
+    once without a lock (the usual batch brings nobody new), then again under the boards' locks:
+    a batch that committed while this one waited may have assigned some of them."""
+    boards = sorted(sizes)
+    cursor.execute(_COHORT_CANDIDATES_SQL, [boards])
+    found = cursor.fetchall()
+    if not found:
+        return
+    cohorts_lock(cursor=cursor, board_ids=sorted({board_id for board_id, _ in found}))
+    cursor.execute(_COHORT_CANDIDATES_SQL, [boards])
+    candidates = [CohortCandidate(board_id, player_id) for board_id, player_id in cursor]
+    if candidates:
+        cohort_members_assign(cursor=cursor, candidates=candidates, sizes=sizes)

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from leaderboard.selectors.cohorts import CohortEntry, CohortStanding
 from leaderboard.selectors.rankings import PlayerStanding, RankingEntry
-from leaderboard.serializers import PlayerStandingSerializer, RankingEntrySerializer
+from leaderboard.serializers import (
+    CohortEntrySerializer,
+    CohortSerializer,
+    PlayerStandingSerializer,
+    RankingEntrySerializer,
+)
 
 
 def declared(serializer: serializers.Serializer, instance: object) -> dict:
@@ -52,3 +58,20 @@ def test_metadata_is_there_on_boards_that_keep_it_and_left_out_elsewhere():
         standing_serializer, standing
     )
     assert standing_serializer.to_representation(standing)["metadata"] == {"car": "Aster GT"}
+
+
+def test_cohort_matches_its_declared_fields():
+    entries = [
+        CohortEntry(1, RankingEntry(rank=12, player_id=7, points=9, display_name="A")),
+        CohortEntry(1, RankingEntry(rank=12, player_id=8, points=9, metadata={"car": "GT"})),
+        CohortEntry(3, RankingEntry(rank=40, player_id=9, points=2, tiebreakers={"kills": 3})),
+    ]
+    standing = CohortStanding(number=4, size=50, members=3, tier=None, entries=entries)
+    serializer = CohortSerializer()
+    direct = serializer.to_representation(standing)
+    entry = CohortEntrySerializer()
+    assert direct == {
+        **{k: v for k, v in declared(serializer, standing).items() if k != "entries"},
+        "entries": [declared(entry, e) for e in entries],
+    }
+    assert [(e["rank"], e["globalRank"]) for e in direct["entries"]] == [(1, 12), (1, 12), (3, 40)]

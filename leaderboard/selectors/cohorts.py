@@ -1,0 +1,187 @@
+"""A board's cohorts (contract 0.3): who is in which (PostgreSQL, services/cohorts.py) and their
+ranks within it, read from the board's sorted set: the members' scores and global ranks in one
+script (the friends read), so a cohort read costs O(members x log(board)) whatever the board's
+size, and answers exactly what the board answers (rules, orders, ties, tie-break columns).
+
+Who is in a cohort changes only while it fills, and a player's cohort never: a full cohort's
+members and every player's cohort are memoized per process for good, an open cohort's members
+for OPEN_COHORT_SECONDS.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cachetools import LRUCache, TTLCache
+from django.db import connection
+
+from seasons.memo import process_state_register
+
+from ..models import Cohort, CohortMember
+from .boards import BoardRef
+from .rankings import RankingEntry, board_friends_get
+
+# How long a cohort that still takes players is served as last read.
+OPEN_COHORT_SECONDS = 1.0
+
+_COHORTS = Cohort._meta.db_table
+_MEMBERS = CohortMember._meta.db_table
+
+_COHORT_OF_SQL = f"""
+    SELECT c.number FROM {_MEMBERS} m JOIN {_COHORTS} c ON c.id = m.cohort_id
+    WHERE m.board_id = %s AND m.player_id = %s
+"""  # noqa: S608 -- table names come from the models
+_MEMBERS_SQL = f"""
+    SELECT c.tier, ARRAY(SELECT m.player_id FROM {_MEMBERS} m WHERE m.cohort_id = c.id)
+    FROM {_COHORTS} c WHERE c.board_id = %s AND c.number = %s
+"""  # noqa: S608
+
+
+@dataclass(frozen=True, slots=True)
+class CohortEntry:
+    """A member's entry: ``rank`` within the cohort (competition ranks: an identical key shares
+    one), the board's own entry beside (its rank is the global rank)."""
+
+    rank: int
+    entry: RankingEntry
+
+    @property
+    def global_rank(self) -> int:
+        return self.entry.rank
+
+
+@dataclass(frozen=True, slots=True)
+class CohortStanding:
+    number: int
+    size: int  # the board's cohort size: how many the cohort takes
+    members: int  # players in it (those without a score now are not among the entries)
+    tier: int | None  # its league tier; None on a board without tiers
+    entries: list[CohortEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class _Members:
+    tier: int | None
+    players: tuple[int, ...]
+
+
+_lock = threading.Lock()
+_cohort_of: LRUCache[tuple[int, int], int] = LRUCache(maxsize=100_000)
+_full: LRUCache[tuple[int, int], _Members] = LRUCache(maxsize=10_000)
+_open: TTLCache[tuple[int, int], _Members] = TTLCache(maxsize=10_000, ttl=OPEN_COHORT_SECONDS)
+
+
+class _Memos:
+    def clear(self) -> None:
+        with _lock:
+            _cohort_of.clear()
+            _full.clear()
+            _open.clear()
+
+
+process_state_register(_Memos())
+
+
+def player_cohort_number(*, board: BoardRef, player_id: int) -> int | None:
+    """The player's cohort on the board; None if they have none (no counted result yet, or a
+    board without cohorts)."""
+    key = (board.id, player_id)
+    with _lock:
+        number = _cohort_of.get(key)
+    if number is not None:
+        return number
+    with connection.cursor() as cursor:
+        cursor.execute(_COHORT_OF_SQL, [board.id, player_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None  # not memoized: the player may join at their next result
+    with _lock:
+        _cohort_of[key] = int(row[0])
+    return int(row[0])
+
+
+def _members(board: BoardRef, number: int) -> _Members | None:
+    key = (board.id, number)
+    with _lock:
+        found = _full.get(key) or _open.get(key)
+    if found is not None:
+        return found
+    with connection.cursor() as cursor:
+        cursor.execute(_MEMBERS_SQL, [board.id, number])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    members = _Members(row[0], tuple(row[1]))
+    with _lock:
+        if board.cohort_size is not None and len(members.players) >= board.cohort_size:
+            _full[key] = members
+        else:
+            _open[key] = members
+    return members
+
+
+def cohort_ranked(entries: Sequence[RankingEntry]) -> list[CohortEntry]:
+    """Global entries, best first, as ranks within their cohort: equal global ranks (identical
+    keys) share a rank; the next distinct one ranks at its position."""
+    ranked: list[CohortEntry] = []
+    rank = 0
+    previous: int | None = None
+    for position, entry in enumerate(entries, start=1):
+        if entry.rank != previous:
+            rank, previous = position, entry.rank
+        ranked.append(CohortEntry(rank, entry))
+    return ranked
+
+
+def cohort_standing_get(
+    *, board: BoardRef, number: int, limit: int | None = None
+) -> CohortStanding | None:
+    """Cohort ``number`` of the board, ranked (its first ``limit`` entries); None if the board
+    has no such cohort."""
+    if board.cohort_size is None:
+        return None
+    members = _members(board, number)
+    if members is None:
+        return None
+    entries = cohort_ranked(board_friends_get(board=board, player_ids=list(members.players)))
+    return CohortStanding(
+        number=number,
+        size=board.cohort_size,
+        members=len(members.players),
+        tier=members.tier,
+        entries=entries if limit is None else entries[:limit],
+    )
+
+
+def player_cohort_get(*, board: BoardRef, player_id: int) -> CohortStanding | None:
+    """The player's cohort, ranked; None if they have none on the board."""
+    if board.cohort_size is None:
+        return None
+    number = player_cohort_number(board=board, player_id=player_id)
+    if number is None:
+        return None
+    return cohort_standing_get(board=board, number=number)
+
+
+@dataclass(frozen=True, slots=True)
+class CohortsSummary:
+    cohorts: int
+    players: int
+    # The newest cohort's fill (members, of the board's size); None before the first.
+    last_members: int | None
+
+
+def board_cohorts_summary(*, board_id: int) -> CohortsSummary:
+    """How many cohorts the board has and how full (the admin, the board page)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*), coalesce(sum(members), 0), "  # noqa: S608
+            f"(SELECT members FROM {_COHORTS} WHERE board_id = %s ORDER BY number DESC LIMIT 1) "
+            f"FROM {_COHORTS} WHERE board_id = %s",
+            [board_id, board_id],
+        )
+        row = cursor.fetchone()
+    assert row is not None
+    return CohortsSummary(int(row[0]), int(row[1]), row[2])
