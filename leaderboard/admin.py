@@ -23,6 +23,8 @@ from seasons.models import Season
 from .models import (
     MAIN_BOARD,
     Board,
+    Cohort,
+    CohortMember,
     MatchResult,
     PlayerBan,
     RebuildRun,
@@ -32,6 +34,7 @@ from .models import (
     tiebreak_spec_parse,
 )
 from .selectors.boards import board_list
+from .selectors.cohorts import board_cohorts_summary
 from .selectors.overview import BoardOverview, board_overview_get
 from .selectors.results import match_results_of_player
 from .services import (
@@ -162,6 +165,7 @@ class BoardForm(forms.ModelForm):
             "time_resolution_seconds",
             "keeps_metadata",
             "tiebreak_columns",
+            "cohort_size",
         )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -200,10 +204,24 @@ class BoardInline(admin.TabularInline):
         "time_resolution_seconds",
         "keeps_metadata",
         "tiebreak_columns",
+        "cohort_size",
+        "cohorts",
         "time_bits",
     )
-    readonly_fields = ("time_bits",)
+    readonly_fields = ("cohorts", "time_bits")
     show_change_link = False
+
+    @admin.display(description="Cohorts")
+    def cohorts(self, obj: Board) -> str:
+        if obj.pk is None or obj.cohort_size is None:
+            return "-"
+        summary = board_cohorts_summary(board_id=obj.pk)
+        if not summary.cohorts:
+            return "none yet"
+        return (
+            f"{summary.cohorts} ({summary.players} players; "
+            f"newest {summary.last_members}/{obj.cohort_size})"
+        )
 
 
 if TYPE_CHECKING:
@@ -332,6 +350,38 @@ class PlayerBanAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[PlayerBan]) -> None:
         for ban in queryset:
             self.delete_model(request, ban)
+
+
+class CohortMemberInline(admin.TabularInline):
+    model = CohortMember
+    fields = ("player_id", "joined_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    ordering = ("player_id",)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Cohort)
+class CohortAdmin(ReadOnlyAdmin):
+    """A board's cohorts and their members: assigned by ingestion, never edited (a player's
+    cohort never changes)."""
+
+    list_display = ("board", "number", "tier", "fill", "opened_at")
+    list_filter = ("board__season",)
+    list_select_related = ("board",)
+    search_fields = ("=memberships__player_id",)
+    search_help_text = "A player id: the cohorts the player is in."
+    inlines = (CohortMemberInline,)
+
+    @admin.display(description="Members")
+    def fill(self, obj: Cohort) -> str:
+        return f"{obj.members}/{obj.board.cohort_size}"
 
 
 @admin.register(RebuildRun)

@@ -12,4 +12,9 @@ urlpatterns = [
         views.season_board_page,
         name="board-page",
     ),
+    path(
+        "seasons/<int:season_id>/boards/<str:board>/cohorts/<int:cohort>",
+        views.board_cohort_page,
+        name="cohort-page",
+    ),
 ]

@@ -32,6 +32,7 @@ from .selectors.boards import (
     board_list_cached,
     season_list_with_main_rule,
 )
+from .selectors.cohorts import board_cohorts_last, cohort_standing_get, player_cohort_get
 from .selectors.pages import (
     BoardPage,
     board_daily_page_get,
@@ -68,9 +69,34 @@ def season_board_page(
     context = _board_page_context(
         season=season, board=ref, query=query, page=page, errors=form.messages()
     )
+    if ref.cohort_size is not None and page.lookup is not None and page.lookup.standing:
+        context["cohort"] = player_cohort_get(board=ref, player_id=page.lookup.player_id)
     return render(
         request, "leaderboard/season_board.html", context, status=400 if form.errors else 200
     )
+
+
+@throttled_page
+@require_GET
+def board_cohort_page(
+    request: HttpRequest, season_id: int, board: str, cohort: int
+) -> HttpResponse:
+    """One cohort of a board with cohorts, ranked, with each member's global rank."""
+    season, ref = _season_board_or_404(season_id=season_id, slug=board)
+    standing = cohort_standing_get(board=ref, number=cohort) if ref.cohort_size else None
+    if standing is None:
+        raise Http404(f"Board {ref.slug!r} of season {season_id} has no group {cohort}.")
+    context = {
+        "season": season,
+        "board": ref,
+        "boards": board_list_cached(season_id=ref.season_id),
+        "cohort": standing,
+        "caption": f"{ref.name}: group {cohort}, ranked within the group",
+        "page_path": _board_path(ref),
+        "previous_cohort": cohort - 1 if cohort > 1 else None,
+        "next_cohort": cohort + 1 if cohort < board_cohorts_last(board_id=ref.id) else None,
+    }
+    return render(request, "leaderboard/cohort.html", context)
 
 
 def _season_board_or_404(*, season_id: int, slug: str) -> tuple[SeasonRef, BoardRef]:

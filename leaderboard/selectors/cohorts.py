@@ -185,3 +185,9 @@ def board_cohorts_summary(*, board_id: int) -> CohortsSummary:
         row = cursor.fetchone()
     assert row is not None
     return CohortsSummary(int(row[0]), int(row[1]), row[2])
+
+
+def board_cohorts_last(*, board_id: int) -> int:
+    """The number of the board's newest cohort (0: none yet)."""
+    found = Cohort.objects.filter(board_id=board_id).order_by("-number").first()
+    return found.number if found is not None else 0

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
 
-from leaderboard.models import Board
+from leaderboard.models import Board, Cohort
+from leaderboard.services import ResultColumns, ResultRow, match_results_store
 from seasons.models import Season
 from tests.factories import MatchResultFactory, SeasonFactory
 
@@ -176,3 +178,31 @@ def test_tie_break_columns_are_written_as_create_boards_arguments_and_fixed_once
     post("")
     main.refresh_from_db()
     assert main.tiebreak_names == ("kills", "deaths")
+
+
+def test_cohorts_are_chosen_on_the_board_row_and_listed_with_their_fill(staff: Client) -> None:
+    season: Season = SeasonFactory.create(starts_at=START, ends_at=START + timedelta(days=30))
+    main = Board.objects.get(season=season, slug="main")
+    _post_main_board(
+        staff, season, main, name="Main", order="desc", rule="best",
+        time_resolution_seconds=1, cohort_size=2,
+    )  # fmt: skip
+    main.refresh_from_db()
+    assert main.cohort_size == 2
+    rows = [
+        ResultRow(uuid.uuid4(), player, season.id, main.id, 5, START + timedelta(hours=1), 0, i)
+        for i, player in enumerate([41, 42, 43])
+    ]
+    match_results_store(results=ResultColumns.of(rows))
+    html = staff.get(f"{SEASONS}{season.id}/change/").content.decode()
+    assert "2 (3 players; newest 1/2)" in html
+    listing = staff.get("/admin/leaderboard/cohort/").content.decode()
+    assert "2/2" in listing
+    assert "1/2" in listing
+    found = staff.get("/admin/leaderboard/cohort/?q=43").content.decode()
+    assert "1/2" in found
+    assert "2/2" not in found
+    first = Cohort.objects.get(board=main, number=1)
+    page = staff.get(f"/admin/leaderboard/cohort/{first.id}/change/").content.decode()
+    assert "41" in page
+    assert "42" in page

@@ -8,6 +8,7 @@ rebuilds and concurrent batches; ranks against the reference board of tests.help
 from __future__ import annotations
 
 import random
+import re
 import threading
 import uuid
 from collections import Counter
@@ -300,3 +301,33 @@ def test_create_board_takes_a_cohort_size_fixed_once_the_board_has_results() -> 
             time_resolution_seconds=1,
             cohort_size=20,
         )
+
+
+def test_the_board_page_shows_the_players_group_and_each_group_has_its_page(client) -> None:
+    rng = random.Random(9)
+    season = _season()
+    board_factory(season, "groups", cohort_size=3)
+    _ingest(_results(season.id, "groups", rng, range(1, 8), each=1), rng)
+    members = _membership(Board.objects.get(season=season, slug="groups").id)
+    page = client.get(f"/seasons/{season.id}/boards/groups?player=5").content.decode()
+    assert "players ranked in groups of 3 too" in page
+    mine = members[5]
+    assert f'Your group: <a href="/seasons/{season.id}/boards/groups/cohorts/{mine}">' in page
+    group = page[page.index('data-cohort="') :]
+    group = group[: group.index("</table>")]
+    assert sorted(int(p) for p in re.findall(r'data-player="(\d+)"', group)) == sorted(
+        p for p, n in members.items() if n == mine
+    )
+    assert '<tr data-player="5" class="me">' in group
+
+    first = client.get(f"/seasons/{season.id}/boards/groups/cohorts/1")
+    assert first.status_code == 200
+    html = first.content.decode()
+    assert "group 1: 3 of 3 players" in html
+    assert "Global rank" in html
+    assert f'href="/seasons/{season.id}/boards/groups/cohorts/2" rel="next"' in html
+    last = client.get(f"/seasons/{season.id}/boards/groups/cohorts/3").content.decode()
+    assert "group 3: 1 of 3 players" in last
+    assert 'rel="next"' not in last
+    assert client.get(f"/seasons/{season.id}/boards/groups/cohorts/4").status_code == 404
+    assert client.get(f"/seasons/{season.id}/boards/main/cohorts/1").status_code == 404

@@ -33,6 +33,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from ingestion.services import game_server_token_create
+from leaderboard.models import Board, Cohort, CohortMember
 from leaderboard_project.wsgi import application
 from seasons.models import SeasonStatus
 from tests.factories import SeasonFactory
@@ -74,6 +75,15 @@ def door_token(_wsgi_keeps_the_test_transaction, settings, board_redis, kafka_to
     )
     write_season_board(board_redis, season)
     write_daily_board(board_redis, season, START.date(), {1: (10, 0), 2: (20, 0)})
+    # The main board ranks in cohorts of 4 too (players 1 and 2 in cohort 1, as ingestion
+    # would have put them), so the cohort reads reach 200s.
+    main = Board.objects.get(season=season, slug="main")
+    main.cohort_size = 4
+    main.save(update_fields=["cohort_size"])
+    cohort = Cohort.objects.create(board=main, number=1, members=2)
+    CohortMember.objects.bulk_create(
+        [CohortMember(board=main, cohort=cohort, player_id=p) for p in (1, 2)]
+    )
     return game_server_token_create(name="schemathesis")[1]
 
 
