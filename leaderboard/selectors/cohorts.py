@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from cachetools import LRUCache, TTLCache
 from django.db import connection
+from django.db.models import Count, Sum
 
 from seasons.memo import process_state_register
 
@@ -174,17 +175,11 @@ class CohortsSummary:
 
 
 def board_cohorts_summary(*, board_id: int) -> CohortsSummary:
-    """How many cohorts the board has and how full (the admin, the board page)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT count(*), coalesce(sum(members), 0), "  # noqa: S608
-            f"(SELECT members FROM {_COHORTS} WHERE board_id = %s ORDER BY number DESC LIMIT 1) "
-            f"FROM {_COHORTS} WHERE board_id = %s",
-            [board_id, board_id],
-        )
-        row = cursor.fetchone()
-    assert row is not None
-    return CohortsSummary(int(row[0]), int(row[1]), row[2])
+    """How many cohorts the board has and how full (the admin)."""
+    cohorts = Cohort.objects.filter(board_id=board_id)
+    totals = cohorts.aggregate(count=Count("id"), players=Sum("members", default=0))
+    newest = cohorts.order_by("-number").values_list("members", flat=True).first()
+    return CohortsSummary(totals["count"], totals["players"], newest)
 
 
 def board_cohorts_last(*, board_id: int) -> int:
