@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import os
 
-DEFAULT_DATABASE_URL = "postgres://leaderboard:leaderboard@127.0.0.1:5432/leaderboard"
+# The local server on the port devservices gives it (as leaderboard_project/local_clusters.py).
+DEFAULT_DATABASE_URL = (
+    "postgres://leaderboard:leaderboard@127.0.0.1:"
+    f"{os.environ.get('LB_PG_PORT') or 5432}/leaderboard"
+)
 
 
 def bench_secret_key_default(*, bench: str) -> None:
