@@ -35,6 +35,7 @@ from kafka import KafkaConsumer
 from kafka.errors import UnknownTopicOrPartitionError
 from kafka.structs import TopicPartition
 
+from leaderboard.rank_events import KafkaRankEventSink
 from leaderboard.services import boards_recover
 
 from . import metrics
@@ -74,6 +75,8 @@ class ConsumerOptions:
     profiles_dead_letter_topic: str = ""
     # A poll() that has not returned after this long ends the process (poll_watchdog.py); 0: off.
     poll_stall_seconds: float = 360.0
+    # Where the boards' rank events go (docs/events.md).
+    rank_events_topic: str = "rank-events"
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> ConsumerOptions:
@@ -93,6 +96,7 @@ class ConsumerOptions:
             profiles_topic=settings.KAFKA_PLAYER_PROFILES_TOPIC,
             profiles_dead_letter_topic=settings.KAFKA_PLAYER_PROFILES_DEAD_LETTER_TOPIC,
             poll_stall_seconds=settings.INGEST_POLL_STALL_SECONDS,
+            rank_events_topic=settings.KAFKA_RANK_EVENTS_TOPIC,
         )
         return replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -115,6 +119,7 @@ class MatchResultConsumer:
             topic=options.topic, interval_seconds=options.failover_check_seconds
         )
         self._watchdog = PollWatchdog(limit_seconds=options.poll_stall_seconds)
+        self._rank_events: KafkaRankEventSink | None = None
 
     def request_stop(self) -> None:
         self.stop_event.set()
@@ -185,6 +190,25 @@ class MatchResultConsumer:
         except ConsumerStopping:
             consumer.close(autocommit=False)
             return self.totals
+        try:
+            # Created with the settings' partitions and replication rather than left to the
+            # broker's auto-creation defaults at the first event.
+            self._retrying(
+                "Kafka",
+                lambda: topic_create_if_missing(
+                    bootstrap_servers=self.options.bootstrap_servers,
+                    name=self.options.rank_events_topic,
+                ),
+            )
+        except ConsumerStopping:
+            consumer.close(autocommit=False)
+            producer.close(timeout=5)
+            return self.totals
+        self._rank_events = KafkaRankEventSink(
+            bootstrap_servers=self.options.bootstrap_servers,
+            topic=self.options.rank_events_topic,
+            client_id=f"ingest-events-{self.options.consumer_id}",
+        )
         sink = KafkaDeadLetterSink(
             producer=producer, topic=self.options.dead_letter_topic, source_topic=self.options.topic
         )
@@ -236,6 +260,8 @@ class MatchResultConsumer:
             self._report(consumer)
             consumer.close(autocommit=False)
             producer.close(timeout=5)
+            if self._rank_events is not None:
+                self._rank_events.close()
         logger.info("consumer stopped")
         return self.totals
 
@@ -265,7 +291,11 @@ class MatchResultConsumer:
         profiles = [record for tp, batch in polled.items() if tp.topic != topic for record in batch]
         with metrics.BATCH_SECONDS.labels(topic=topic).time():
             outcome = match_results_ingest(
-                topic=topic, records=records, dead_letters=sink, retrying=self._retrying
+                topic=topic,
+                records=records,
+                dead_letters=sink,
+                retrying=self._retrying,
+                rank_events=self._rank_events,
             )
         if profiles:
             profiled = player_profiles_ingest(

@@ -33,6 +33,7 @@ class BatchOutcome:
     profiles: int = 0  # profile records of the player-profiles topic
     profiles_dead_letters: int = 0
     names_skipped: int = 0  # match results whose displayName was invalid (the result counts)
+    rank_events: int = 0  # rank events published to Kafka (docs/events.md)
 
 
 @dataclass(slots=True)
@@ -47,6 +48,7 @@ class IngestTotals:
     profiles: int = 0
     profiles_dead_letters: int = 0
     names_skipped: int = 0
+    rank_events: int = 0
     batches: int = 0
     lag: int | None = None
     # Next offset to read per partition (what was committed last).
@@ -61,6 +63,7 @@ class IngestTotals:
         self.profiles += outcome.profiles
         self.profiles_dead_letters += outcome.profiles_dead_letters
         self.names_skipped += outcome.names_skipped
+        self.rank_events += outcome.rank_events
         self.batches += 1
 
 

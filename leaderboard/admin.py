@@ -38,6 +38,7 @@ from .selectors.cohorts import board_cohorts_summary
 from .selectors.overview import BoardOverview, board_overview_get
 from .selectors.results import match_results_of_player
 from .services import (
+    EVENT_FIELDS,
     SCORE_FIELDS,
     Correction,
     board_create,
@@ -166,6 +167,8 @@ class BoardForm(forms.ModelForm):
             "keeps_metadata",
             "tiebreak_columns",
             "cohort_size",
+            "rank_events",
+            "event_top_n",
         )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -206,6 +209,8 @@ class BoardInline(admin.TabularInline):
         "tiebreak_columns",
         "cohort_size",
         "cohorts",
+        "rank_events",
+        "event_top_n",
         "time_bits",
     )
     readonly_fields = ("cohorts", "time_bits")
@@ -254,7 +259,7 @@ class SeasonBoardsMixin(_SeasonAdmin):
                     board.delete()
                     formset.deleted_objects.append(board)
                 continue
-            values = {field: data[field] for field in ("name", *SCORE_FIELDS)}
+            values = {field: data[field] for field in ("name", *SCORE_FIELDS, *EVENT_FIELDS)}
             values["tiebreaks"] = tiebreak_columns_parse(values.pop("tiebreak_columns"))
             if board.pk is None:
                 formset.new_objects.append(board_create(season_id=season.id, **values))

@@ -115,6 +115,24 @@ def ingest_applied_offsets(*, board_id: int, topic: str) -> str:
     return f"{_board_tag(board_id)}:applied:{topic}"
 
 
+def rank_events_outbox(*, board_id: int, topic: str, partition: int) -> str:
+    """``lb:{b7}:events:<topic>:<partition>``: stream of the board's rank events caused by
+    results of one partition of ``topic`` and not yet acknowledged by Kafka.
+
+    The apply script adds one entry per call (all its events) atomically with the write and the
+    watermark; the consumer publishes the entry to the rank-events topic and deletes it before
+    committing the batch's offsets (docs/events.md). One stream per partition, so the owner of a
+    partition finds a crashed predecessor's leftovers where it resumes.
+    """
+    return f"{_board_tag(board_id)}:events:{topic}:{int(partition)}"
+
+
+def rank_events_corrections_outbox(*, board_id: int) -> str:
+    """``lb:{b7}:events:corrections``: stream of the board's rank events caused by staff
+    corrections (voids, bans) not yet acknowledged by Kafka (leaderboard/services/events.py)."""
+    return f"{_board_tag(board_id)}:events:corrections"
+
+
 def board_intact(*, board_id: int) -> str:
     """``lb:{b7}:intact``: present while Redis is known to hold every key of the board
     (season-long, daily and weekly boards, watermark) as PostgreSQL has them.

@@ -22,6 +22,9 @@ BOARD_SLUG_PATTERN = r"^[a-z0-9-]{1,32}$"
 TIEBREAK_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,15}$"
 COHORT_SIZE_MIN = 2
 COHORT_SIZE_MAX = 1000
+# Rank events (docs/events.md): entered_top and left_top are about a board's top N.
+EVENT_TOP_N_DEFAULT = 100
+EVENT_TOP_N_MAX = 100_000
 
 
 class BoardOrder(models.TextChoices):
@@ -80,6 +83,17 @@ class Board(models.Model):
         help_text=f"Group players into cohorts of this many ({COHORT_SIZE_MIN} to "
         f"{COHORT_SIZE_MAX}); empty: no cohorts.",
     )
+    # Contract 0.3: rank events (docs/events.md). Both may change at any time: the apply script
+    # takes them with each call, and no stored score depends on them.
+    rank_events = models.BooleanField(
+        default=True,
+        help_text="Emit rank events (personal_best, rank_changed, entered_top, left_top, "
+        "overtaken, season_final) to the rank-events topic.",
+    )
+    event_top_n = models.PositiveIntegerField(
+        default=EVENT_TOP_N_DEFAULT,
+        help_text=f"The top N that entered_top and left_top are about (1 to {EVENT_TOP_N_MAX}).",
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -103,6 +117,10 @@ class Board(models.Model):
                 condition=models.Q(cohort_size__isnull=True)
                 | models.Q(cohort_size__gte=COHORT_SIZE_MIN, cohort_size__lte=COHORT_SIZE_MAX),
                 name="board_cohort_size_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(event_top_n__gte=1, event_top_n__lte=EVENT_TOP_N_MAX),
+                name="board_event_top_n_range",
             ),
         ]
 

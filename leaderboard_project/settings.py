@@ -214,6 +214,9 @@ KAFKA_PLAYER_PROFILES_TOPIC = env.str("KAFKA_PLAYER_PROFILES_TOPIC", default="pl
 KAFKA_PLAYER_PROFILES_DEAD_LETTER_TOPIC = env.str(
     "KAFKA_PLAYER_PROFILES_DEAD_LETTER_TOPIC", default=f"{KAFKA_PLAYER_PROFILES_TOPIC}.dlq"
 )
+# Contract 0.3: rank events (key = player id), published by the consumer before it commits each
+# batch, by corrections and by the close-out (docs/events.md).
+KAFKA_RANK_EVENTS_TOPIC = env.str("KAFKA_RANK_EVENTS_TOPIC", default="rank-events")
 KAFKA_CONSUMER_GROUP = env.str("KAFKA_CONSUMER_GROUP", default="leaderboard-ingest")
 KAFKA_TOPIC_PARTITIONS = env.int("KAFKA_TOPIC_PARTITIONS", default=4)
 

@@ -216,6 +216,8 @@ def _occurrence_create(
             keeps_metadata=board.keeps_metadata,
             tiebreaks=board.tiebreaks,
             cohort_size=board.cohort_size,
+            rank_events=board.rank_events,
+            event_top_n=board.event_top_n,
         )
     tiers = [
         RewardTier(

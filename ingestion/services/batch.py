@@ -22,6 +22,7 @@ from itertools import groupby
 from typing import TypeVar
 
 from leaderboard.models import ScoringRule
+from leaderboard.rank_events import OutboxEntry, RankEventSink, rank_event_sink
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.selectors.results import LatestResults, latest_results_get
 from leaderboard.services import (
@@ -31,6 +32,8 @@ from leaderboard.services import (
     StoredBatch,
     board_groups_apply,
     match_results_store,
+    rank_events_outbox_trim,
+    rank_events_publish,
 )
 from players.schema import ProfileRejected, ProfileUpdate, name_update
 from players.services import player_profiles_upsert
@@ -277,6 +280,9 @@ def _counted(decoded: DecodedBatch, stored: StoredBatch, latest: LatestResults) 
                 _pick(results.tiebreakers, indices)  # type: ignore[arg-type]
                 if board.tiebreaks
                 else None,
+                # What the board's rank events carry (none: not sent to the script).
+                _pick(results.match_ids, indices) if board.rank_events else None,  # type: ignore[arg-type]
+                [int(at.timestamp()) for at in achieved] if board.rank_events else None,
             )
         )
     return _Counted(groups, duplicates, excluded)
@@ -314,11 +320,14 @@ def match_results_ingest(
     records: Sequence[Record],
     dead_letters: DeadLetterSink,
     retrying: Retrying = run_once,
+    rank_events: RankEventSink | None = None,
 ) -> BatchOutcome:
-    """Handle one polled batch; when it returns, both sinks hold it and offsets may be committed.
+    """Handle one polled batch; when it returns, both sinks hold it, its rank events are on
+    Kafka, and offsets may be committed.
 
     ``retrying`` wraps each step that talks to a dependency, so a dependency that goes away
-    makes the step wait and run again (each step is safe to repeat).
+    makes the step wait and run again (each step is safe to repeat). ``rank_events``: where the
+    boards' rank events go (default: the process's producer on KAFKA_RANK_EVENTS_TOPIC).
     """
     if not records:
         return BatchOutcome(0, 0, 0, 0, 0)
@@ -343,10 +352,10 @@ def match_results_ingest(
     # Read after the batch committed: it decides which results hold a latest-rule board.
     latest = retrying("PostgreSQL", lambda: _latest_of(decoded, stored))
 
-    def apply() -> tuple[int, int, int]:
+    def apply() -> tuple[int, int, int, tuple[OutboxEntry, ...]]:
         counted = _counted(decoded, stored, latest)
         if not counted.groups:
-            return 0, counted.duplicates, counted.excluded
+            return 0, counted.duplicates, counted.excluded, ()
         # The script of each (partition, board) call is the exactly-once decision: it writes
         # only offsets above the board's watermark and moves the watermark in the same atomic
         # call; the offsets it reports covered (a redelivery, a retry after a lost reply, a
@@ -356,9 +365,23 @@ def match_results_ingest(
         )
         # An overflowing cumulative sum is logged by board_groups_apply; the result stays
         # stored and counted as applied here (the rebuild reports it too).
-        return outcome.applied, counted.duplicates + outcome.already_applied, counted.excluded
+        return (
+            outcome.applied,
+            counted.duplicates + outcome.already_applied,
+            counted.excluded,
+            outcome.events,
+        )
 
-    applied, duplicates, excluded = retrying("Redis", apply)
+    applied, duplicates, excluded, events = retrying("Redis", apply)
+    published = 0
+    if events:
+        # 4. the rank events the apply wrote to the boards' outboxes: on Kafka, then out of the
+        # outboxes, before the caller commits (a crash in between publishes them again).
+        sink = rank_events if rank_events is not None else rank_event_sink()
+        published = retrying(
+            "Kafka (rank events)", lambda: rank_events_publish(entries=events, sink=sink)
+        )
+        retrying("Redis (rank events)", lambda: rank_events_outbox_trim(entries=events))
     if decoded.names:
         # After the boards (what the players wait to see); idempotent like the rest, so a
         # redelivery sets nothing twice. The name cache is written when it commits.
@@ -373,4 +396,5 @@ def match_results_ingest(
         dead_letters=len(decoded.dead_letters),
         not_counted=excluded,
         names_skipped=decoded.names_skipped,
+        rank_events=published,
     )

@@ -1,10 +1,14 @@
--- Apply one Kafka partition's batch of counted results to ONE board, exactly once.
+-- Apply one Kafka partition's batch of counted results to ONE board, exactly once, with the
+-- board's rank events.
 --
--- Every key belongs to the board's hash slot ({b<board>}): its watermark, its season-long
--- board and the daily boards the batch touches, each with its rebuild keys.
+-- Every key belongs to the board's hash slot ({b<board>}): its watermark, its events outbox,
+-- its intact key, its season-long board and the daily boards the batch touches, each with its
+-- rebuild keys.
 --
 -- KEYS[1]            hash: partition -> highest offset of this topic already on this board
--- KEYS[2 + 5(i-1)..] key group i: the sorted set, its rebuild marker, pending list, delta ZSET
+-- KEYS[2]            stream: the board's rank events outbox for this topic and partition
+-- KEYS[3]            the board's intact key (absent: Redis lost the board; no events)
+-- KEYS[4 + 5(i-1)..] key group i: the sorted set, its rebuild marker, pending list, delta ZSET
 --                    and done key (the snapshot of the rebuild that last replaced the set)
 -- ARGV[1]            the partition (hash field)
 -- ARGV[2]            the lowest offset among the results below
@@ -18,23 +22,33 @@
 --                    group it counts on season-long and the one it counts on daily (0: none).
 --                    Columns rather than an argument per value, and no per-result work left to
 --                    the caller: packing arguments was the client's largest cost.
+-- ARGV[16+n]         rank events: the board's event top N (0: the board emits no events)
+-- ARGV[17+n..20+n]   the topic, board id, season id and board slug (the events' ids and fields)
+-- ARGV[21+n..23+n]   with events, three more columns (else empty): each result's offset, match
+--                    id ("-": unknown) and achievedAt (unix seconds)
 --
 -- The script collapses the results per (key group, member, xid) under the board's rule before
 -- writing: cumulative sums them (so a sum that overflows is left out whole), best and latest
 -- write each (ZADD GT keeps the better one; latest receives one result per key and player).
+-- With events, the season-long key is written result by result instead, in offset order, each
+-- step computing the player's rank before and after and the events it causes (common.lua
+-- rank_step_events); daily keys emit nothing. A cumulative result whose sum overflows is then
+-- left out on its own.
 --
 -- Returns {0, applied_offset} when some of these offsets are already on the board (a
 -- redelivery, a retry after a lost reply, or another consumer of the partition got there
--- first: the caller drops them and calls again), or {1, changed, overflow...} where overflow
--- lists "group_index member" of cumulative sums the codec cannot hold (those results are left
--- out; nothing is clamped). This answer is the only exactly-once decision: the caller reads no
--- watermark of its own.
+-- first: the caller drops them and calls again), or {1, changed, outbox_id, events,
+-- overflow...}: outbox_id the stream entry holding this call's events ("" when none), events
+-- their lines ("<player> <JSON>" separated by newlines), overflow the "group_index member" of
+-- cumulative sums the codec cannot hold (those results are left out; nothing is clamped). This
+-- answer is the only exactly-once decision: the caller reads no watermark of its own.
 --
 -- A result the last finished rebuild of a key could see (its xid visible in the done key's
 -- snapshot) is on that key already: it is left out of that key, not counted twice.
 --
--- Everything, watermark included, happens in this one atomic call: either the whole batch of
--- the partition is on the board and the watermark covers it, or none of it is.
+-- Everything, watermark and outbox included, happens in this one atomic call: either the whole
+-- batch of the partition is on the board, its events in the outbox and the watermark covers
+-- it, or none of it is.
 
 local field = ARGV[1]
 local min_offset = tonumber(ARGV[2])
@@ -51,16 +65,25 @@ local ngroups = tonumber(ARGV[8])
 -- old Python against this file) must fail loudly: parsed leniently, its results would match
 -- nothing and the watermark would move past them, losing them without a word.
 local spec_error = check_spec(rule, order, time_bits, max_points)
-if spec_error or not ngroups or #ARGV ~= 15 + ngroups or #KEYS ~= 1 + 5 * ngroups
-    or not tonumber(ARGV[9 + ngroups]) then
-  return redis.error_reply('apply_results: expected 15 + n arguments and 1 + 5n keys for n = '
+if spec_error or not ngroups or #ARGV ~= 23 + ngroups or #KEYS ~= 3 + 5 * ngroups
+    or not tonumber(ARGV[9 + ngroups]) or not tonumber(ARGV[16 + ngroups]) then
+  return redis.error_reply('apply_results: expected 23 + n arguments and 3 + 5n keys for n = '
     .. tostring(ARGV[8]) .. ', got ' .. #ARGV .. ' and ' .. #KEYS
     .. (spec_error and (' (' .. spec_error .. ')') or '')
     .. ' (caller and script of different versions?)')
 end
+local top_n = tonumber(ARGV[16 + ngroups])
+-- A board Redis lost (no intact key) is empty or partial until the recovery rebuilt it: ranks
+-- read from it would be wrong, so it emits nothing meanwhile (docs/events.md).
+local events = nil
+if top_n > 0 and redis.call('EXISTS', KEYS[3]) == 1 then
+  events = rank_events_new(
+    ARGV[17 + ngroups] .. '/' .. ARGV[18 + ngroups] .. '/' .. field .. '/',
+    ARGV[19 + ngroups], ARGV[20 + ngroups])
+end
 local groups = {}
 for i = 1, ngroups do
-  local k = 1 + (i - 1) * 5
+  local k = 3 + (i - 1) * 5
   groups[i] = {
     key = KEYS[k + 1], marker = KEYS[k + 2], pending = KEYS[k + 3], delta = KEYS[k + 4],
     done = redis.call('GET', KEYS[k + 5]) or false,
@@ -79,7 +102,14 @@ local members, points_of, ticks_of, xids, season_long, daily =
   column[1], column[2], column[3], column[4], column[5], column[6]
 local entries = {}
 local collapsed = {}  -- cumulative: "group member xid" -> its entry
-local function add(i, member, points, ticks, sxid)
+-- With events, the season-long entries in result order: {group, member, points, ticks, xid,
+-- cause}, each applied on its own (pass 2).
+local steps_in = {}
+local function add(i, member, points, ticks, sxid, cause)
+  if cause then
+    steps_in[#steps_in + 1] = {i, member, points, ticks, tonumber(sxid), cause}
+    return
+  end
   if rule == 'cumulative' then
     local slot = i .. ' ' .. member .. ' ' .. sxid
     local e = collapsed[slot]
@@ -97,6 +127,14 @@ local function add(i, member, points, ticks, sxid)
     entries[#entries + 1] = {i, member, points, ticks, tonumber(sxid)}
   end
 end
+local causes = nil
+if events then
+  causes = {
+    string.gmatch(ARGV[21 + ngroups], '%d+'),
+    string.gmatch(ARGV[22 + ngroups], '%S+'),
+    string.gmatch(ARGV[23 + ngroups], '%d+'),
+  }
+end
 for _ = 1, count do
   local member, spoints, sticks, sxid = members(), points_of(), ticks_of(), xids()
   local sl, dl = tonumber(season_long() or ''), tonumber(daily() or '')
@@ -105,9 +143,17 @@ for _ = 1, count do
     return redis.error_reply('apply_results: ' .. count .. ' results sent, a column is short '
       .. 'or names a key group outside 1..' .. ngroups)
   end
+  local cause = nil
+  if causes then
+    cause = {causes[1](), causes[2](), tonumber(causes[3]() or '')}
+    if not (cause[1] and cause[2] and cause[3]) then
+      return redis.error_reply('apply_results: ' .. count .. ' results sent, an events column '
+        .. '(offsets, match ids, times) is short')
+    end
+  end
   local points, ticks = tonumber(spoints), tonumber(sticks)
   if sl > 0 then
-    add(sl, member, points, ticks, sxid)
+    add(sl, member, points, ticks, sxid, cause)
   end
   if dl > 0 then
     add(dl, member, points, ticks, sxid)
@@ -118,6 +164,10 @@ for c = 1, 6 do
     return redis.error_reply('apply_results: ' .. count .. ' results sent, column ' .. c
       .. ' has more')
   end
+end
+if causes and (causes[1]() or causes[2]() or causes[3]()) then
+  return redis.error_reply('apply_results: ' .. count .. ' results sent, an events column has '
+    .. 'more')
 end
 
 -- Pass 1: compute every cumulative score, with no write, so an overflow cannot leave half a
@@ -163,6 +213,37 @@ for _, e in ipairs(entries) do
   end
 end
 
+-- Pass 1 of the season-long steps (with events): each result's new score in order, with no
+-- write, as the rule merges it; a step that changes nothing emits nothing.
+local steps = {}
+do
+  local now = {}  -- member -> score (false: not on the board)
+  for _, e in ipairs(steps_in) do
+    local i, member, points, ticks = e[1], e[2], e[3], e[4]
+    local group = groups[i]
+    if not (group.done and xid_visible(e[5], group.done)) then
+      local old = now[member]
+      if old == nil then
+        local stored = redis.call('ZSCORE', group.key, member)
+        old = stored and tonumber(stored) or false
+      end
+      local new = merged_score(old or nil, points, ticks, rule, order, time_bits, max_points)
+      if new == false then
+        overflow[#overflow + 1] = i .. ' ' .. member
+      else
+        counted[#counted + 1] = e
+        if new ~= nil and new ~= old then
+          steps[#steps + 1] = {member, old, new, e[6]}
+          now[member] = new
+        elseif rule == 'cumulative' then
+          -- A counted result that leaves the score as it was: still the player's news.
+          steps[#steps + 1] = {member, old, old, e[6]}
+        end
+      end
+    end
+  end
+end
+
 -- Pass 2: write, one ZADD per key group and up to ZADD_PAIRS members (a call from Lua into
 -- Redis costs about as much as the insert itself; unpack stays well inside Lua's stack limit).
 -- best: ZADD GT (a pair repeated in one call keeps the higher score); latest: a plain ZADD (the
@@ -187,6 +268,50 @@ for _, group in ipairs(groups) do
   end
   if #writes > 0 and group.expire_at > 0 then
     redis.call('EXPIREAT', group.key, group.expire_at)
+  end
+end
+
+-- Pass 2 of the season-long steps: each written on its own, its events computed around it.
+if #steps > 0 then
+  local key = groups[steps_in[1][1]].key
+  local function rank(score)
+    return redis.call('ZCOUNT', key, '(' .. score_str(score), '+inf') + 1
+  end
+  local function points(score)
+    return (decode_score(score, order, time_bits, max_points))
+  end
+  local function pair(reply)
+    if reply[1] then
+      return tonumber(reply[2]), reply[1]
+    end
+    return nil, nil
+  end
+  local board = {
+    rank = rank,
+    points = points,
+    better = function(a, b) return a > b end,
+    write = function(member, old, new)
+      if new ~= old then
+        redis.call('ZADD', key, score_str(new), member)
+      end
+    end,
+    below = function(_, score)
+      return pair(redis.call('ZREVRANGEBYSCORE', key, '(' .. score_str(score), '-inf',
+        'WITHSCORES', 'LIMIT', 0, 1))
+    end,
+    at = function(position)
+      return pair(redis.call('ZREVRANGE', key, position, position, 'WITHSCORES'))
+    end,
+    tied = function(score, limit)
+      local s = score_str(score)
+      return redis.call('ZRANGEBYSCORE', key, s, s, 'LIMIT', 0, limit)
+    end,
+  }
+  for _, step in ipairs(steps) do
+    if step[2] ~= step[3] then
+      changed = changed + 1
+    end
+    rank_step_events(events, board, step, true, top_n)
   end
 end
 
@@ -218,7 +343,13 @@ if not applied or tonumber(applied) < handled_offset then
   redis.call('HSET', KEYS[1], field, score_str(handled_offset))
 end
 
-local reply = {1, changed}
+local outbox_id, payload = '', ''
+if events and #events.lines > 0 then
+  payload = table.concat(events.lines, '\n')
+  outbox_id = redis.call('XADD', KEYS[2], '*', 'events', payload)
+end
+
+local reply = {1, changed, outbox_id, payload}
 for _, slot in ipairs(overflow) do
   reply[#reply + 1] = slot
 end

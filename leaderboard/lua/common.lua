@@ -250,3 +250,125 @@ local function wide_merge_into(zset, index, member, values, ticks, rule, orders,
   redis.call('HSET', index, member, new)
   return 1
 end
+
+-- ---- rank events (docs/events.md) ----
+-- The apply scripts compute a board's rank events where the ranks are known and write them,
+-- in the same call, to the board's outbox stream (leaderboard/keys.py rank_events_outbox).
+-- An event is one line "<player id> <JSON>": the key and the value of its Kafka message.
+
+-- Unix seconds -> RFC 3339 UTC, "YYYY-MM-DDTHH:MM:SSZ" (days to a civil date: H. Hinnant's
+-- days_from_civil inverse; Redis's Lua has no os.date).
+local function utc_text(seconds)
+  local days = math.floor(seconds / 86400)
+  local rest = seconds - days * 86400
+  local z = days + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
+    - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local day = doy - math.floor((153 * mp + 2) / 5) + 1
+  local month = mp < 10 and mp + 3 or mp - 9
+  local year = yoe + era * 400 + (month <= 2 and 1 or 0)
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02dZ', year, month, day,
+    math.floor(rest / 3600), math.floor(rest % 3600 / 60), rest % 60)
+end
+
+local function json_int(n)
+  if n == nil or n == false then
+    return 'null'
+  end
+  return score_str(n)
+end
+
+-- The events of one apply call. id_prefix is "<topic>/<board id>/<partition>/": an event's
+-- id is the first 32 hex digits of SHA-1("<id_prefix><offset>/<type>/<player id>"), the same
+-- on every redelivery and replay of the result (leaderboard/rank_events.py rank_event_id).
+local function rank_events_new(id_prefix, season_id, slug)
+  return {
+    id_prefix = id_prefix,
+    head = '","seasonId":' .. season_id .. ',"board":"' .. slug .. '","playerId":',
+    lines = {},
+  }
+end
+
+-- One event. cause = {offset, match id ('' = unknown), at (unix seconds)} of the result.
+local function rank_event(events, kind, player, rank, previous_rank, points, previous_points,
+                          other, cause)
+  local id = string.sub(
+    redis.sha1hex(events.id_prefix .. cause[1] .. '/' .. kind .. '/' .. player), 1, 32)
+  local match_id = 'null'
+  if cause[2] ~= '' and cause[2] ~= '-' then
+    match_id = '"' .. cause[2] .. '"'
+  end
+  events.lines[#events.lines + 1] = player .. ' {"eventId":"' .. id .. '","type":"' .. kind
+    .. events.head .. player .. ',"rank":' .. json_int(rank)
+    .. ',"previousRank":' .. json_int(previous_rank) .. ',"points":' .. json_int(points)
+    .. ',"previousPoints":' .. json_int(previous_points) .. ',"matchId":' .. match_id
+    .. ',"otherPlayerId":' .. (other or 'null') .. ',"at":"' .. utc_text(cause[3]) .. '"}'
+end
+
+-- The rank events of one player's value moving on a board, whatever the board's encoding.
+-- step: {player, old value or false, new value, cause}; the board's rank functions (b):
+--   b.rank(value)          1-based rank of a value (1 + how many are strictly better)
+--   b.points(value)        the points a value holds
+--   b.better(a, b)         is value a strictly better than value b
+--   b.write(player, old, new)
+--   b.below(player, new)   the value and player right below player (nil, nil: none)
+--   b.at(position)         the value and player at 0-based position (nil, nil: none)
+--   b.tied(value, limit)   up to limit players holding exactly value
+-- personal: emit personal_best (the rule decides: best improved, latest changed, cumulative
+-- counted). top_n: the top of entered_top and left_top.
+local TIED_LIMIT = 16
+local function rank_step_events(events, b, step, personal, top_n)
+  local player, old, new, cause = step[1], step[2], step[3], step[4]
+  local old_rank = old and b.rank(old) or nil
+  b.write(player, old, new)
+  local new_rank = b.rank(new)
+  local points = b.points(new)
+  local old_points = old and b.points(old) or nil
+  if personal then
+    rank_event(events, 'personal_best', player, new_rank, old_rank, points, old_points, nil, cause)
+  end
+  if old_rank ~= new_rank then
+    rank_event(events, 'rank_changed', player, new_rank, old_rank, points, old_points, nil, cause)
+  end
+  local improved = not old or b.better(new, old)
+  if improved then
+    -- Directly passed: the player right below now, if they were not below before.
+    local value, passed = b.below(player, new)
+    if passed and (not old or not b.better(old, value)) then
+      local their_rank = b.rank(value)
+      local their_points = b.points(value)
+      rank_event(events, 'overtaken', passed, their_rank, their_rank - 1, their_points,
+        their_points, player, cause)
+    end
+    if new_rank <= top_n and (not old_rank or old_rank > top_n) then
+      rank_event(events, 'entered_top', player, new_rank, old_rank, points, old_points, nil,
+        cause)
+      -- Pushed out: whoever holds rank top_n + 1 now held top_n before (the player was not
+      -- above them then).
+      local edge = b.at(top_n)
+      if edge and b.rank(edge) == top_n + 1 and (not old or not b.better(old, edge)) then
+        for _, out in ipairs(b.tied(edge, TIED_LIMIT)) do
+          local out_points = b.points(edge)
+          rank_event(events, 'left_top', out, top_n + 1, top_n, out_points, out_points, player,
+            cause)
+        end
+      end
+    end
+  elseif old_rank <= top_n and new_rank > top_n then
+    -- A worse value (latest rule, or a later tick under cumulative): the player left the top
+    -- on their own, and whoever holds rank top_n now came up from below it.
+    rank_event(events, 'left_top', player, new_rank, old_rank, points, old_points, nil, cause)
+    local edge, edge_player = b.at(top_n - 1)
+    if edge and edge_player ~= player and b.rank(edge) == top_n and b.better(old, edge) then
+      for _, up in ipairs(b.tied(edge, TIED_LIMIT)) do
+        local up_points = b.points(edge)
+        rank_event(events, 'entered_top', up, top_n, top_n + 1, up_points, up_points, nil,
+          cause)
+      end
+    end
+  end
+end

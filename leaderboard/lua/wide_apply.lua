@@ -1,8 +1,11 @@
 -- apply_results.lua for a board with tie-break columns: one Kafka partition's batch of
--- counted results on ONE wide board (common.lua, "wide keys"), exactly once.
+-- counted results on ONE wide board (common.lua, "wide keys"), exactly once, with the board's
+-- rank events.
 --
 -- KEYS[1]            hash: partition -> highest offset of this topic already on this board
--- KEYS[2 + 6(i-1)..] key group i: the sorted set, its index hash, its rebuild marker, pending
+-- KEYS[2]            stream: the board's rank events outbox for this topic and partition
+-- KEYS[3]            the board's intact key (absent: Redis lost the board; no events)
+-- KEYS[4 + 6(i-1)..] key group i: the sorted set, its index hash, its rebuild marker, pending
 --                    list, delta hash and done key
 -- ARGV[1]            the partition (hash field)
 -- ARGV[2]            the lowest offset among the results below
@@ -16,10 +19,18 @@
 --                    xid, the key group it counts on season-long and daily (0: none).
 --                    Keys rather than values: formatting them here was most of the script's
 --                    cost, and the caller validated every value already.
+-- ARGV[14+n]         rank events: the board's event top N (0: the board emits no events)
+-- ARGV[15+n..18+n]   the topic, board id, season id and board slug (the events' ids and fields)
+-- ARGV[19+n..21+n]   with events, three more columns (else empty): each result's offset, match
+--                    id ("-": unknown) and achievedAt (unix seconds)
+--
+-- With events the season-long key is written result by result, as in apply_results.lua; the
+-- events' points are the key's points (its first value).
 --
 -- Replies as apply_results.lua: {0, applied_offset} when the watermark covers some of these
--- offsets, else {1, changed, "group_index member" of each cumulative sum past the maximum}.
--- The watermark, the writes and the rebuild protocol's bookkeeping happen in this one call.
+-- offsets, else {1, changed, outbox_id, events, "group_index member" of each cumulative sum
+-- past the maximum}. The watermark, the writes, the outbox and the rebuild protocol's
+-- bookkeeping happen in this one call.
 
 local field = ARGV[1]
 local min_offset = tonumber(ARGV[2])
@@ -33,16 +44,24 @@ local rule, orders, tick_digits = ARGV[4], ARGV[5], tonumber(ARGV[6])
 local nvalues = #orders
 local ngroups = tonumber(ARGV[7])
 local spec_error = check_wide_spec(rule, orders, tick_digits)
-if spec_error or not ngroups or #ARGV ~= 13 + ngroups or #KEYS ~= 1 + 6 * ngroups
-    or not tonumber(ARGV[8 + ngroups]) then
-  return redis.error_reply('wide_apply: expected 13 + n arguments and 1 + 6n keys for n = '
+if spec_error or not ngroups or #ARGV ~= 21 + ngroups or #KEYS ~= 3 + 6 * ngroups
+    or not tonumber(ARGV[8 + ngroups]) or not tonumber(ARGV[14 + ngroups]) then
+  return redis.error_reply('wide_apply: expected 21 + n arguments and 3 + 6n keys for n = '
     .. tostring(ARGV[7]) .. ', got ' .. #ARGV .. ' and ' .. #KEYS
     .. (spec_error and (' (' .. spec_error .. ')') or '')
     .. ' (caller and script of different versions?)')
 end
+local top_n = tonumber(ARGV[14 + ngroups])
+-- No events from a board Redis lost (no intact key): its ranks are wrong until it is rebuilt.
+local events = nil
+if top_n > 0 and redis.call('EXISTS', KEYS[3]) == 1 then
+  events = rank_events_new(
+    ARGV[15 + ngroups] .. '/' .. ARGV[16 + ngroups] .. '/' .. field .. '/',
+    ARGV[17 + ngroups], ARGV[18 + ngroups])
+end
 local groups = {}
 for i = 1, ngroups do
-  local k = 1 + (i - 1) * 6
+  local k = 3 + (i - 1) * 6
   groups[i] = {
     key = KEYS[k + 1], index = KEYS[k + 2], marker = KEYS[k + 3], pending = KEYS[k + 4],
     delta = KEYS[k + 5], done = redis.call('GET', KEYS[k + 6]) or false,
@@ -63,7 +82,14 @@ local key_length = 8 * nvalues + tick_digits
 -- xid): the sums of every value and the latest tick, as a key again.
 local entries = {}
 local collapsed = {}
-local function add(i, member, key, xid)
+-- With events, the season-long entries in result order: {group, member, key, xid, false,
+-- cause}, each applied on its own (pass 2).
+local steps_in = {}
+local function add(i, member, key, xid, cause)
+  if cause then
+    steps_in[#steps_in + 1] = {i, member, key, xid, false, cause}
+    return
+  end
   if rule == 'cumulative' then
     local slot = i .. ' ' .. member .. ' ' .. xid
     local e = collapsed[slot]
@@ -90,6 +116,14 @@ local function add(i, member, key, xid)
     entries[#entries + 1] = {i, member, key, xid, false}
   end
 end
+local causes = nil
+if events then
+  causes = {
+    string.gmatch(ARGV[19 + ngroups], '%d+'),
+    string.gmatch(ARGV[20 + ngroups], '%S+'),
+    string.gmatch(ARGV[21 + ngroups], '%d+'),
+  }
+end
 for _ = 1, count do
   local member, key, sxid = members(), keys_of(), xids()
   local sl, dl = tonumber(season_long() or ''), tonumber(daily() or '')
@@ -100,8 +134,16 @@ for _ = 1, count do
       .. 'holds a key that is not ' .. key_length .. ' characters long, '
       .. 'or names a key group outside 1..' .. ngroups)
   end
+  local cause = nil
+  if causes then
+    cause = {causes[1](), causes[2](), tonumber(causes[3]() or '')}
+    if not (cause[1] and cause[2] and cause[3]) then
+      return redis.error_reply('wide_apply: ' .. count .. ' results sent, an events column '
+        .. '(offsets, match ids, times) is short')
+    end
+  end
   if sl > 0 then
-    add(sl, member, key, xid)
+    add(sl, member, key, xid, cause)
   end
   if dl > 0 then
     add(dl, member, key, xid)
@@ -112,6 +154,10 @@ for c = 1, 5 do
     return redis.error_reply('wide_apply: ' .. count .. ' results sent, column ' .. c
       .. ' has more')
   end
+end
+if causes and (causes[1]() or causes[2]() or causes[3]()) then
+  return redis.error_reply('wide_apply: ' .. count .. ' results sent, an events column has '
+    .. 'more')
 end
 
 -- Every player's key on each group now: one HMGET per group and up to BATCH players (a call
@@ -199,6 +245,45 @@ for _, e in ipairs(entries) do
   end
 end
 
+-- Pass 1 of the season-long steps (with events): each result's new key in order, with no
+-- write; a step that changes nothing emits nothing (cumulative: every counted result does).
+local steps = {}
+do
+  local now = {}  -- member -> key (false: not on the board)
+  for _, e in ipairs(steps_in) do
+    local i, member, key = e[1], e[2], e[3]
+    local group = groups[i]
+    if not (group.done and xid_visible(e[4], group.done)) then
+      local old = now[member]
+      if old == nil then
+        old = redis.call('HGET', group.index, member) or false
+      end
+      local new
+      if rule == 'best' then
+        if not old or wide_better(key, old, nvalues) then
+          new = key
+        end
+      elseif rule == 'latest' or not old then
+        new = key
+      else
+        local values, ticks = wide_decode(key, orders)
+        new = wide_merged(old, values, ticks, rule, orders, tick_digits)
+      end
+      if new == false then
+        overflow[#overflow + 1] = i .. ' ' .. member
+      else
+        counted[#counted + 1] = e
+        if new ~= nil and new ~= old then
+          steps[#steps + 1] = {member, old, new, e[6]}
+          now[member] = new
+        elseif rule == 'cumulative' then
+          steps[#steps + 1] = {member, old, old, e[6]}
+        end
+      end
+    end
+  end
+end
+
 -- Pass 2: write. Per key group, the old members off, the new ones on, the index updated,
 -- batched.
 local per_group = {}
@@ -239,6 +324,58 @@ for i, w in pairs(per_group) do
   end
 end
 
+-- Pass 2 of the season-long steps: each written on its own, its events computed around it.
+if #steps > 0 then
+  local group = groups[steps_in[1][1]]
+  local zset, index = group.key, group.index
+  local function rank(key)
+    return redis.call('ZLEXCOUNT', zset, '-', '(' .. key) + 1
+  end
+  local function split(member)
+    if not member then
+      return nil, nil
+    end
+    return string.sub(member, 1, key_length), string.sub(member, key_length + 1)
+  end
+  local board = {
+    rank = rank,
+    points = function(key)
+      return (wide_decode(key, orders))[1]
+    end,
+    better = function(a, b) return wide_better(a, b, nvalues) end,
+    write = function(member, old, new)
+      if new ~= old then
+        if old then
+          redis.call('ZREM', zset, old .. member)
+        end
+        redis.call('ZADD', zset, 0, new .. member)
+        redis.call('HSET', index, member, new)
+      end
+    end,
+    below = function(member, key)
+      local position = redis.call('ZRANK', zset, key .. member)
+      return split(redis.call('ZRANGE', zset, position + 1, position + 1)[1])
+    end,
+    at = function(position)
+      return split(redis.call('ZRANGE', zset, position, position)[1])
+    end,
+    tied = function(key, limit)
+      local found = redis.call('ZRANGEBYLEX', zset, '[' .. key, '(' .. key .. ':', 'LIMIT', 0,
+        limit)
+      for n, member in ipairs(found) do
+        found[n] = string.sub(member, key_length + 1)
+      end
+      return found
+    end,
+  }
+  for _, step in ipairs(steps) do
+    if step[2] ~= step[3] then
+      changed = changed + 1
+    end
+    rank_step_events(events, board, step, true, top_n)
+  end
+end
+
 -- The rebuild protocol (docs/ingestion.md), as apply_results.lua: while a board is being
 -- rebuilt, remember every counted result its snapshot may not contain.
 -- One GET per key group first: a board is rarely being rebuilt, and then no result needs
@@ -267,7 +404,13 @@ if not applied or tonumber(applied) < handled_offset then
   redis.call('HSET', KEYS[1], field, score_str(handled_offset))
 end
 
-local reply = {1, changed}
+local outbox_id, payload = '', ''
+if events and #events.lines > 0 then
+  payload = table.concat(events.lines, '\n')
+  outbox_id = redis.call('XADD', KEYS[2], '*', 'events', payload)
+end
+
+local reply = {1, changed, outbox_id, payload}
 for _, slot in ipairs(overflow) do
   reply[#reply + 1] = slot
 end

@@ -9,6 +9,8 @@ from leaderboard.codec import MAX_TIEBREAK_COLUMNS, TIEBREAK_VALUE_MAX, ScoreCod
 from leaderboard.models import (
     COHORT_SIZE_MAX,
     COHORT_SIZE_MIN,
+    EVENT_TOP_N_DEFAULT,
+    EVENT_TOP_N_MAX,
     BoardOrder,
     ScoringRule,
     TiebreakColumn,
@@ -26,7 +28,8 @@ def _tiebreak(spec: str) -> TiebreakColumn:
 
 def board_spec_arguments(parser: ArgumentParser) -> None:
     """--order, --rule, --time-resolution (dest ``time_resolution_seconds``), --metadata
-    (dest ``keeps_metadata``), --tiebreak (repeated; dest ``tiebreaks``), --cohort-size."""
+    (dest ``keeps_metadata``), --tiebreak (repeated; dest ``tiebreaks``), --cohort-size,
+    --event-top-n and --no-events (dest ``rank_events``)."""
     parser.add_argument(
         "--order",
         choices=BoardOrder.values,
@@ -67,6 +70,21 @@ def board_spec_arguments(parser: ArgumentParser) -> None:
         help=f"group players into cohorts of N ({COHORT_SIZE_MIN} to {COHORT_SIZE_MAX}), each "
         "ranked on its own (GET .../players/{p}/cohort, .../cohorts/{n}/top)",
     )
+    parser.add_argument(
+        "--event-top-n",
+        type=int,
+        default=EVENT_TOP_N_DEFAULT,
+        dest="event_top_n",
+        metavar="N",
+        help=f"the top N that the entered_top and left_top rank events are about (default "
+        f"{EVENT_TOP_N_DEFAULT}, up to {EVENT_TOP_N_MAX})",
+    )
+    parser.add_argument(
+        "--no-events",
+        action="store_false",
+        dest="rank_events",
+        help="emit no rank events for this board (docs/events.md)",
+    )
 
 
 def board_spec_values(options: dict[str, Any]) -> dict[str, Any]:
@@ -79,6 +97,8 @@ def board_spec_values(options: dict[str, Any]) -> dict[str, Any]:
             "keeps_metadata",
             "tiebreaks",
             "cohort_size",
+            "rank_events",
+            "event_top_n",
         )
     }
 

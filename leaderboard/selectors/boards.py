@@ -12,7 +12,14 @@ from seasons.models import Season, SeasonStatus
 from seasons.selectors import SeasonRef
 
 from ..codec import TIEBREAK_VALUE_MAX, ScoreCodec, WideKeyCodec
-from ..models import MAIN_BOARD, Board, BoardOrder, TiebreakColumn, board_wide_codec
+from ..models import (
+    EVENT_TOP_N_DEFAULT,
+    MAIN_BOARD,
+    Board,
+    BoardOrder,
+    TiebreakColumn,
+    board_wide_codec,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +39,9 @@ class BoardRef:
     tiebreaks: tuple[TiebreakColumn, ...] = ()
     # Players are grouped into cohorts of this many (contract 0.3); None: no cohorts.
     cohort_size: int | None = None
+    # Rank events (docs/events.md): emitted or not, and the top N of entered_top/left_top.
+    rank_events: bool = True
+    event_top_n: int = EVENT_TOP_N_DEFAULT
 
     @property
     def season_id(self) -> int:
@@ -69,6 +79,8 @@ class BoardRef:
             keeps_metadata=board.keeps_metadata,
             tiebreaks=board.tiebreaks,
             cohort_size=board.cohort_size,
+            rank_events=board.rank_events,
+            event_top_n=board.event_top_n,
         )
 
 

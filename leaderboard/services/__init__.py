@@ -19,6 +19,7 @@ from .apply import (
     wide_spec_args,
 )
 from .boards import (
+    EVENT_FIELDS,
     SCORE_FIELDS,
     board_create,
     board_update,
@@ -45,6 +46,7 @@ from .derived import (
     weekly_board_ensure,
     weekly_boards_build,
 )
+from .events import rank_events_outbox_trim, rank_events_publish
 from .rebuild import (
     DEFAULT_ZADD_BATCH,
     DELTA_MERGE_BATCH,
@@ -96,6 +98,7 @@ __all__ = [
     "DEFAULT_RECONCILE_SAMPLE",
     "DEFAULT_ZADD_BATCH",
     "DELTA_MERGE_BATCH",
+    "EVENT_FIELDS",
     "MARKER_TTL_SECONDS",
     "MAX_OVERFLOWED_RECORDED",
     "MISMATCH_EXAMPLES",
@@ -150,6 +153,8 @@ __all__ = [
     "match_results_store",
     "player_ban",
     "player_unban",
+    "rank_events_outbox_trim",
+    "rank_events_publish",
     "reconcile_days",
     "season_keys_unlink",
     "season_setup",

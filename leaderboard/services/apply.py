@@ -8,13 +8,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, NamedTuple
+from uuid import UUID
 
 from django.conf import settings
 
 from leaderboard import keys
+from leaderboard.rank_events import OutboxEntry, outbox_entries_merge
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import ScriptCall, get_script, scripts_pipelined
 from leaderboard.selectors.boards import BoardRef
+from leaderboard.selectors.events import rank_events_outbox_read
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +41,10 @@ class CountedResult(NamedTuple):
     daily: bool = True
     # The tie-break column values, on a board with columns (in its column order).
     tiebreakers: tuple[int, ...] = ()
+    # What its rank events carry (docs/events.md): the match id and achievedAt (unix seconds);
+    # None: no match id, and the time of its tick.
+    match_id: UUID | None = None
+    at: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,10 @@ class CountedGroup:
     # On a board with tie-break columns: each result's values of the columns, in the board's
     # order (the script gets each result's whole key, encoded from them, the points and ticks).
     tiebreakers: list[list[int]] | None = None
+    # For the board's rank events: each result's match id and achievedAt in unix seconds (None:
+    # unknown, and the time of each result's tick).
+    match_ids: list[UUID | None] | None = None
+    at_seconds: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -83,6 +94,8 @@ class CountedGroup:
             pick(self.season_long),
             pick(self.daily),
             pick(self.tiebreakers),
+            pick(self.match_ids),
+            pick(self.at_seconds),
         )
 
 
@@ -104,9 +117,17 @@ def counted_groups(results: Iterable[CountedResult]) -> list[CountedGroup]:
             [r.season_long for r in group],
             [r.daily for r in group],
             [list(r.tiebreakers) for r in group] if group[0].tiebreakers else None,
+            [r.match_id for r in group],
+            _times(group),
         )
         for (partition, board_id), group in rows.items()
     ]
+
+
+def _times(group: list[CountedResult]) -> list[int] | None:
+    """The results' times, if every one has its own (else each event carries its tick's)."""
+    times = [r.at for r in group if r.at is not None]
+    return times if len(times) == len(group) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +137,10 @@ class BoardsApplied:
     # reply, or another consumer of the partition got there first).
     already_applied: int
     overflowed: tuple[str, ...]  # "board-key member" pairs whose cumulative sum overflows
+    # The outbox entries to publish (rank_events_publish), in each outbox's order: those these
+    # calls wrote, and, for a (board, partition) some of whose offsets were covered already,
+    # every entry still in its outbox (a predecessor that crashed before publishing left them).
+    events: tuple[OutboxEntry, ...] = ()
 
 
 def daily_board_expire_at(*, day: date, now: datetime) -> int:
@@ -136,8 +161,36 @@ def _joined(numbers: list[int]) -> str:
     return " ".join(map(str, numbers))
 
 
+def _event_args(*, topic: str, board: BoardRef, group: CountedGroup) -> list[str | int]:
+    """The scripts' rank events arguments: top N (0: none), topic, board, season, slug, and the
+    offsets, match ids and times columns (empty without events)."""
+    if not board.rank_events:
+        return [0, topic, board.id, board.season_id, board.slug, "", "", ""]
+    n = len(group)
+    if group.match_ids is None:
+        match_ids = " ".join(["-"] * n)
+    else:
+        match_ids = " ".join([str(m) if m is not None else "-" for m in group.match_ids])
+    if group.at_seconds is None:
+        start = int(board.season.starts_at.timestamp())
+        resolution = board.codec.resolution_seconds
+        at_seconds = " ".join([str(start + t * resolution) for t in group.ticks])
+    else:
+        at_seconds = _joined(group.at_seconds)
+    return [
+        board.event_top_n,
+        topic,
+        board.id,
+        board.season_id,
+        board.slug,
+        _joined(group.offsets),
+        match_ids,
+        at_seconds,
+    ]
+
+
 def _script_args(
-    *, board: BoardRef, group: CountedGroup, handled_offset: int, now: datetime
+    *, topic: str, board: BoardRef, group: CountedGroup, handled_offset: int, now: datetime
 ) -> tuple[list[str], list[str], list[str | int]]:
     """(key group names in script order, KEYS after the watermark, ARGV) of one call.
 
@@ -178,7 +231,11 @@ def _script_args(
             ]
         )
     wide = board.wide_codec
-    key_args: list[str] = []
+    key_args: list[str] = [
+        keys.rank_events_outbox(board_id=board.id, topic=topic, partition=group.partition),
+        keys.board_intact(board_id=board.id),
+    ]
+    events = _event_args(topic=topic, board=board, group=group)
     for key in names:
         key_args += [
             key,
@@ -210,7 +267,7 @@ def _script_args(
             season_long,
             daily,
         ]
-        return names, key_args, [*wide_head, *expiries, *wide_columns]
+        return names, key_args, [*wide_head, *expiries, *wide_columns, *events]
     codec = board.codec
     head: list[str | int] = [
         group.partition,
@@ -231,7 +288,7 @@ def _script_args(
         season_long,
         daily,
     ]
-    return names, key_args, [*head, *expiries, *columns]
+    return names, key_args, [*head, *expiries, *columns, *events]
 
 
 def wide_spec_args(board: BoardRef) -> list[str | int]:
@@ -267,6 +324,8 @@ def board_groups_apply(
     applied = 0
     already = 0
     overflowed: list[str] = []
+    events: list[OutboxEntry] = []
+    leftovers: set[str] = set()  # outboxes to read whole: some of their offsets were covered
     now = datetime.now(UTC)
     while pending:
         pending.sort(key=lambda group: (group.partition, group.board_id))
@@ -274,6 +333,7 @@ def board_groups_apply(
         calls: list[ScriptCall] = []
         for group in pending:
             names, key_args, args = _script_args(
+                topic=topic,
                 board=boards[group.board_id],
                 group=group,
                 handled_offset=handled_offsets[group.partition],
@@ -286,15 +346,20 @@ def board_groups_apply(
         # Each call touches one board's slot; a cluster pipeline sends them grouped per node.
         replies = scripts_pipelined(client, calls)
         retry: list[CountedGroup] = []
-        for group, names, reply in zip(pending, group_names, replies, strict=True):
+        for group, names, call, reply in zip(pending, group_names, calls, replies, strict=True):
             if int(reply[0]) == 1:
                 applied += len(group)
-                for item in reply[2:]:
+                if reply[2]:
+                    events.append(OutboxEntry(call.keys[1], reply[2].decode(), reply[3]))
+                for item in reply[4:]:
                     group_index, member = item.decode().split(" ", 1)
                     overflowed.append(f"{names[int(group_index) - 1]} {member}")
                 continue
             # Covered up to the watermark: a redelivery, a retry after a lost reply, or another
-            # consumer (the partition moved during a rebalance) applied part of it.
+            # consumer (the partition moved during a rebalance) applied part of it. Whoever
+            # applied it may not have published its events: the outbox holds them if so.
+            if boards[group.board_id].rank_events:
+                leftovers.add(call.keys[1])
             remaining = group.above(int(reply[1]))
             already += len(group) - len(remaining)
             if len(remaining):
@@ -304,7 +369,14 @@ def board_groups_apply(
         logger.error(
             "cumulative points overflow the codec; results left off the board: %s", overflowed
         )
-    return BoardsApplied(applied=applied, already_applied=already, overflowed=tuple(overflowed))
+    if leftovers:
+        events = outbox_entries_merge(events, rank_events_outbox_read(outboxes=sorted(leftovers)))
+    return BoardsApplied(
+        applied=applied,
+        already_applied=already,
+        overflowed=tuple(overflowed),
+        events=tuple(events),
+    )
 
 
 def board_results_apply(

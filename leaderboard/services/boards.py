@@ -18,6 +18,8 @@ from ..codec import CodecError, ScoreCodec
 from ..models import (
     COHORT_SIZE_MAX,
     COHORT_SIZE_MIN,
+    EVENT_TOP_N_DEFAULT,
+    EVENT_TOP_N_MAX,
     MAIN_BOARD,
     Board,
     BoardOrder,
@@ -44,6 +46,8 @@ def board_create(
     keeps_metadata: bool = False,
     tiebreaks: Sequence[TiebreakColumn] = (),
     cohort_size: int | None = None,
+    rank_events: bool = True,
+    event_top_n: int = EVENT_TOP_N_DEFAULT,
 ) -> Board:
     """Add a board to a season; its codec split is fixed now from the season's length and the
     time resolution, and never changes once the board has results (nor do ``keeps_metadata``,
@@ -79,6 +83,8 @@ def board_create(
         keeps_metadata=keeps_metadata,
         tiebreak_columns=tiebreak_columns_json(tiebreaks),
         cohort_size=cohort_size_check(cohort_size),
+        rank_events=rank_events,
+        event_top_n=event_top_n_check(event_top_n),
     )
     board.full_clean()
     board.save(force_insert=True)
@@ -107,6 +113,8 @@ SCORE_FIELDS = (
     "tiebreak_columns",
     "cohort_size",
 )
+# The rank events options (docs/events.md): free to change at any time.
+EVENT_FIELDS = ("rank_events", "event_top_n")
 
 
 def cohort_size_check(size: int | None) -> int | None:
@@ -116,6 +124,13 @@ def cohort_size_check(size: int | None) -> int | None:
             f"cohort size must be {COHORT_SIZE_MIN} to {COHORT_SIZE_MAX}, got {size}"
         )
     return size
+
+
+def event_top_n_check(top_n: int) -> int:
+    """The top N of a board's entered_top and left_top events: 1..EVENT_TOP_N_MAX."""
+    if not 1 <= top_n <= EVENT_TOP_N_MAX:
+        raise ValidationError(f"event top N must be 1 to {EVENT_TOP_N_MAX}, got {top_n}")
+    return top_n
 
 
 def tiebreak_columns_json(tiebreaks: Sequence[TiebreakColumn]) -> list[dict[str, str]]:
@@ -140,10 +155,13 @@ def board_update(
     keeps_metadata: bool = False,
     tiebreaks: Sequence[TiebreakColumn] = (),
     cohort_size: int | None = None,
+    rank_events: bool = True,
+    event_top_n: int = EVENT_TOP_N_DEFAULT,
 ) -> Board:
     """Change a board. Its slug, order, rule, time resolution, whether it keeps metadata and its
     tie-break columns only while it has no result: every stored score, standing and message
-    naming it depends on them."""
+    naming it depends on them. Its rank events options at any time (the next batch applied
+    follows them)."""
     board = Board.objects.select_for_update().select_related("season").get(pk=board_id)
     wanted = {
         "slug": slug,
@@ -169,6 +187,8 @@ def board_update(
             raise ValidationError(str(exc)) from exc
         board.time_bits = codec.time_bits
     board.name = name
+    board.rank_events = rank_events
+    board.event_top_n = event_top_n_check(event_top_n)
     for field, value in wanted.items():
         setattr(board, field, value)
     board.full_clean()
@@ -189,10 +209,13 @@ def season_setup(
     keeps_metadata: bool = False,
     tiebreaks: Sequence[TiebreakColumn] = (),
     cohort_size: int | None = None,
+    rank_events: bool = True,
+    event_top_n: int = EVENT_TOP_N_DEFAULT,
     main_board_name: str = "Main",
 ) -> Season:
     """Create a season with its ``main`` board (configured by ``rule``, ``order``,
-    ``time_resolution_seconds``, ``keeps_metadata`` and ``tiebreaks``), in one transaction."""
+    ``time_resolution_seconds``, ``keeps_metadata``, ``tiebreaks``, ``cohort_size`` and the
+    rank events options), in one transaction."""
     season = season_create(season_id=season_id, name=name, starts_at=starts_at, ends_at=ends_at)
     board_create(
         season_id=season.id,
@@ -204,5 +227,7 @@ def season_setup(
         keeps_metadata=keeps_metadata,
         tiebreaks=tiebreaks,
         cohort_size=cohort_size,
+        rank_events=rank_events,
+        event_top_n=event_top_n,
     )
     return season

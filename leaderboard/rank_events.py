@@ -1,0 +1,231 @@
+"""Rank events (contract 0.3): what they are on the wire, their ids, and the Kafka producer.
+
+Topic ``KAFKA_RANK_EVENTS_TOPIC`` (default ``rank-events``), key = the player id as a decimal
+string, value = one UTF-8 JSON object::
+
+    {"eventId", "type", "seasonId", "board", "playerId", "rank", "previousRank", "points",
+     "previousPoints", "matchId", "otherPlayerId", "at"}
+
+(``season_final`` adds ``reward``). The apply scripts write the events of match results
+themselves (leaderboard/lua/common.lua ``rank_event``, the same bytes as ``RankEvent.value``);
+corrections and the close-out build theirs here. docs/events.md says when each type is emitted
+and what the guarantees are.
+
+The producer is librdkafka's (confluent-kafka): a result may cause several events, and
+kafka-python's producer spent about 30 us of CPU per message here against about 3 us
+(docs/benchmarks.md, "Rank events"), which at 20,000 results/s was most of a core.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Protocol
+
+import orjson
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+logger = logging.getLogger(__name__)
+
+
+class RankEventType(StrEnum):
+    PERSONAL_BEST = "personal_best"
+    RANK_CHANGED = "rank_changed"
+    ENTERED_TOP = "entered_top"
+    LEFT_TOP = "left_top"
+    OVERTAKEN = "overtaken"
+    SEASON_FINAL = "season_final"
+
+
+def rank_event_id(cause: str, kind: str, player_id: int) -> str:
+    """The event's id: the first 32 hex digits of SHA-1("<cause>/<type>/<player id>").
+
+    ``cause`` names what caused it, the same on every redelivery and replay: for a match result
+    "<topic>/<board id>/<partition>/<offset>" (computed by the apply script), for a correction
+    "correction/<void|ban|unban>/<id>/<board id>", for a close-out "final/<board id>".
+    """
+    text = f"{cause}/{kind}/{int(player_id)}"
+    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:32]
+
+
+def rfc3339(moment: datetime) -> str:
+    """``at`` as the apply scripts write it: UTC, whole seconds, "Z"."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class RankEvent:
+    """One event built in Python (corrections, close-out)."""
+
+    event_id: str
+    type: str
+    season_id: int
+    board: str
+    player_id: int
+    rank: int | None
+    previous_rank: int | None
+    points: int | None
+    previous_points: int | None
+    match_id: str | None
+    other_player_id: int | None
+    at: datetime
+    reward: dict[str, Any] | None = None  # season_final: {"name", "quantity"} or None
+
+    @property
+    def key(self) -> bytes:
+        return str(self.player_id).encode()
+
+    @property
+    def value(self) -> bytes:
+        body: dict[str, Any] = {
+            "eventId": self.event_id,
+            "type": self.type,
+            "seasonId": self.season_id,
+            "board": self.board,
+            "playerId": self.player_id,
+            "rank": self.rank,
+            "previousRank": self.previous_rank,
+            "points": self.points,
+            "previousPoints": self.previous_points,
+            "matchId": self.match_id,
+            "otherPlayerId": self.other_player_id,
+            "at": rfc3339(self.at),
+        }
+        if self.type == RankEventType.SEASON_FINAL:
+            body["reward"] = self.reward
+        return orjson.dumps(body)
+
+    @property
+    def line(self) -> bytes:
+        """The event as an outbox line, "<player id> <JSON>" (the apply scripts' format)."""
+        return self.key + b" " + self.value
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    """One entry of a board's outbox stream: the events one call wrote (docs/events.md)."""
+
+    outbox: str  # the stream's key
+    entry_id: str  # its stream id, "<ms>-<seq>"
+    payload: bytes  # the events, "<player id> <JSON>" lines
+
+    @property
+    def order(self) -> tuple[str, int, int]:
+        ms, _, seq = self.entry_id.partition("-")
+        return (self.outbox, int(ms), int(seq or 0))
+
+
+def outbox_entries_merge(*groups: Sequence[OutboxEntry]) -> list[OutboxEntry]:
+    """The entries of ``groups`` once each, in each outbox's stream order."""
+    unique = {(e.outbox, e.entry_id): e for group in groups for e in group}
+    return sorted(unique.values(), key=lambda e: e.order)
+
+
+def outbox_lines(payload: bytes) -> list[tuple[bytes, bytes]]:
+    """An outbox entry's payload as (key, value) messages: one line per event, each
+    "<player id> <JSON>"."""
+    messages = []
+    for line in payload.split(b"\n"):
+        key, _, value = line.partition(b" ")
+        messages.append((key, value))
+    return messages
+
+
+class RankEventSink(Protocol):
+    def publish(self, *, messages: Sequence[tuple[bytes, bytes]]) -> None:
+        """Send every (key, value) to the rank-events topic; return once the broker has them
+        all (raise otherwise: the caller sends them again, same ids)."""
+
+
+class RankEventsNotDelivered(Exception):
+    """Kafka did not acknowledge every rank event (the batch is published again)."""
+
+
+class KafkaRankEventSink:
+    """``RankEventSink`` on a Kafka topic, through librdkafka.
+
+    acks=all with the idempotent producer, as the match results' producer: an event
+    acknowledged here survives a broker failover. The murmur2 partitioner is the Java client's
+    (and kafka-python's), so a player's events land on the partition any client would pick.
+    """
+
+    def __init__(
+        self,
+        *,
+        bootstrap_servers: Sequence[str],
+        topic: str,
+        client_id: str = "rank-events",
+        timeout_seconds: float = 30.0,
+    ) -> None:
+        self.topic = topic
+        self._timeout = timeout_seconds
+        self._producer = Producer(
+            {
+                "bootstrap.servers": ",".join(bootstrap_servers),
+                "client.id": client_id,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 2,
+                "partitioner": "murmur2_random",
+                # A broker that went away is tried again this often at least.
+                "reconnect.backoff.max.ms": 1000,
+                "message.timeout.ms": int(timeout_seconds * 1000),
+            }
+        )
+        self._lock = threading.Lock()
+
+    def publish(self, *, messages: Sequence[tuple[bytes, bytes]]) -> None:
+        if not messages:
+            return
+        failures: list[KafkaError] = []
+
+        def delivered(error: KafkaError | None, _message: Message) -> None:
+            if error is not None:
+                failures.append(error)
+
+        with self._lock:
+            produce = self._producer.produce
+            topic = self.topic
+            for key, value in messages:
+                while True:
+                    try:
+                        produce(topic, value, key, on_delivery=delivered)
+                        break
+                    except BufferError:
+                        # The local queue is full: let deliveries drain it.
+                        self._producer.poll(0.05)
+            remaining = self._producer.flush(self._timeout)
+        if remaining or failures:
+            reason = failures[0] if failures else f"{remaining} not acknowledged in time"
+            raise RankEventsNotDelivered(
+                f"{len(failures) or remaining} of {len(messages)} rank events not delivered to "
+                f"{self.topic}: {reason}"
+            )
+
+    def close(self) -> None:
+        try:
+            self._producer.flush(5)
+        except KafkaException as exc:
+            logger.warning("rank events producer: flush at close failed: %s", exc)
+
+
+_sinks: dict[tuple[tuple[str, ...], str], KafkaRankEventSink] = {}
+_sinks_lock = threading.Lock()
+
+
+def rank_event_sink() -> KafkaRankEventSink:
+    """The process's producer of rank events on KAFKA_BOOTSTRAP_SERVERS and
+    KAFKA_RANK_EVENTS_TOPIC, as the settings say when asked (tests change them)."""
+    from django.conf import settings
+
+    wanted = (tuple(settings.KAFKA_BOOTSTRAP_SERVERS), str(settings.KAFKA_RANK_EVENTS_TOPIC))
+    with _sinks_lock:
+        sink = _sinks.get(wanted)
+        if sink is None:
+            sink = _sinks[wanted] = KafkaRankEventSink(bootstrap_servers=wanted[0], topic=wanted[1])
+        return sink

@@ -1,0 +1,317 @@
+"""Rank events from the apply scripts (apply_results.lua, wide_apply.lua), through
+board_results_apply against the real Redis (no database), checked against a reference that
+ranks every player before and after each result (rank_events_reference.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from collections import Counter
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pytest
+
+from leaderboard import keys
+from leaderboard.models import BoardOrder, ScoringRule, TiebreakColumn, board_codec
+from leaderboard.rank_events import outbox_lines
+from leaderboard.selectors.boards import BoardRef
+from leaderboard.selectors.events import rank_events_outbox_read
+from leaderboard.services import (
+    BoardsApplied,
+    CountedResult,
+    board_results_apply,
+    rank_events_outbox_trim,
+)
+from seasons.selectors import SeasonRef
+
+from .rank_events_reference import EventsReference, RefResult
+
+TOPIC = "events-test"
+BOARD = 79
+SEASON = 7
+DAY = date(2026, 10, 2)
+STARTS_AT = datetime(2026, 10, 1, tzinfo=UTC)
+
+
+def make_board(
+    *,
+    rule: str = ScoringRule.BEST,
+    order: str = BoardOrder.DESC,
+    columns: tuple[str, ...] = (),
+    top_n: int = 3,
+    events: bool = True,
+) -> BoardRef:
+    season = SeasonRef(
+        id=SEASON,
+        name="S7",
+        status="active",
+        starts_at=STARTS_AT,
+        ends_at=datetime(2026, 12, 30, tzinfo=UTC),
+    )
+    codec = board_codec(time_bits=23, resolution_seconds=1, ascending=order == BoardOrder.ASC)
+    return BoardRef(
+        id=BOARD,
+        slug="main",
+        name="Main",
+        order=order,
+        rule=rule,
+        codec=codec,
+        season=season,
+        tiebreaks=tuple(TiebreakColumn(f"c{i}", o) for i, o in enumerate(columns)),
+        rank_events=events,
+        event_top_n=top_n,
+    )
+
+
+@pytest.fixture
+def intact(board_redis) -> None:
+    """The board is whole (as the recovery marks it): its results emit events."""
+    board_redis.set(keys.board_intact(board_id=BOARD), "1")
+
+
+def reference_of(board: BoardRef) -> EventsReference:
+    wide = board.wide_codec
+    ascending = wide.ascending if wide is not None else (board.ascending,)
+    return EventsReference(
+        rule=board.rule,
+        ascending=ascending,
+        top_n=board.event_top_n,
+        topic=TOPIC,
+        board_id=board.id,
+        season_id=board.season_id,
+        slug=board.slug,
+    )
+
+
+def counted(r: RefResult) -> CountedResult:
+    return CountedResult(
+        partition=r.partition,
+        offset=r.offset,
+        board_id=BOARD,
+        player_id=r.player,
+        points=r.values[0],
+        ticks=r.ticks,
+        day=DAY,
+        xid=1000 + r.offset,
+        tiebreakers=r.values[1:],
+        match_id=uuid.UUID(r.match_id),
+        at=r.at,
+    )
+
+
+def ref_result(offset: int, player: int, values: tuple[int, ...], ticks: int) -> RefResult:
+    return RefResult(
+        partition=0,
+        offset=offset,
+        player=player,
+        values=values,
+        ticks=ticks,
+        match_id=str(uuid.UUID(int=offset + 1)),
+        at=int(STARTS_AT.timestamp()) + 3_600 + offset,
+    )
+
+
+def apply(board: BoardRef, results: list[RefResult]) -> BoardsApplied:
+    return board_results_apply(
+        topic=TOPIC,
+        results=[counted(r) for r in results],
+        handled_offsets={0: max(r.offset for r in results)},
+        boards={board.id: board},
+    )
+
+
+def events_of(outcome: BoardsApplied) -> list[dict[str, Any]]:
+    """The events of the outbox entries, each checked to be keyed by its player."""
+    events = []
+    for entry in outcome.events:
+        for key, value in outbox_lines(entry.payload):
+            event = json.loads(value)
+            assert key == str(event["playerId"]).encode()
+            events.append(event)
+    return events
+
+
+def by_id(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    ids = Counter(e["eventId"] for e in events)
+    assert not [i for i, n in ids.items() if n > 1], "an event id repeats"
+    return {e["eventId"]: e for e in events}
+
+
+# --- the contract's sequences, by hand ---------------------------------------------------------
+
+
+def test_a_first_entry_a_pass_a_worse_result_and_the_top(board_redis, intact) -> None:
+    board = make_board(top_n=2)
+    ref = reference_of(board)
+
+    def step(offset: int, player: int, points: int) -> list[dict[str, Any]]:
+        r = ref_result(offset, player, (points,), 100 + offset)
+        got = events_of(apply(board, [r]))
+        assert by_id(got) == by_id(ref.apply(r))
+        return got
+
+    first = step(0, 1, 50)
+    assert {e["type"] for e in first} == {"personal_best", "rank_changed", "entered_top"}
+    assert all(e["previousRank"] is None and e["rank"] == 1 for e in first)
+    step(1, 2, 40)  # second, also in the top 2
+    third = step(2, 3, 30)  # third: outside the top 2, nobody passed
+    assert {e["type"] for e in third} == {"personal_best", "rank_changed"}
+
+    # Player 3 passes player 2 (and enters the top 2, pushing player 2 out).
+    passing = {e["type"]: e for e in step(3, 3, 45)}
+    assert passing["overtaken"]["playerId"] == 2
+    assert passing["overtaken"]["otherPlayerId"] == 3
+    assert (passing["overtaken"]["rank"], passing["overtaken"]["previousRank"]) == (3, 2)
+    assert passing["left_top"]["playerId"] == 2
+    assert passing["left_top"]["otherPlayerId"] == 3
+    assert passing["entered_top"]["playerId"] == 3
+    assert (passing["rank_changed"]["rank"], passing["rank_changed"]["previousRank"]) == (2, 3)
+
+    # A worse result emits nothing (best rule), and neither does one that only equals.
+    assert step(4, 3, 10) == []
+    assert step(5, 1, 50) == []
+    assert board_redis.xlen(keys.rank_events_outbox(board_id=BOARD, topic=TOPIC, partition=0)) == 4
+
+
+def test_fields_of_an_event(board_redis, intact) -> None:
+    board = make_board()
+    r = ref_result(0, 42, (1518,), 10)
+    (event,) = [e for e in events_of(apply(board, [r])) if e["type"] == "personal_best"]
+    assert event == {
+        "eventId": event["eventId"],
+        "type": "personal_best",
+        "seasonId": SEASON,
+        "board": "main",
+        "playerId": 42,
+        "rank": 1,
+        "previousRank": None,
+        "points": 1518,
+        "previousPoints": None,
+        "matchId": r.match_id,
+        "otherPlayerId": None,
+        "at": "2026-10-01T01:00:00Z",
+    }
+    assert len(event["eventId"]) == 32
+
+
+# --- every rule and order against the reference --------------------------------------------------
+
+CASES = [
+    (rule, order, columns)
+    for rule in (ScoringRule.BEST, ScoringRule.LATEST, ScoringRule.CUMULATIVE)
+    for order in (BoardOrder.DESC, BoardOrder.ASC)
+    for columns in ((), ("desc", "asc"))
+]
+
+
+@pytest.mark.parametrize(("rule", "order", "columns"), CASES)
+def test_every_rule_and_order_matches_the_reference(
+    board_redis, intact, rule, order, columns
+) -> None:
+    board = make_board(rule=rule, order=order, columns=columns, top_n=4)
+    ref = reference_of(board)
+    rng = random.Random(f"{rule}{order}{columns}")
+    results = [
+        ref_result(
+            offset,
+            rng.randrange(1, 16),
+            tuple(rng.randrange(0, 40) for _ in range(1 + len(columns))),
+            # Every result its own tick: no two players ever hold equal values.
+            10 + offset,
+        )
+        for offset in range(400)
+    ]
+    expected: list[dict[str, Any]] = []
+    for r in results:
+        expected += ref.apply(r)
+    got: list[dict[str, Any]] = []
+    start = 0
+    while start < len(results):
+        size = rng.randrange(1, 30)
+        batch = results[start : start + size]
+        got += events_of(apply(board, batch))
+        if rng.random() < 0.3:
+            # A redelivery: covered by the watermark, it yields no event with a new id (the
+            # outbox entries still there come back, with the ids they had).
+            again = events_of(apply(board, batch))
+            assert set(by_id(again)) <= set(by_id(got))
+        start += size
+    expected_by_id = by_id(expected)
+    got_by_id = {e["eventId"]: e for e in got}
+    assert got_by_id == expected_by_id
+    kinds = Counter(e["type"] for e in expected)
+    assert {"personal_best", "rank_changed", "overtaken", "entered_top", "left_top"} <= set(kinds)
+    # Each result's events come in offset order.
+    offsets = [int(e["matchId"].replace("-", ""), 16) - 1 for e in got]
+    assert offsets == sorted(offsets)
+
+
+def test_latest_worse_value_leaves_the_top_and_lets_the_next_one_in(board_redis, intact) -> None:
+    board = make_board(rule=ScoringRule.LATEST, top_n=2)
+    ref = reference_of(board)
+    sequence = [(1, 50), (2, 40), (3, 30), (1, 10)]
+    got: list[dict[str, Any]] = []
+    expected: list[dict[str, Any]] = []
+    for offset, (player, points) in enumerate(sequence):
+        r = ref_result(offset, player, (points,), 10 + offset)
+        got += events_of(apply(board, [r]))
+        expected += ref.apply(r)
+    assert by_id(got) == by_id(expected)
+    last = {(e["type"], e["playerId"]) for e in got if e["matchId"] == str(uuid.UUID(int=4))}
+    assert last == {
+        ("personal_best", 1),
+        ("rank_changed", 1),
+        ("left_top", 1),
+        ("entered_top", 3),
+    }
+
+
+# --- what emits nothing --------------------------------------------------------------------------
+
+
+def test_a_board_with_events_off_writes_no_outbox(board_redis, intact) -> None:
+    board = make_board(events=False)
+    outcome = apply(board, [ref_result(0, 1, (10,), 5)])
+    assert outcome.events == ()
+    outbox = keys.rank_events_outbox(board_id=BOARD, topic=TOPIC, partition=0)
+    assert board_redis.exists(outbox) == 0
+    assert board_redis.zcard(keys.board(board_id=BOARD)) == 1
+
+
+def test_a_board_redis_lost_emits_nothing_until_recovered(board_redis) -> None:
+    board = make_board()
+    outcome = apply(board, [ref_result(0, 1, (10,), 5)])
+    assert outcome.events == ()
+    assert board_redis.zcard(keys.board(board_id=BOARD)) == 1
+
+
+def test_daily_boards_emit_nothing(board_redis, intact) -> None:
+    board = make_board()
+    # A result that counts on its day only (latest rule: not the player's latest season-long).
+    result = counted(ref_result(0, 1, (10,), 5))._replace(season_long=False)
+    outcome = board_results_apply(
+        topic=TOPIC, results=[result], handled_offsets={0: 0}, boards={BOARD: board}
+    )
+    assert outcome.events == ()
+    assert board_redis.zcard(keys.daily_board(board_id=BOARD, day=DAY)) == 1
+
+
+# --- the outbox ----------------------------------------------------------------------------------
+
+
+def test_a_covered_call_hands_back_what_its_outbox_still_holds(board_redis, intact) -> None:
+    board = make_board()
+    first = apply(board, [ref_result(0, 1, (10,), 5), ref_result(1, 2, (20,), 6)])
+    assert len(first.events) == 1
+    # The consumer crashed before publishing: the redelivery is covered by the watermark, and
+    # the outbox still holds the events, which come back with their ids.
+    again = apply(board, [ref_result(0, 1, (10,), 5), ref_result(1, 2, (20,), 6)])
+    assert again.applied == 0
+    assert again.events == first.events
+    rank_events_outbox_trim(entries=again.events)
+    outbox = keys.rank_events_outbox(board_id=BOARD, topic=TOPIC, partition=0)
+    assert rank_events_outbox_read(outboxes=[outbox]) == []
+    # Trimmed: a later redelivery finds nothing to publish.
+    assert apply(board, [ref_result(1, 2, (20,), 6)]).events == ()
