@@ -82,9 +82,7 @@ def test_sigkill_between_apply_and_publish_loses_no_event(
     ]
 
     def outbox_entries() -> set[bytes]:
-        return {
-            entry_id for outbox in outboxes for entry_id, _ in board_redis.xrange(outbox)
-        }
+        return {entry_id for outbox in outboxes for entry_id, _ in board_redis.xrange(outbox)}
 
     left_over = 0
     for chunk in stream.chunks(KILLS):

@@ -121,7 +121,8 @@ def test_a_failed_publish_keeps_the_events_for_the_redelivery(board_redis) -> No
     expected = _reference(board, TOPIC, results)
     assert _ids(sink.events()) == _ids(expected)
     assert all(
-        key == str(e["playerId"]).encode() for (key, _), e in zip(sink.messages, sink.events())
+        key == str(e["playerId"]).encode()
+        for (key, _), e in zip(sink.messages, sink.events(), strict=True)
     )
     assert rank_events_outbox_read(outboxes=[outbox]) == []
 
