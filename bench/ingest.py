@@ -38,6 +38,12 @@ season ranked by points and N tie-break columns (keys past 53 bits: wide keys, d
 with the same consumers: its results/s beside the plain drain's, and each board's Redis bytes per
 player (MEMORY USAGE of its keys over its players).
 
+``--events`` then drains a second backlog of the same size to a board of the same spec that
+emits rank events (every board before it emits none), with consumers of its own: its results/s
+beside the drain without events, and the events published. From there on the main board emits
+too, so the steady and burst phases also measure produce-to-event: when each probe's
+``personal_best`` is read back from the rank-events topic.
+
 Isolation: its own database (``leaderboard_bench``, created and migrated if absent), its own
 topic and consumer group, its own Redis key prefix; it removes its topic, keys and rows at the end.
 """
@@ -94,7 +100,7 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from kafka import KafkaAdminClient, KafkaConsumer  # noqa: E402
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition  # noqa: E402
 from kafka.admin import NewTopic  # noqa: E402
 from redis.cluster import RedisCluster  # noqa: E402
 from tqdm import tqdm  # noqa: E402
@@ -108,6 +114,7 @@ from ingestion.schema import MatchResultMessage  # noqa: E402
 from leaderboard import keys  # noqa: E402
 from leaderboard.models import (  # noqa: E402
     MAIN_BOARD,
+    Board,
     BoardOrder,
     MatchResult,
     ScoringRule,
@@ -197,6 +204,15 @@ class Report:
     # --profile with --tiebreak: the same py-spy summary over the tie-break drain.
     tiebreak_profile: Profile | None = None
     redis_bytes_per_player: dict[str, float] = field(default_factory=dict)
+    # --events: the second drain, to a board that emits rank events (the baseline's boards do
+    # not), the events it published, and produce-to-event in the steady and burst phases.
+    events_drain_per_s: float = 0.0
+    events_steady_drain_per_s: float = 0.0
+    events_cpu_ms_per_1000: dict[str, float] = field(default_factory=dict)
+    events_profile: Profile | None = None
+    events_published: int = 0
+    steady_event_latency: Latency | None = None
+    burst_event_latency: Latency | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -334,10 +350,7 @@ class ProbeWatcher(threading.Thread):
             values = sorted(
                 (self.visible[p] - t) * 1000 for p, t in self.sent.items() if p in self.visible
             )
-        if not values:
-            return Latency(len(self.sent), 0, None, None, None)
-        p99 = values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
-        return Latency(len(self.sent), len(values), statistics.median(values), p99, values[-1])
+        return _latency(len(self.sent), values)
 
     def all_seen(self) -> bool:
         with self.lock:
@@ -454,8 +467,6 @@ class JavaLineProducer:
 
 
 def _topic_size(bootstrap: list[str], topic: str) -> int:
-    from kafka import TopicPartition
-
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
     try:
         partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
@@ -763,6 +774,102 @@ def _chunks(items: Sequence, size: int) -> list[Sequence]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+@dataclass
+class Drained:
+    rate: float  # from the first applied batch to the last
+    steady_rate: float  # from a tenth applied on (_steady_rate)
+    cpu_ms_per_1000: dict[str, float]  # start-up included
+    profile: Profile | None
+
+
+def _second_drain(
+    args: argparse.Namespace,
+    *,
+    topic: str,
+    group: str,
+    name: str,
+    backlog: list[MatchResultMessage],
+    board_id: int,
+    all_boards: Sequence[int],
+    services: dict[int, tuple[str, str]],
+    desc: str,
+) -> Drained | None:
+    """Drain ``backlog`` from its own topic to one board with consumers of its own, measured as
+    the end-to-end drain (a backlog already waiting, from the first applied batch to the last);
+    None if it did not finish in time."""
+    _backlog_produce(topic=topic, messages=backlog, label=f"produce backlog ({name})")
+    # Nothing of the new topic is on any board yet: said in each board's watermark of it, as a
+    # board created now says it (a missing watermark would send the consumers' start-up
+    # recovery rebuilding every board of the run first, inside the drain).
+    for each in all_boards:
+        watermark_raise(board_id=each, offsets={}, topic=topic)
+    consumers = _consumers_start(
+        topic=topic, group=group, count=args.consumers, batch=args.batch, name=name
+    )
+    samples: list[tuple[float, int]] = []
+    pids = {c.pid for c in consumers}
+    cpu_before = _cpu_by_kind(pids, services)[0]
+    profilers = _profilers_start(consumers, label=name) if args.profile else []
+    try:
+        first, done = _wait_applied(
+            topic, [board_id], len(backlog), timeout=args.timeout, desc=desc, samples=samples
+        )
+        cpu = _per_1000(cpu_before, _cpu_by_kind(pids, services)[0], len(backlog))
+        profile = _profilers_stop(profilers) if profilers else None
+    finally:
+        _consumers_stop(consumers)
+    if done is None or first is None:
+        return None
+    return Drained(
+        rate=len(backlog) / (done - first),
+        steady_rate=_steady_rate(samples, len(backlog)),
+        cpu_ms_per_1000=cpu,
+        profile=profile,
+    )
+
+
+class EventWatcher(threading.Thread):
+    """Reads the rank-events topic from its end; records when each probe player's first event
+    arrives (produce-to-event, beside ProbeWatcher's produce-to-visible)."""
+
+    def __init__(self, *, topic: str, bootstrap: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+        self.partitions = [
+            TopicPartition(topic, p) for p in self.consumer.partitions_for_topic(topic) or ()
+        ]
+        self.consumer.assign(self.partitions)
+        self.consumer.seek_to_end(*self.partitions)
+        for tp in self.partitions:
+            self.consumer.position(tp)  # resolve the end now, before any probe is sent
+        self.seen: dict[int, float] = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for batch in self.consumer.poll(timeout_ms=50).values():
+                now = time.monotonic()
+                for record in batch:
+                    player = int(record.key)
+                    if player >= PROBE_BASE:
+                        with self.lock:
+                            self.seen.setdefault(player, now)
+        self.consumer.close()
+
+    def latency(self, sent: dict[int, float]) -> Latency:
+        with self.lock:
+            values = sorted((self.seen[p] - t) * 1000 for p, t in sent.items() if p in self.seen)
+        return _latency(len(sent), values)
+
+
+def _latency(count: int, values: list[float]) -> Latency:
+    if not values:
+        return Latency(count, 0, None, None, None)
+    p99 = values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
+    return Latency(count, len(values), statistics.median(values), p99, values[-1])
+
+
 # --- the run ---------------------------------------------------------------------------------
 
 
@@ -775,6 +882,11 @@ def run(args: argparse.Namespace) -> Report:
     report.services = _describe_services(get_board_redis(), bootstrap)
     topic = f"bench-ingest-{RUN_TAG}"
     wide_topic = f"{topic}-tiebreak"
+    # --events: the second drain's input, and where every consumer of the run publishes rank
+    # events (inherited from this process's environment).
+    events_in_topic = f"{topic}-events"
+    rank_events_topic = f"{topic}-rank-events"
+    os.environ["KAFKA_RANK_EVENTS_TOPIC"] = rank_events_topic
     group = f"bench-{RUN_TAG}"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="bench-admin")
     replicas = settings.KAFKA_TOPIC_REPLICATION_FACTOR
@@ -791,6 +903,15 @@ def run(args: argparse.Namespace) -> Report:
                 if args.tiebreak
                 else []
             ),
+            *(
+                [
+                    NewTopic(events_in_topic, args.partitions, replicas, topic_configs=configs),
+                    NewTopic(f"{events_in_topic}.dlq", 1, replicas, topic_configs=configs),
+                    NewTopic(rank_events_topic, args.partitions, replicas, topic_configs=configs),
+                ]
+                if args.events
+                else []
+            ),
         ]
     )
     used = set(Season.objects.values_list("id", flat=True))
@@ -803,6 +924,8 @@ def run(args: argparse.Namespace) -> Report:
             starts_at=now - timedelta(days=1),
             ends_at=now + timedelta(days=30),
             rule=args.rule,
+            # The baseline emits no rank events; --events drains a board that does beside it.
+            rank_events=False,
         )
         for sid in (e2e_id, ceiling_id)
     }
@@ -814,7 +937,9 @@ def run(args: argparse.Namespace) -> Report:
     e2e_slugs = [MAIN_BOARD]
     e2e_boards = [main_board_get(season_id=e2e_id).id]
     for slug, order, rule in extra[: args.boards - 1]:
-        created = board_create(season_id=e2e_id, slug=slug, name=slug, order=order, rule=rule)
+        created = board_create(
+            season_id=e2e_id, slug=slug, name=slug, order=order, rule=rule, rank_events=False
+        )
         e2e_slugs.append(slug)
         e2e_boards.append(created.id)
     tiebreak_columns = [
@@ -823,10 +948,20 @@ def run(args: argparse.Namespace) -> Report:
     ][: args.tiebreak]
     tiebreak_board = (
         board_create(
-            season_id=e2e_id, slug="tiebreak", name="tiebreak", tiebreaks=tiebreak_columns
+            season_id=e2e_id,
+            slug="tiebreak",
+            name="tiebreak",
+            tiebreaks=tiebreak_columns,
+            rank_events=False,
         ).id
         if tiebreak_columns
         else None
+    )
+    # --events: main's spec, and rank events on (the default top 100).
+    events_boards = (
+        [board_create(season_id=e2e_id, slug="events", name="events", rule=args.rule).id]
+        if args.events
+        else []
     )
     ceiling_board = main_board_get(season_id=ceiling_id)
     consumers: list[subprocess.Popen[bytes]] = []
@@ -982,51 +1117,24 @@ def run(args: argparse.Namespace) -> Report:
                 boards=["tiebreak"],
                 tiebreaks=[c.name for c in tiebreak_columns],
             )
-            wide_backlog = [wide.one() for _ in range(args.backlog)]
-            # Its own topic, filled before its own consumers start: measured as the plain drain
-            # (a backlog already waiting, from the first applied batch to the last).
-            _backlog_produce(
-                topic=wide_topic, messages=wide_backlog, label="produce tie-break backlog"
-            )
-            # Nothing of the new topic is on any board yet: said in each board's watermark of
-            # it, as a board created now says it (a missing watermark would send the consumers'
-            # start-up recovery rebuilding every board of the run first, inside the drain).
-            for board_id in (*e2e_boards, tiebreak_board, ceiling_board.id):
-                watermark_raise(board_id=board_id, offsets={}, topic=wide_topic)
-            wide_consumers = _consumers_start(
+            wide_drain = _second_drain(
+                args,
                 topic=wide_topic,
                 group=f"{group}-tiebreak",
-                count=args.consumers,
-                batch=args.batch,
                 name="tiebreak-consumer",
+                backlog=[wide.one() for _ in range(args.backlog)],
+                board_id=tiebreak_board,
+                all_boards=(*e2e_boards, tiebreak_board, ceiling_board.id, *events_boards),
+                services=services,
+                desc=f"e2e drain, {args.tiebreak} tie-break columns",
             )
-            wide_samples: list[tuple[float, int]] = []
-            wide_pids = {c.pid for c in wide_consumers}
-            wide_cpu_before = _cpu_by_kind(wide_pids, services)[0]
-            wide_profilers = (
-                _profilers_start(wide_consumers, label="tiebreak-consumer") if args.profile else []
-            )
-            try:
-                first, done = _wait_applied(
-                    wide_topic,
-                    [tiebreak_board],
-                    len(wide_backlog),
-                    timeout=args.timeout,
-                    desc=f"e2e drain, {args.tiebreak} tie-break columns",
-                    samples=wide_samples,
-                )
-                report.tiebreak_cpu_ms_per_1000 = _per_1000(
-                    wide_cpu_before, _cpu_by_kind(wide_pids, services)[0], len(wide_backlog)
-                )
-                if wide_profilers:
-                    report.tiebreak_profile = _profilers_stop(wide_profilers)
-            finally:
-                _consumers_stop(wide_consumers)
-            if done is None or first is None:
+            if wide_drain is None:
                 report.notes.append("the consumers did not apply the tie-break backlog in time")
             else:
-                report.tiebreak_drain_per_s = len(wide_backlog) / (done - first)
-                report.tiebreak_steady_drain_per_s = _steady_rate(wide_samples, len(wide_backlog))
+                report.tiebreak_drain_per_s = wide_drain.rate
+                report.tiebreak_steady_drain_per_s = wide_drain.steady_rate
+                report.tiebreak_cpu_ms_per_1000 = wide_drain.cpu_ms_per_1000
+                report.tiebreak_profile = wide_drain.profile
                 report.plain_steady_drain_per_s = _steady_rate(plain_samples, len(backlog))
             plain_key = keys.board(board_id=e2e_boards[0])
             wide_key = keys.board(board_id=tiebreak_board)
@@ -1036,6 +1144,33 @@ def run(args: argparse.Namespace) -> Report:
                     client, [wide_key, keys.board_index(board_key=wide_key)]
                 ),
             }
+
+        # --- --events: the same drain to a board of the same spec that emits rank events -----
+        if args.events:
+            evented = Results(season_id=e2e_id, players=args.players, seed=1, boards=["events"])
+            events_drain = _second_drain(
+                args,
+                topic=events_in_topic,
+                group=f"{group}-events",
+                name="events-consumer",
+                backlog=[evented.one() for _ in range(args.backlog)],
+                board_id=events_boards[0],
+                all_boards=(*e2e_boards, ceiling_board.id, *events_boards),
+                services=services,
+                desc="e2e drain with rank events",
+            )
+            if events_drain is None:
+                report.notes.append("the consumers did not apply the events backlog in time")
+            else:
+                report.events_drain_per_s = events_drain.rate
+                report.events_steady_drain_per_s = events_drain.steady_rate
+                report.events_cpu_ms_per_1000 = events_drain.cpu_ms_per_1000
+                report.events_profile = events_drain.profile
+                report.plain_steady_drain_per_s = _steady_rate(plain_samples, len(backlog))
+                report.events_published = _topic_size(bootstrap, rank_events_topic)
+            # From here on the main board emits too: the steady phase's probes measure
+            # produce-to-event beside produce-to-visible.
+            Board.objects.filter(id=e2e_boards[0]).update(rank_events=True)
 
         # --- steady and burst: produce-to-visible latency ------------------------------------
         board = keys.board(board_id=main_board_get(season_id=e2e_id).id)
@@ -1047,6 +1182,11 @@ def run(args: argparse.Namespace) -> Report:
                 continue
             watcher = ProbeWatcher(board)
             watcher.start()
+            event_watcher = (
+                EventWatcher(topic=rank_events_topic, bootstrap=bootstrap) if args.events else None
+            )
+            if event_watcher is not None:
+                event_watcher.start()
             java = phase == "burst" and args.burst_producer == "java"
             helpers = args.burst_producers if phase == "burst" and not java else 0
             loaders = _start_loaders(
@@ -1105,20 +1245,33 @@ def run(args: argparse.Namespace) -> Report:
             deadline = time.monotonic() + 10
             while not watcher.all_seen() and time.monotonic() < deadline:
                 time.sleep(0.02)
+            if event_watcher is not None:
+                with watcher.lock:
+                    sent_at = dict(watcher.sent)
+                while len(event_watcher.seen) < len(sent_at) and time.monotonic() < deadline + 10:
+                    time.sleep(0.02)
+                event_watcher.stop.set()
+                event_watcher.join()
             watcher.stop.set()
             watcher.join()
+            event_latency = None if event_watcher is None else event_watcher.latency(sent_at)
             if phase == "steady":
                 report.steady_rate_achieved_per_s = achieved
                 report.steady_latency = watcher.latency()
+                report.steady_event_latency = event_latency
             else:
                 report.burst_rate_achieved_per_s = achieved
                 report.burst_latency = watcher.latency()
+                report.burst_event_latency = event_latency
                 report.burst_drain_after_end_s = None if drained is None else drained - ended
         return report
     finally:
         _consumers_stop(consumers)
         wide_topics = [wide_topic, f"{wide_topic}.dlq"] if args.tiebreak else []
-        _cleanup(admin, [topic, f"{topic}.dlq", *wide_topics], list(seasons))
+        events_topics = (
+            [events_in_topic, f"{events_in_topic}.dlq", rank_events_topic] if args.events else []
+        )
+        _cleanup(admin, [topic, f"{topic}.dlq", *wide_topics, *events_topics], list(seasons))
 
 
 # --- profiling (--profile) --------------------------------------------------------------------
@@ -1231,6 +1384,10 @@ def _cleanup(admin: KafkaAdminClient, topics: list[str], season_ids: list[int]) 
     pipe.execute()
 
 
+def args_backlog(report: Report) -> int:
+    return int(str(report.args.get("backlog", 0)))
+
+
 def _fmt(value: float | None, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:,.0f}{unit}"
 
@@ -1320,6 +1477,7 @@ def render(report: Report) -> str:
     for drain, profile in (
         ("drain", report.e2e_profile),
         ("tie-break drain", report.tiebreak_profile),
+        ("drain with rank events", report.events_profile),
     ):
         if profile is None:
             continue
@@ -1350,6 +1508,32 @@ def render(report: Report) -> str:
             "- CPU over it (ms per 1,000 results, start-up included; the plain drain's above): "
             + ", ".join(f"{k} {ms:,.1f}" for k, ms in report.tiebreak_cpu_ms_per_1000.items()),
         ]
+    if report.events_drain_per_s and e2e:
+        plain, evented = report.plain_steady_drain_per_s, report.events_steady_drain_per_s
+        lines += [
+            "",
+            "end-to-end drain to a board of the same spec that emits rank events (its own topic "
+            "and consumers, as many results; the boards above emit none):",
+            f"- from the first applied batch: {_fmt(report.events_drain_per_s)} results/s, "
+            f"{report.events_drain_per_s / e2e:.2f}x the drain without events above",
+            f"- from a tenth applied on (both drains): {_fmt(evented)} against {_fmt(plain)} "
+            f"results/s, {evented / plain if plain else 0:.2f}x",
+            f"- rank events published: {report.events_published:,} "
+            f"({report.events_published / max(1, args_backlog(report)):.2f} per result)",
+            "- CPU over it (ms per 1,000 results, start-up included; the plain drain's above): "
+            + ", ".join(f"{k} {ms:,.1f}" for k, ms in report.events_cpu_ms_per_1000.items()),
+        ]
+    for name, latency in (
+        ("steady", report.steady_event_latency),
+        ("burst", report.burst_event_latency),
+    ):
+        if latency is not None:
+            lines.append(
+                f"produce-to-event ({name}, a probe's personal_best read back from the "
+                f"rank-events topic): {latency.seen}/{latency.count} seen, p50 "
+                f"{_fmt(latency.p50_ms, ' ms')}, p99 {_fmt(latency.p99_ms, ' ms')}, max "
+                f"{_fmt(latency.max_ms, ' ms')}"
+            )
     if report.redis_bytes_per_player:
         sizes = ", ".join(f"{name} {n:,.1f}" for name, n in report.redis_bytes_per_player.items())
         lines.append(f"Redis bytes per player (MEMORY USAGE of the board's keys): {sizes}")
@@ -1381,6 +1565,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="after the end-to-end drain, drain as many results to a board ranked by points "
         "and this many tie-break columns (kills, deaths, assists), and compare",
+    )
+    parser.add_argument(
+        "--events",
+        action="store_true",
+        help="after the end-to-end drain (boards without rank events), drain as many results to "
+        "a board of the same spec that emits them, and compare; then the steady and burst "
+        "phases also measure produce-to-event (the main board emits from there on)",
     )
     parser.add_argument("--steady-rate", type=float, default=2_000)
     parser.add_argument("--steady-seconds", type=float, default=20)

@@ -42,15 +42,26 @@ class RankEventType(StrEnum):
     SEASON_FINAL = "season_final"
 
 
-def rank_event_id(cause: str, kind: str, player_id: int) -> str:
-    """The event's id: the first 32 hex digits of SHA-1("<cause>/<type>/<player id>").
+def topic_tag(topic: str) -> str:
+    """8 hex digits of the topic name's SHA-1: in a match result's event ids, so the offsets of
+    a renamed topic (which start again at 0) never give an id already used."""
+    return hashlib.sha1(topic.encode(), usedforsecurity=False).hexdigest()[:8]
 
-    ``cause`` names what caused it, the same on every redelivery and replay: for a match result
-    "<topic>/<board id>/<partition>/<offset>" (computed by the apply script), for a correction
-    "correction/<void|ban|unban>/<id>/<board id>", for a close-out "final/<board id>".
+
+def rank_event_id(cause: str, kind: str, player_id: int) -> str:
+    """The event's id: "<cause>:<type>:<player id>".
+
+    ``cause`` names what caused it, the same on every redelivery and replay: a match result
+    "<topic tag>:<board id>:<partition>:<offset>" (built by the apply script), a correction
+    "<void|ban|unban>:<its id>:<board id>", a close-out "final:<board id>". Built rather than
+    hashed: in the apply script a hash per event cost a third of the event (docs/events.md).
     """
-    text = f"{cause}/{kind}/{int(player_id)}"
-    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:32]
+    return f"{cause}:{kind}:{int(player_id)}"
+
+
+def match_result_cause(*, topic: str, board_id: int, partition: int, offset: int) -> str:
+    """The cause part of the ids of a match result's events (as the apply scripts build it)."""
+    return f"{topic_tag(topic)}:{int(board_id)}:{int(partition)}:{int(offset)}"
 
 
 def rfc3339(moment: datetime) -> str:
@@ -171,6 +182,10 @@ class KafkaRankEventSink:
                 "acks": "all",
                 "enable.idempotence": True,
                 "linger.ms": 2,
+                # Delivery reports for failures only: a Python callback per acknowledged
+                # message was a seventh of the producer's CPU per event.
+                "delivery.report.only.error": True,
+                "on_delivery": self._delivered,
                 "partitioner": "murmur2_random",
                 # A broker that went away is tried again this often at least.
                 "reconnect.backoff.max.ms": 1000,
@@ -178,23 +193,23 @@ class KafkaRankEventSink:
             }
         )
         self._lock = threading.Lock()
+        self._failures: list[KafkaError] = []
+
+    def _delivered(self, error: KafkaError | None, _message: Message) -> None:
+        if error is not None:
+            self._failures.append(error)
 
     def publish(self, *, messages: Sequence[tuple[bytes, bytes]]) -> None:
         if not messages:
             return
-        failures: list[KafkaError] = []
-
-        def delivered(error: KafkaError | None, _message: Message) -> None:
-            if error is not None:
-                failures.append(error)
-
         with self._lock:
+            self._failures = failures = []
             produce = self._producer.produce
             topic = self.topic
             for key, value in messages:
                 while True:
                     try:
-                        produce(topic, value, key, on_delivery=delivered)
+                        produce(topic, value, key)
                         break
                     except BufferError:
                         # The local queue is full: let deliveries drain it.

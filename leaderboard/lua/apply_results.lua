@@ -23,7 +23,7 @@
 --                    Columns rather than an argument per value, and no per-result work left to
 --                    the caller: packing arguments was the client's largest cost.
 -- ARGV[16+n]         rank events: the board's event top N (0: the board emits no events)
--- ARGV[17+n..20+n]   the topic, board id, season id and board slug (the events' ids and fields)
+-- ARGV[17+n..20+n]   the topic's tag, board id, season id and board slug (for the events)
 -- ARGV[21+n..23+n]   with events, three more columns (else empty): each result's offset, match
 --                    id ("-": unknown) and achievedAt (unix seconds)
 --
@@ -78,7 +78,7 @@ local top_n = tonumber(ARGV[16 + ngroups])
 local events = nil
 if top_n > 0 and redis.call('EXISTS', KEYS[3]) == 1 then
   events = rank_events_new(
-    ARGV[17 + ngroups] .. '/' .. ARGV[18 + ngroups] .. '/' .. field .. '/',
+    ARGV[17 + ngroups] .. ':' .. ARGV[18 + ngroups] .. ':' .. field .. ':',
     ARGV[19 + ngroups], ARGV[20 + ngroups])
 end
 local groups = {}

@@ -20,7 +20,7 @@
 --                    Keys rather than values: formatting them here was most of the script's
 --                    cost, and the caller validated every value already.
 -- ARGV[14+n]         rank events: the board's event top N (0: the board emits no events)
--- ARGV[15+n..18+n]   the topic, board id, season id and board slug (the events' ids and fields)
+-- ARGV[15+n..18+n]   the topic's tag, board id, season id and board slug (for the events)
 -- ARGV[19+n..21+n]   with events, three more columns (else empty): each result's offset, match
 --                    id ("-": unknown) and achievedAt (unix seconds)
 --
@@ -56,7 +56,7 @@ local top_n = tonumber(ARGV[14 + ngroups])
 local events = nil
 if top_n > 0 and redis.call('EXISTS', KEYS[3]) == 1 then
   events = rank_events_new(
-    ARGV[15 + ngroups] .. '/' .. ARGV[16 + ngroups] .. '/' .. field .. '/',
+    ARGV[15 + ngroups] .. ':' .. ARGV[16 + ngroups] .. ':' .. field .. ':',
     ARGV[17 + ngroups], ARGV[18 + ngroups])
 end
 local groups = {}

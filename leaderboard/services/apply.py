@@ -13,7 +13,7 @@ from uuid import UUID
 from django.conf import settings
 
 from leaderboard import keys
-from leaderboard.rank_events import OutboxEntry, outbox_entries_merge
+from leaderboard.rank_events import OutboxEntry, outbox_entries_merge, topic_tag
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import ScriptCall, get_script, scripts_pipelined
 from leaderboard.selectors.boards import BoardRef
@@ -162,10 +162,11 @@ def _joined(numbers: list[int]) -> str:
 
 
 def _event_args(*, topic: str, board: BoardRef, group: CountedGroup) -> list[str | int]:
-    """The scripts' rank events arguments: top N (0: none), topic, board, season, slug, and the
-    offsets, match ids and times columns (empty without events)."""
+    """The scripts' rank events arguments: top N (0: none), the topic's tag, board, season,
+    slug, and the offsets, match ids and times columns (empty without events)."""
+    tag = topic_tag(topic)
     if not board.rank_events:
-        return [0, topic, board.id, board.season_id, board.slug, "", "", ""]
+        return [0, tag, board.id, board.season_id, board.slug, "", "", ""]
     n = len(group)
     if group.match_ids is None:
         match_ids = " ".join(["-"] * n)
@@ -179,7 +180,7 @@ def _event_args(*, topic: str, board: BoardRef, group: CountedGroup) -> list[str
         at_seconds = _joined(group.at_seconds)
     return [
         board.event_top_n,
-        topic,
+        tag,
         board.id,
         board.season_id,
         board.slug,

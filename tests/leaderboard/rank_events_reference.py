@@ -8,7 +8,8 @@ differences, as the contract words them (docs/events.md):
   (cumulative);
 - rank_changed: the player's own rank moved (previousRank null on a first entry);
 - overtaken: of the players who were at or above the player and are now below them, the one
-  ranked highest now (directly passed), with otherPlayerId = the player;
+  ranked highest now (directly passed), with otherPlayerId = the player; a first entry passes
+  nobody;
 - entered_top / left_top: players whose rank crossed the top N; a player who improved pushes
   out, each pushed-out player's otherPlayerId is them; a player whose value got worse (latest,
   cumulative's later tick) leaves on their own, and whoever came up into the top enters it.
@@ -22,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from leaderboard.models import ScoringRule
-from leaderboard.rank_events import rank_event_id
+from leaderboard.rank_events import match_result_cause, rank_event_id
 
 Value = tuple[tuple[int, ...], int]  # (points and tie-break values, ticks)
 
@@ -92,7 +93,9 @@ class EventsReference:
         self.held[r.player] = new
         after = self.ranks()
         events: list[dict[str, Any]] = []
-        cause = f"{self.topic}/{self.board_id}/{r.partition}/{r.offset}"
+        cause = match_result_cause(
+            topic=self.topic, board_id=self.board_id, partition=r.partition, offset=r.offset
+        )
 
         def event(kind: str, player: int, other: int | None = None) -> None:
             value = self.held[player]
@@ -118,9 +121,9 @@ class EventsReference:
         if before.get(r.player) != after[r.player]:
             event("rank_changed", r.player)
         improved = old is None or self.sort_key(new) < self.sort_key(old)
-        was_at_or_above = self._at_or_above(old)
         others = [p for p in self.held if p != r.player]
-        if improved:
+        if improved and old is not None:  # a first entry passes nobody
+            was_at_or_above = self._at_or_above(old)
             passed = [
                 p for p in others if p in before and was_at_or_above(p) and self._below(p, r.player)
             ]
@@ -140,10 +143,8 @@ class EventsReference:
                     event("entered_top", p)
         return events
 
-    def _at_or_above(self, old: Value | None) -> Callable[[int], bool]:
-        """Was player p at or above the mover's old value (everyone is, for a first entry)?"""
-        if old is None:
-            return lambda p: True
+    def _at_or_above(self, old: Value) -> Callable[[int], bool]:
+        """Was player p at or above the mover's old value?"""
         bound = self.sort_key(old)
         return lambda p: self._was_key(p) <= bound
 

@@ -15,7 +15,7 @@ import pytest
 
 from leaderboard import keys
 from leaderboard.models import BoardOrder, ScoringRule, TiebreakColumn, board_codec
-from leaderboard.rank_events import outbox_lines
+from leaderboard.rank_events import match_result_cause, outbox_lines
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.selectors.events import rank_events_outbox_read
 from leaderboard.services import (
@@ -193,7 +193,11 @@ def test_fields_of_an_event(board_redis, intact) -> None:
         "otherPlayerId": None,
         "at": "2026-10-01T01:00:00Z",
     }
-    assert len(event["eventId"]) == 32
+    assert (
+        event["eventId"]
+        == match_result_cause(topic=TOPIC, board_id=BOARD, partition=0, offset=0)
+        + ":personal_best:42"
+    )
 
 
 # --- every rule and order against the reference --------------------------------------------------
@@ -242,7 +246,10 @@ def test_every_rule_and_order_matches_the_reference(
     got_by_id = {e["eventId"]: e for e in got}
     assert got_by_id == expected_by_id
     kinds = Counter(e["type"] for e in expected)
-    assert {"personal_best", "rank_changed", "overtaken", "entered_top", "left_top"} <= set(kinds)
+    assert {"personal_best", "rank_changed", "entered_top", "left_top"} <= set(kinds)
+    # A sum on an asc board only gets worse after the first entry: nobody ever passes anyone.
+    passes = not (rule == ScoringRule.CUMULATIVE and order == BoardOrder.ASC)
+    assert ("overtaken" in kinds) == passes
     # Each result's events come in offset order.
     offsets = [int(e["matchId"].replace("-", ""), 16) - 1 for e in got]
     assert offsets == sorted(offsets)
