@@ -203,7 +203,8 @@ class KafkaRankEventSink:
         if not messages:
             return
         with self._lock:
-            self._failures = failures = []
+            failures: list[KafkaError] = []
+            self._failures = failures
             produce = self._producer.produce
             topic = self.topic
             for key, value in messages:
