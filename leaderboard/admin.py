@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -41,9 +42,11 @@ from .services import (
     EVENT_FIELDS,
     SCORE_FIELDS,
     Correction,
+    CorrectionSubject,
     board_create,
     board_reconcile,
     board_update,
+    event_top_n_check,
     match_result_void,
     player_ban,
     player_unban,
@@ -56,9 +59,10 @@ def _queue_board_corrections(correction: Correction) -> str:
     """Queue the rebuild of what a correction touched, once its transaction has committed."""
     days = [d.isoformat() for d in correction.days]
     board_ids = None if correction.board_ids is None else list(correction.board_ids)
+    subjects = [s.as_task_arg() for s in correction.subjects]
     transaction.on_commit(
         lambda: boards_correct_task.delay(
-            season_id=correction.season_id, days=days, board_ids=board_ids
+            season_id=correction.season_id, days=days, board_ids=board_ids, subjects=subjects
         )
     )
     which = "every board" if board_ids is None else f"{len(board_ids)} board(s)"
@@ -88,15 +92,18 @@ def void_match_results(
         }
         return TemplateResponse(request, "admin/leaderboard/void_results.html", context)
     voided = 0
-    by_season: dict[int, tuple[set[Any], set[int]]] = {}
+    by_season: dict[int, tuple[set[Any], set[int], list[CorrectionSubject]]] = {}
     for result_id in queryset.values_list("id", flat=True):
         correction = match_result_void(result_id=result_id, reason=reason)
         voided += int(correction.changed)
-        days, boards = by_season.setdefault(correction.season_id, (set(), set()))
+        days, boards, subjects = by_season.setdefault(correction.season_id, (set(), set(), []))
         days.update(correction.days)
         boards.update(correction.board_ids or ())
-    for season_id, (days, boards) in sorted(by_season.items()):
-        correction = Correction(season_id, tuple(sorted(days)), True, tuple(sorted(boards)))
+        subjects += correction.subjects
+    for season_id, (days, boards, subjects) in sorted(by_season.items()):
+        correction = Correction(
+            season_id, tuple(sorted(days)), True, tuple(sorted(boards)), tuple(subjects)
+        )
         modeladmin.message_user(request, _queue_board_corrections(correction), messages.INFO)
     modeladmin.message_user(request, f"{voided} result(s) voided.", messages.SUCCESS)
     return None
@@ -178,6 +185,13 @@ class BoardForm(forms.ModelForm):
             for field in SCORE_FIELDS:
                 self.fields[field].disabled = True
                 self.fields[field].help_text = "fixed: the board has results"
+
+    def clean_event_top_n(self) -> int:
+        top_n = self.cleaned_data["event_top_n"]
+        try:
+            return event_top_n_check(top_n)
+        except ValidationError as exc:
+            raise forms.ValidationError(exc.messages) from exc
 
     def clean_tiebreak_columns(self) -> list[dict[str, str]]:
         text = self.cleaned_data.get("tiebreak_columns") or ""

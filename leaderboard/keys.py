@@ -133,6 +133,12 @@ def rank_events_corrections_outbox(*, board_id: int) -> str:
     return f"{_board_tag(board_id)}:events:corrections"
 
 
+def rank_events_corrections_pending(*, board_id: int) -> str:
+    """``lb:{b7}:events:corrections:pending``: hash "<cause>/<player>" -> the player's standing
+    before the correction's rebuild (correction_events.lua)."""
+    return f"{_board_tag(board_id)}:events:corrections:pending"
+
+
 def board_intact(*, board_id: int) -> str:
     """``lb:{b7}:intact``: present while Redis is known to hold every key of the board
     (season-long, daily and weekly boards, watermark) as PostgreSQL has them.

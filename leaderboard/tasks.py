@@ -14,11 +14,13 @@ Periodic ones (scheduled in leaderboard_project/schedules.py):
 from __future__ import annotations
 
 from datetime import date
+from typing import Any
 
 from celery import shared_task
 from django.utils import timezone
 
 from leaderboard.services import (
+    CorrectionSubject,
     RebuildInProgressError,
     board_all_rebuild,
     board_rebuild,
@@ -101,10 +103,19 @@ def boards_recover_task() -> str:
     acks_late=True,
     ignore_result=True,
 )
-def boards_correct_task(season_id: int, days: list[str], board_ids: list[int] | None = None) -> str:
+def boards_correct_task(
+    season_id: int,
+    days: list[str],
+    board_ids: list[int] | None = None,
+    subjects: list[dict[str, Any]] | None = None,
+) -> str:
     """After a void or a ban: rebuild the season-long, daily and weekly boards it touched
-    (``board_ids``: the boards concerned; None: every board of the season)."""
+    (``board_ids``: the boards concerned; None: every board of the season), with the rank
+    events of the players it moves (``subjects``: CorrectionSubject.as_task_arg)."""
     result = boards_correct(
-        season_id=season_id, days=[date.fromisoformat(d) for d in days], board_ids=board_ids
+        season_id=season_id,
+        days=[date.fromisoformat(d) for d in days],
+        board_ids=board_ids,
+        subjects=[CorrectionSubject.from_task_arg(s) for s in subjects or ()],
     )
     return result.describe()

@@ -23,6 +23,7 @@ from .boards import (
     SCORE_FIELDS,
     board_create,
     board_update,
+    event_top_n_check,
     season_setup,
     tiebreak_columns_json,
 )
@@ -46,7 +47,14 @@ from .derived import (
     weekly_board_ensure,
     weekly_boards_build,
 )
-from .events import rank_events_outbox_trim, rank_events_publish
+from .events import (
+    CorrectionSubject,
+    correction_events_begin,
+    correction_events_end,
+    rank_events_corrections_relay,
+    rank_events_outbox_trim,
+    rank_events_publish,
+)
 from .rebuild import (
     DEFAULT_ZADD_BATCH,
     DELTA_MERGE_BATCH,
@@ -118,6 +126,7 @@ __all__ = [
     "BoardsCorrected",
     "BoardsDeleted",
     "Correction",
+    "CorrectionSubject",
     "CountedGroup",
     "CountedResult",
     "RebuildInProgressError",
@@ -146,13 +155,17 @@ __all__ = [
     "boards_reconcile_live_seasons",
     "boards_recover",
     "boards_recovering_get",
+    "correction_events_begin",
+    "correction_events_end",
     "counted_groups",
     "daily_board_expire_at",
     "daily_boards_existing",
+    "event_top_n_check",
     "match_result_void",
     "match_results_store",
     "player_ban",
     "player_unban",
+    "rank_events_corrections_relay",
     "rank_events_outbox_trim",
     "rank_events_publish",
     "reconcile_days",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date
 
@@ -12,12 +12,19 @@ from django.utils import timezone
 
 from leaderboard import keys
 from leaderboard.models import Board, MatchResult, PlayerBan
+from leaderboard.rank_events import rank_event_sink
 from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.selectors.boards import BoardRef, board_get, board_list
 from leaderboard.selectors.days import board_days_with_results
 from seasons.models import Season, SeasonStatus
 
 from .derived import weekly_board_build
+from .events import (
+    CorrectionSubject,
+    correction_events_begin,
+    correction_events_end,
+    rank_events_corrections_relay,
+)
 from .rebuild import RebuildResult, board_rebuild
 
 _RESULTS = MatchResult._meta.db_table
@@ -42,11 +49,18 @@ class BoardsCorrected:
 
 
 def boards_correct(
-    *, season_id: int, days: Iterable[date], board_ids: Iterable[int] | None = None
+    *,
+    season_id: int,
+    days: Iterable[date],
+    board_ids: Iterable[int] | None = None,
+    subjects: Sequence[CorrectionSubject] = (),
 ) -> BoardsCorrected:
     """Rebuild what a correction touched on each board (``board_ids``, default every board of
     the season): its season-long board, the given days' daily boards that exist, and the weekly
     boards that exist for those days' weeks.
+
+    ``subjects``: the players the correction concerns; each whose rank on a board moved gets a
+    rank_changed event (services/events.py), published before this returns.
 
     Raises RebuildInProgressError when one of them is being rebuilt: that rebuild may read a
     snapshot from before the correction, so the caller retries (the task does) rather than
@@ -59,16 +73,23 @@ def boards_correct(
     wanted = None if board_ids is None else set(board_ids)
     days = sorted(set(days))
     rebuilt: list[str] = []
+    corrected: list[int] = []
     for board in board_list(season_id=season_id):
         if wanted is not None and board.id not in wanted:
             continue
+        concerned = [s for s in subjects if s.board_id in (None, board.id)]
+        correction_events_begin(board=board, subjects=concerned)
         rebuilt.append(board_rebuild(board_id=board.id, reason="correction").board_key)
+        correction_events_end(board=board, subjects=concerned)
+        corrected.append(board.id)
         # A daily board that expired stays expired: nothing reads it any more.
         for day in days:
             if client.exists(keys.daily_board(board_id=board.id, day=day)):
                 result = board_rebuild(board_id=board.id, day=day, reason="correction")
                 rebuilt.append(result.board_key)
         rebuilt += _weekly_boards_rebuild(client, board=board, days=days)
+    if subjects:
+        rank_events_corrections_relay(board_ids=corrected, sink=rank_event_sink())
     return BoardsCorrected(season_id, tuple(rebuilt), needs_standings_review=False)
 
 
@@ -158,6 +179,8 @@ class Correction:
     changed: bool  # False when it was already in effect (voided before, banned before)
     # The boards it touches: a void, the result's board; a ban, every board (None).
     board_ids: tuple[int, ...] | None = None
+    # The players it moves, for their rank_changed events (none when nothing changed).
+    subjects: tuple[CorrectionSubject, ...] = ()
 
 
 def match_result_void(*, result_id: int, reason: str) -> Correction:
@@ -173,8 +196,24 @@ def match_result_void(*, result_id: int, reason: str) -> Correction:
             result.voided_at = timezone.now()
             result.void_reason = reason[:500]
             result.save(update_fields=["voided_at", "void_reason"])
+    subjects: tuple[CorrectionSubject, ...] = ()
+    if changed:
+        assert result.voided_at is not None
+        subjects = (
+            CorrectionSubject(
+                player_id=result.player_id,
+                cause=f"void:{result.pk}",
+                at=result.voided_at,
+                match_id=str(result.match_id),
+                board_id=result.board_id,
+            ),
+        )
     return Correction(
-        result.season_id, (result.achieved_at.astimezone(UTC).date(),), changed, (result.board_id,)
+        result.season_id,
+        (result.achieved_at.astimezone(UTC).date(),),
+        changed,
+        (result.board_id,),
+        subjects,
     )
 
 
@@ -187,18 +226,36 @@ def player_ban(
         raise ValidationError("a ban needs a reason")
     if player_id <= 0:
         raise ValidationError(f"player ids are positive integers, got {player_id}")
-    _, created = PlayerBan.objects.get_or_create(
+    ban, created = PlayerBan.objects.get_or_create(
         season_id=season_id,
         player_id=player_id,
         defaults={"reason": reason[:500], "created_by_id": created_by_id},
     )
-    return Correction(season_id, _player_days(season_id=season_id, player_id=player_id), created)
+    subjects = (
+        (CorrectionSubject(player_id=player_id, cause=f"ban:{ban.pk}", at=ban.created_at),)
+        if created
+        else ()
+    )
+    days = _player_days(season_id=season_id, player_id=player_id)
+    return Correction(season_id, days, created, None, subjects)
 
 
 def player_unban(*, season_id: int, player_id: int) -> Correction:
     deleted, _ = PlayerBan.objects.filter(season_id=season_id, player_id=player_id).delete()
     days = _player_days(season_id=season_id, player_id=player_id)
-    return Correction(season_id, days, bool(deleted))
+    now = timezone.now()
+    subjects = (
+        (
+            CorrectionSubject(
+                player_id=player_id,
+                cause=f"unban:{season_id}:{player_id}:{int(now.timestamp())}",
+                at=now,
+            ),
+        )
+        if deleted
+        else ()
+    )
+    return Correction(season_id, days, bool(deleted), None, subjects)
 
 
 def _player_days(*, season_id: int, player_id: int) -> tuple[date, ...]:

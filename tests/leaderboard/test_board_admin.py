@@ -31,6 +31,13 @@ def _management(prefix: str, total: int, initial: int) -> dict[str, str]:
 
 
 def _board_row(index: int, **fields: Any) -> dict[str, str]:
+    """A board row as the browser posts it: the rank events options at their initial values
+    unless given (``rank_events=False``: the box unticked, not posted)."""
+    fields = {"rank_events": True, "event_top_n": 100, **fields}
+    if fields["rank_events"] is False:
+        del fields["rank_events"]
+    else:
+        fields["rank_events"] = "on"
     return {f"boards-{index}-{name}": str(value) for name, value in fields.items()}
 
 
@@ -100,6 +107,33 @@ def test_score_fields_are_read_only_once_the_board_has_results(staff: Client) ->
         "best",
         1,
     )
+
+
+def test_rank_events_options_change_in_the_admin_even_once_the_board_has_results(
+    staff: Client,
+) -> None:
+    season: Season = SeasonFactory.create(starts_at=START, ends_at=START + timedelta(days=30))
+    main = Board.objects.get(season=season, slug="main")
+    assert (main.rank_events, main.event_top_n) == (True, 100)
+    MatchResultFactory.create(season=season, player_id=1, points=5)
+    _post_main_board(
+        staff, season, main, name="Main", order="desc", rule="best", time_resolution_seconds=1,
+        rank_events=False, event_top_n=10,
+    )  # fmt: skip
+    main.refresh_from_db()
+    assert (main.rank_events, main.event_top_n) == (False, 10)
+    data = {
+        "name": season.name,
+        "ends_at_0": "2026-10-31",
+        "ends_at_1": "00:00:00",
+        **_management("boards", 1, 1),
+        **_board_row(0, id=main.id, season=season.id, slug="main", name="Main", event_top_n=0),
+        **_management("reward_tiers", 0, 0),
+    }
+    page = staff.post(f"{SEASONS}{season.id}/change/", data)
+    assert page.status_code == 200  # refused, with the reason on the page
+    main.refresh_from_db()
+    assert main.event_top_n == 10
 
 
 def test_keeping_metadata_is_chosen_in_the_admin_and_fixed_once_the_board_has_results(

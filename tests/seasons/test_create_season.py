@@ -87,6 +87,25 @@ def test_metadata_boards_from_both_commands() -> None:
 
 
 @pytest.mark.django_db
+def test_rank_events_options_from_both_commands() -> None:
+    run(
+        "--id", "16", "--name", "S16", "--event-top-n", "10",
+        "--starts-at", "2026-10-01T00:00:00Z", "--ends-at", "2026-12-31T00:00:00Z",
+    )  # fmt: skip
+    call_command(
+        "create_board", "--season", "16", "--slug", "quiet", "--name", "Q", "--no-events",
+        stdout=StringIO(),
+    )  # fmt: skip
+    call_command("create_board", "--season", "16", "--slug", "k", "--name", "K", stdout=StringIO())
+    options = {b.slug: (b.rank_events, b.event_top_n) for b in Board.objects.filter(season_id=16)}
+    assert options == {"main": (True, 10), "quiet": (False, 100), "k": (True, 100)}
+    with pytest.raises(CommandError, match="event top N must be 1 to"):
+        call_command(
+            "create_board", "--season", "16", "--slug", "x", "--name", "X", "--event-top-n", "0"
+        )
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     ("args", "message"),
     [
