@@ -213,3 +213,16 @@ class HistoryArchive(models.Model):
 
     def __str__(self) -> str:
         return f"board {self.board_id}: {self.rows} players archived"
+
+
+class FinalEventsSent(models.Model):
+    """That one board's season_final rank events are on Kafka (docs/events.md): the close-out's
+    sweep publishes them for every closed board with rank events and without one."""
+
+    board = models.OneToOneField(Board, on_delete=models.CASCADE, related_name="final_events")
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="final_events")
+    events = models.PositiveIntegerField()
+    sent_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"board {self.board_id}: {self.events} season_final events sent"

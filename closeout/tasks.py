@@ -19,7 +19,9 @@ from .services import (
     history_prune,
     schedules_advance,
     season_close,
+    season_final_events_publish,
     season_history_archive,
+    seasons_final_events_due,
     seasons_history_due,
 )
 
@@ -42,6 +44,9 @@ def seasons_close_due_task() -> list[int]:
     # Closed seasons whose history is not archived yet (just closed, or a crash mid-archive).
     for season_id in seasons_history_due():
         season_history_archive_task.delay(season_id=season_id)
+    # Closed seasons whose season_final events are not on Kafka yet (a crash, Kafka away).
+    for season_id in seasons_final_events_due():
+        season_final_events_task.delay(season_id=season_id)
     return due
 
 
@@ -63,6 +68,12 @@ def season_close_task(*, season_id: int) -> str:
     if result.closed:
         season_history_archive_task.delay(season_id=season_id)
     return result.describe()
+
+
+@shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=5)
+def season_final_events_task(*, season_id: int) -> int:
+    """Publish the closed season's season_final rank events not sent yet (events sent)."""
+    return season_final_events_publish(season_id=season_id)
 
 
 @shared_task(**QUICK_TASK)

@@ -2,7 +2,8 @@
 grants, dropping the keys), ``rewards`` (tiers, grant status), ``standings`` (a closed season's
 corrections, reviewed before they apply), ``schedules`` (the seasons of recurring
 competitions, created ahead of each occurrence), ``history`` (every player's final entries,
-archived after the close-out). Callers import from here.
+archived after the close-out), ``final_events`` (the season_final rank events). Callers import
+from here.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from .close_out import (
     final_standings_replace,
     season_close,
     season_close_wait,
+)
+from .final_events import (
+    board_final_events,
+    season_final_events_publish,
+    seasons_final_events_due,
 )
 from .history import (
     HistoryArchived,
@@ -53,6 +59,7 @@ __all__ = [
     "SeasonCloseWait",
     "StandingChange",
     "StandingsReview",
+    "board_final_events",
     "board_history_archive",
     "final_standings_replace",
     "history_prune",
@@ -64,8 +71,10 @@ __all__ = [
     "schedules_advance",
     "season_close",
     "season_close_wait",
+    "season_final_events_publish",
     "season_history_archive",
     "season_standings_correct",
     "season_standings_review",
+    "seasons_final_events_due",
     "seasons_history_due",
 ]

@@ -27,6 +27,7 @@ from ..selectors import (
     kafka_offsets_reader,
     topic_end_offsets_get,
 )
+from .final_events import season_final_events_publish
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +109,9 @@ def season_close(
     3. In ONE transaction: the final top FINAL_STANDINGS_SIZE computed from PostgreSQL (the
        source a rebuild reads; Redis may have lost writes), a grant per player of each tier,
        status "closed". A crash before the commit leaves the season "closing": a rerun redoes it.
-    4. UNLINK every Redis key of the season. A rerun on a closed season grants nothing (and the
+    4. The season_final rank events of each board (final_events.py; the sweep sends them if
+       Kafka cannot take them now).
+    5. UNLINK every Redis key of the season. A rerun on a closed season grants nothing (and the
        unique (season, player) constraint forbids a second grant) and only unlinks leftovers.
     """
     now = now or timezone.now()
@@ -163,6 +166,8 @@ def season_close(
         standings, grants_created = finalized
         if standings is None:  # someone else finalized it between our two transactions
             already_closed = True
+    if not already_closed:
+        _season_final_events(season_id=season_id)
     keys_unlinked = season_keys_unlink(season_id=season_id)
     if already_closed:
         return SeasonCloseResult(
@@ -177,6 +182,15 @@ def season_close(
     )
     logger.info(result.describe())
     return result
+
+
+def _season_final_events(*, season_id: int) -> None:
+    """The season_final rank events, once the standings are committed; if Kafka cannot take
+    them now, the close-out's sweep sends them (seasons_final_events_due)."""
+    try:
+        season_final_events_publish(season_id=season_id)
+    except Exception:
+        logger.exception("season %s: season_final events not sent; the sweep retries", season_id)
 
 
 # How often a waiting close-out asks Kafka for the consumer group's committed offsets.
