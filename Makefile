@@ -104,11 +104,13 @@ test-cluster: $(STAMP)
 # with a DJANGO_SECRET_KEY); DEBUG is off by default everywhere else.
 run: export DJANGO_DEBUG ?= true
 run: export DJANGO_SETTINGS_MODULE ?= $(LOCAL_SETTINGS)
+# The board pages open the board stream (the Procfile's "stream", on STREAM_PORT) from the browser.
+run: export BOARD_STREAM_URL ?= http://127.0.0.1:$(or $(STREAM_PORT),8001)
 run: migrate
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py bootstrap_demo
 	$(PY) manage.py setup_periodic_tasks
-	@echo "Starting every process (Ctrl-C stops them all); web on http://127.0.0.1:$${PORT:-8000}/"
+	@echo "Starting every process (Ctrl-C stops them all); web on http://127.0.0.1:$${PORT:-8000}/, board stream on $${BOARD_STREAM_URL}"
 	PORT=$${PORT:-8000} $(VENV)/bin/honcho start -f Procfile
 
 # Benchmarks take minutes and load the whole machine: this only says how to run each one.

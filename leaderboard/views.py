@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -209,6 +210,12 @@ def _board_page_context(
         context.update(
             caption=f"{board.name}: top {PAGE_TOP} of the season",
             live_url=f"{api}/top?limit={PAGE_TOP}",
+            # The board stream pushes this list as it changes; live.js polls when it is down.
+            stream_url=(
+                f"{settings.BOARD_STREAM_URL}/stream/seasons/{board.season_id}/boards/{board.slug}"
+                if settings.BOARD_STREAM_URL
+                else ""
+            ),
             # live.js ignores a poll that answers an older list than this one.
             live_version=page.top.version,
             live_etag=top_list_etag(board=board, top=page.top, limit=PAGE_TOP),

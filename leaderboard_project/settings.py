@@ -217,6 +217,11 @@ KAFKA_PLAYER_PROFILES_DEAD_LETTER_TOPIC = env.str(
 # Contract 0.3: rank events (key = player id), published by the consumer before it commits each
 # batch, by corrections and by the close-out (docs/events.md).
 KAFKA_RANK_EVENTS_TOPIC = env.str("KAFKA_RANK_EVENTS_TOPIC", default="rank-events")
+# The board stream (manage.py serve_board_stream): where the public pages open it ("" : they
+# poll), how many streams it holds at once, and how long one lasts before the browser reconnects.
+BOARD_STREAM_URL = env.str("BOARD_STREAM_URL", default="").rstrip("/")
+BOARD_STREAM_MAX_CLIENTS = env.int("BOARD_STREAM_MAX_CLIENTS", default=5000)
+BOARD_STREAM_MAX_SECONDS = env.float("BOARD_STREAM_MAX_SECONDS", default=600.0)
 KAFKA_CONSUMER_GROUP = env.str("KAFKA_CONSUMER_GROUP", default="leaderboard-ingest")
 KAFKA_TOPIC_PARTITIONS = env.int("KAFKA_TOPIC_PARTITIONS", default=4)
 

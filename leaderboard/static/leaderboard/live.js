@@ -1,17 +1,19 @@
-// Live top list: re-reads the JSON list named by the table's data-live-url once a second and
-// redraws the rows, highlighting those that moved.
+// Live top list: the board stream (server-sent events, manage.py serve_board_stream) pushes the
+// list as rank events change it; while the stream is down (none configured, refused, or cut),
+// the JSON list named by the table's data-live-url is re-read once a second instead, and the
+// stream is tried again with a growing pause. Either way the rows are redrawn, highlighting
+// those that moved.
 //
-// Why polling with If-None-Match rather than server-sent events: the top list is already a
-// snapshot refreshed once a second with an ETag, so an unchanged poll is a 304 with no body,
-// answered from each process's memory; it passes through any HTTP cache or proxy, holds no
-// connection (an SSE stream would pin a gunicorn sync worker per open page), and needs no new
-// server code. The cost, one small request a second per visible page, is what the API is
-// built to serve; polling stops while the tab is hidden.
+// The stream runs in its own process, never in gunicorn: an open stream would pin a sync worker
+// per page (docs/events.md, "Live pages"). Polling stays the fallback because it needs nothing
+// but the API: the top list is a snapshot refreshed once a second with an ETag, so an unchanged
+// poll is a 304 with no body, answered from each process's memory; polling stops while the tab
+// is hidden.
 //
-// Never backwards: each top list carries a version (X-Snapshot-Version; the page's own list in
-// data-version), and two polls may be answered by two server processes, one of them a version
-// behind. An answer older than the list on screen is ignored, ETag included; the ETag sent
-// tells the server the version seen, so it answers no older one either.
+// Never backwards: each top list carries a version (X-Snapshot-Version, or the stream's
+// "version"; the page's own list in data-version), and two answers may come from two server
+// processes, one of them a version behind. A list older than the one on screen is ignored; the
+// ETag sent tells the server the version seen, so it answers no older one either.
 (function () {
   "use strict";
   var table = document.querySelector("table[data-live-url]");
@@ -24,8 +26,14 @@
   var tiebreakers = (table.getAttribute("data-tiebreakers") || "").split(",").filter(Boolean);
   var statusEl = document.getElementById("live-status");
   var tbody = table.tBodies[0];
+  var streamUrl = window.EventSource ? table.getAttribute("data-stream-url") : null;
   var INTERVAL_MS = 1000;
   var MAX_BACKOFF_MS = 10000;
+  var STREAM_RETRY_MS = 5000;
+  var STREAM_MAX_RETRY_MS = 60000;
+  // True while the stream is open and delivering: polling pauses meanwhile.
+  var streaming = false;
+  var streamFailures = 0;
   // The version and ETag of the list on screen: the server-rendered one's, then the newest
   // answer's (null for the lists that carry no version: daily and weekly).
   var version = toVersion(table.getAttribute("data-version"));
@@ -163,7 +171,7 @@
   }
 
   function poll() {
-    if (document.hidden) { schedule(); return; }
+    if (document.hidden || streaming) { schedule(); return; }
     var headers = { "Accept": "application/json" };
     if (etag) { headers["If-None-Match"] = etag; }
     // no-store: the 304 comes back to this code (not a cached 200), so nothing is redrawn.
@@ -213,8 +221,47 @@
       .then(schedule);
   }
 
+  // The board stream: each "top" message is the whole list ({"version", "entries"}).
+  function listen() {
+    streamUrl = window.EventSource ? table.getAttribute("data-stream-url") : null;
+    if (!streamUrl || stopped) { return; }
+    var source = new EventSource(streamUrl);
+    source.addEventListener("top", function (message) {
+      var list;
+      try { list = JSON.parse(message.data); } catch (e) { return; }
+      var got = typeof list.version === "number" ? list.version : null;
+      streaming = true;
+      streamFailures = 0;
+      failures = 0;
+      table.setAttribute("data-source", "stream");
+      table.setAttribute("data-updated", String(Date.now()));
+      say("Live: streaming updates.", false);
+      if (older(got)) { return; }
+      adopt(got, null);
+      // The poll's ETag names an older list now: the next poll (if any) gets a full answer.
+      etag = null;
+      render(list.entries || []);
+    });
+    source.addEventListener("unavailable", function () {
+      say("The leaderboard service is unavailable right now. The list below may be out of " +
+          "date; retrying.", true);
+    });
+    source.onerror = function () {
+      // Refused (no stream there, too many streams) or cut: poll until it is back. The browser
+      // would reconnect on its own after a cut, but not after a refusal; one path for both.
+      source.close();
+      streaming = false;
+      table.setAttribute("data-source", "poll");
+      streamFailures += 1;
+      var wait = Math.min(STREAM_RETRY_MS * Math.pow(2, streamFailures - 1), STREAM_MAX_RETRY_MS);
+      window.setTimeout(listen, wait);
+    };
+  }
+
   document.addEventListener("visibilitychange", function () {
     if (!document.hidden) { failures = 0; }
   });
+  table.setAttribute("data-source", "poll");
+  listen();
   schedule();
 })();

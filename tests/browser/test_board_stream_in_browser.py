@@ -1,0 +1,146 @@
+"""The public board page over the board stream (server-sent events fed by rank events), in a
+real browser: the list moves with no poll while the stream is up, and polls when it is down."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.conf import settings
+from playwright.sync_api import expect
+
+from leaderboard.board_stream import BoardStreamServer
+from tests.helpers import make_season
+from tests.leaderboard.board_fixtures import write_season_board
+from tests.leaderboard.live import ingest, ingest_with_events
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+TOP_API = re.compile(r".*/api/seasons/\d+/boards/main/top.*")
+
+
+class StreamThread:
+    """A board stream server on a free port, in a thread with its own event loop."""
+
+    def __init__(self, topic: str) -> None:
+        self.server = BoardStreamServer(
+            bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
+            topic=topic,
+            max_clients=50,
+            max_seconds=60,
+        )
+        ready = threading.Event()
+        self.thread = threading.Thread(
+            target=lambda: asyncio.run(self.server.serve(host="127.0.0.1", port=0, ready=ready)),
+            daemon=True,
+        )
+        self.thread.start()
+        assert ready.wait(10), "the board stream did not start"
+        self.url = f"http://127.0.0.1:{self.server.port}"
+
+    def stop(self) -> None:
+        self.server.stopping.set()
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def events_topic(settings, kafka_topic_factory) -> str:
+    settings.KAFKA_RANK_EVENTS_TOPIC = kafka_topic_factory("rank-events", partitions=2)
+    return settings.KAFKA_RANK_EVENTS_TOPIC
+
+
+@pytest.fixture
+def stream(settings, events_topic) -> Iterator[StreamThread]:
+    running = StreamThread(events_topic)
+    settings.BOARD_STREAM_URL = running.url
+    yield running
+    running.stop()
+
+
+def _live_season():
+    now = datetime.now(UTC)
+    return make_season(
+        starts_at=now - timedelta(days=1), ends_at=now + timedelta(days=5), status="active"
+    )
+
+
+def test_the_list_moves_from_the_stream_without_polling(
+    page, board_redis, stream, events_topic, screenshot
+) -> None:
+    season = _live_season()
+    write_season_board(board_redis, season)
+    polls: list[str] = []
+
+    def count_poll(route) -> None:
+        polls.append(route.request.url)
+        route.continue_()
+
+    page.route(TOP_API, count_poll)
+    page.goto(f"/seasons/{season.id}")
+    table = page.locator("table[data-live-url]")
+    expect(table).to_have_attribute("data-source", "stream")
+    expect(page.locator("#live-status")).to_have_text("Live: streaming updates.")
+    polled_before = len(polls)
+
+    ingest_with_events(
+        board_redis,
+        season,
+        player_id=777,
+        points=9000,
+        at=datetime.now(UTC),
+        events_topic=events_topic,
+    )
+    moved = table.locator('tbody tr[data-player="777"]')
+    expect(moved).to_have_class(re.compile(r"\bchanged\b"), timeout=5000)
+    expect(moved.locator("td").first).to_have_text("1")
+    expect(table.locator("tbody tr")).to_have_count(8)
+    # Moved by the stream: no poll since it opened, no reload.
+    assert len(polls) == polled_before
+    assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
+    screenshot("streamed")
+
+
+def test_the_page_polls_while_the_stream_is_down_and_returns_to_it(
+    page, board_redis, stream, events_topic, settings
+) -> None:
+    season = _live_season()
+    write_season_board(board_redis, season)
+    page.goto(f"/seasons/{season.id}")
+    table = page.locator("table[data-live-url]")
+    expect(table).to_have_attribute("data-source", "stream")
+
+    # The stream goes away: the page falls back to polling, and the list still moves.
+    stream.stop()
+    expect(table).to_have_attribute("data-source", "poll", timeout=5000)
+    expect(page.locator("#live-status")).to_have_text("Live: updates every second.")
+    ingest(board_redis, season, player_id=778, points=9500, at=datetime.now(UTC))
+    expect(table.locator('tbody tr[data-player="778"] td').first).to_have_text("1", timeout=5000)
+
+    # A stream is there again (a restart on another port is what the page retries here):
+    # the page goes back to it.
+    again = StreamThread(events_topic)
+    try:
+        page.evaluate(
+            "url => document.querySelector('table[data-live-url]')"
+            ".setAttribute('data-stream-url', url)",
+            f"{again.url}/stream/seasons/{season.id}/boards/main",
+        )
+        expect(table).to_have_attribute("data-source", "stream", timeout=30000)
+    finally:
+        again.stop()
+
+
+def test_without_a_stream_the_page_polls(page, board_redis, settings) -> None:
+    settings.BOARD_STREAM_URL = "http://127.0.0.1:9"  # nothing listens there
+    season = _live_season()
+    write_season_board(board_redis, season)
+    page.goto(f"/seasons/{season.id}")
+    table = page.locator("table[data-live-url]")
+    expect(table).to_have_attribute("data-updated", re.compile(r"\d+"))
+    expect(table).to_have_attribute("data-source", "poll")
+    ingest(board_redis, season, player_id=779, points=9900, at=datetime.now(UTC))
+    expect(table.locator('tbody tr[data-player="779"] td').first).to_have_text("1", timeout=5000)
