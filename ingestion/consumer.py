@@ -320,6 +320,7 @@ class MatchResultConsumer:
         metrics.APPLIED.labels(topic=topic).inc(outcome.applied)
         metrics.DUPLICATES.labels(topic=topic).inc(outcome.duplicates)
         metrics.NOT_COUNTED.labels(topic=topic).inc(outcome.not_counted)
+        metrics.RANK_EVENTS.labels(topic=topic).inc(outcome.rank_events)
         self._observe_partitions(consumer)
 
     def _observe_partitions(self, consumer: KafkaConsumer) -> int | None:

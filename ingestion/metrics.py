@@ -45,6 +45,11 @@ NOT_COUNTED = Counter(
     "Results stored but not applied: voided, banned player, cumulative overflow.",
     ["topic"],
 )
+RANK_EVENTS = Counter(
+    "leaderboard_ingest_rank_events",
+    "Rank events published to the rank-events topic (docs/events.md).",
+    ["topic"],
+)
 DEAD_LETTERS = Counter(
     "leaderboard_ingest_dead_letters",
     "Messages sent to the dead-letter topic, by reason code (docs/ingestion.md).",

@@ -359,8 +359,7 @@ def board_groups_apply(
             # Covered up to the watermark: a redelivery, a retry after a lost reply, or another
             # consumer (the partition moved during a rebalance) applied part of it. Whoever
             # applied it may not have published its events: the outbox holds them if so.
-            if boards[group.board_id].rank_events:
-                leftovers.add(call.keys[1])
+            leftovers.add(call.keys[1])
             remaining = group.above(int(reply[1]))
             already += len(group) - len(remaining)
             if len(remaining):

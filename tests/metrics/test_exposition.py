@@ -122,6 +122,8 @@ def test_consumer_counts_results_dead_letters_by_reason_lag_and_offsets(
     assert _value("leaderboard_ingest_records_total", **t) == 8
     assert _value("leaderboard_ingest_results_applied_total", **t) == 5
     assert _value("leaderboard_ingest_duplicates_total", **t) == 1
+    # Five first entries: a personal_best and a rank_changed each, at least.
+    assert _value("leaderboard_ingest_rank_events_total", **t) == totals.rank_events >= 10
     reasons = {
         sample.labels["reason"]: sample.value
         for family in REGISTRY.collect()
