@@ -359,13 +359,14 @@ class MatchResultConsumer:
             )
         logger.info(
             "ingest: %.1f results/s applied; totals: %d records, %d applied, %d duplicates, "
-            "%d dead letters, %d not counted; lag %s",
+            "%d dead letters, %d not counted, %d rank events; lag %s",
             rate,
             self.totals.records,
             self.totals.applied,
             self.totals.duplicates,
             self.totals.dead_letters,
             self.totals.not_counted,
+            self.totals.rank_events,
             "unknown" if self.totals.lag is None else self.totals.lag,
         )
         stats = ConsumerStats.from_totals(

@@ -322,3 +322,29 @@ def test_a_covered_call_hands_back_what_its_outbox_still_holds(board_redis, inta
     assert rank_events_outbox_read(outboxes=[outbox]) == []
     # Trimmed: a later redelivery finds nothing to publish.
     assert apply(board, [ref_result(1, 2, (20,), 6)]).events == ()
+
+
+def test_a_short_events_column_fails_loudly_and_moves_nothing(
+    board_redis, intact, monkeypatch
+) -> None:
+    from redis.exceptions import ResponseError
+
+    from leaderboard.services import apply as apply_module
+
+    board = make_board()
+    results = [counted(ref_result(0, 1, (10,), 5)), counted(ref_result(1, 2, (20,), 6))]
+    real = apply_module._event_args
+
+    def short(**kwargs):
+        # A caller of another version: its match ids column one short.
+        args = real(**kwargs)
+        args[6] = str(args[6]).rsplit(" ", 1)[0]
+        return args
+
+    monkeypatch.setattr(apply_module, "_event_args", short)
+    with pytest.raises(ResponseError, match="events column"):
+        board_results_apply(
+            topic=TOPIC, results=results, handled_offsets={0: 1}, boards={BOARD: board}
+        )
+    assert board_redis.zcard(keys.board(board_id=BOARD)) == 0
+    assert board_redis.hget(keys.ingest_applied_offsets(board_id=BOARD, topic=TOPIC), "0") is None
