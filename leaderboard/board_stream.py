@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import orjson
 from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
+from django.db import close_old_connections
 
 from .selectors.boards import BoardRef, board_get_cached
 from .selectors.top import board_top_read
@@ -58,7 +59,8 @@ class _Watched:
 
     board: BoardRef
     clients: set[asyncio.Queue[bytes]] = field(default_factory=set)
-    sent: bytes = b""
+    sent: bytes = b""  # the last message sent (what a new client gets first)
+    entries: bytes | None = None  # the entries it carried (None: "unavailable", or none yet)
     dirty: bool = True
     refreshed_at: float = 0.0
 
@@ -144,15 +146,14 @@ class BoardStreamServer:
     # --- the lists ------------------------------------------------------------------------------
 
     @staticmethod
-    def _read(board: BoardRef) -> bytes | None:
-        """The board's top list as the stream sends it; None when the board cannot vouch for
-        itself now (Redis lost it: the page says so, and keeps its list)."""
+    def _read(board: BoardRef) -> tuple[int, bytes] | None:
+        """The board's top list as the stream sends it: its version and its entries (JSON);
+        None when the board cannot vouch for itself now (Redis lost it: the page says so, and
+        keeps its list)."""
         top = board_top_read(board=board, count=TOP)
         if not top.intact:
             return None
-        return orjson.dumps(
-            {"version": top.version, "entries": [entry_body(e) for e in top.entries]}
-        )
+        return top.version, orjson.dumps([entry_body(e) for e in top.entries])
 
     async def _refresh(self) -> None:
         """Send each watched board's list when an event touched it, or every REFRESH_SECONDS
@@ -168,17 +169,20 @@ class BoardStreamServer:
                     continue
                 watched.dirty, watched.refreshed_at = False, now
                 try:
-                    body = await asyncio.to_thread(self._read, watched.board)
+                    read = await asyncio.to_thread(self._read, watched.board)
                 except Exception:
                     logger.exception("board stream: reading board %s failed", key)
-                    body = None
-                frame = (
-                    b"event: unavailable\ndata: {}\n\n"
-                    if body is None
-                    else b"event: top\ndata: " + body + b"\n\n"
-                )
-                if frame == watched.sent:
-                    continue
+                    read = None
+                entries = None if read is None else read[1]
+                if watched.sent and entries == watched.entries:
+                    continue  # the same list (a newer version of it changes nothing on screen)
+                watched.entries = entries
+                if read is None:
+                    frame = b"event: unavailable\ndata: {}\n\n"
+                else:
+                    version = str(read[0]).encode()
+                    frame = b'event: top\ndata: {"version":' + version + b',"entries":'
+                    frame += read[1] + b"}\n\n"
                 watched.sent = frame
                 for queue in watched.clients:
                     _offer(queue, frame)
@@ -217,7 +221,7 @@ class BoardStreamServer:
             await _reply(writer, 405, b'{"detail": "GET only"}')
             return
         key = (int(match.group(1)), match.group(2))
-        board = await asyncio.to_thread(board_get_cached, season_id=key[0], slug=key[1])
+        board = await asyncio.to_thread(_board_lookup, key)
         if board is None:
             await _reply(writer, 404, b'{"detail": "unknown season or board"}')
             return
@@ -286,6 +290,13 @@ class BoardStreamServer:
             refresher.cancel()
             self.stopping.set()
             consumer.join(timeout=5)
+
+
+def _board_lookup(key: BoardKey) -> BoardRef | None:
+    """The board a stream names (memoized per process). Outside any request, so the thread's
+    database connection is checked here: one PostgreSQL dropped (a restart) is replaced."""
+    close_old_connections()
+    return board_get_cached(season_id=key[0], slug=key[1])
 
 
 def _offer(queue: asyncio.Queue[bytes], frame: bytes) -> None:

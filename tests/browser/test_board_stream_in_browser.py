@@ -3,48 +3,21 @@ real browser: the list moves with no poll while the stream is up, and polls when
 
 from __future__ import annotations
 
-import asyncio
 import re
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.conf import settings
 from playwright.sync_api import expect
 
-from leaderboard.board_stream import BoardStreamServer
 from tests.helpers import make_season
 from tests.leaderboard.board_fixtures import write_season_board
 from tests.leaderboard.live import ingest, ingest_with_events
+from tests.leaderboard.stream_helpers import StreamThread
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 TOP_API = re.compile(r".*/api/seasons/\d+/boards/main/top.*")
-
-
-class StreamThread:
-    """A board stream server on a free port, in a thread with its own event loop."""
-
-    def __init__(self, topic: str) -> None:
-        self.server = BoardStreamServer(
-            bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
-            topic=topic,
-            max_clients=50,
-            max_seconds=60,
-        )
-        ready = threading.Event()
-        self.thread = threading.Thread(
-            target=lambda: asyncio.run(self.server.serve(host="127.0.0.1", port=0, ready=ready)),
-            daemon=True,
-        )
-        self.thread.start()
-        assert ready.wait(10), "the board stream did not start"
-        self.url = f"http://127.0.0.1:{self.server.port}"
-
-    def stop(self) -> None:
-        self.server.stopping.set()
-        self.thread.join(timeout=10)
 
 
 @pytest.fixture
