@@ -14,8 +14,11 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 import redis
+from confluent_kafka import KafkaException
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from kafka.errors import KafkaError
+
+from leaderboard.rank_events import RankEventsNotDelivered
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +48,9 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     redis.exceptions.OutOfMemoryError,
     redis.exceptions.TryAgainError,
     KafkaError,
+    # The rank events' producer (librdkafka): not acknowledged in time, or a broker error.
+    RankEventsNotDelivered,
+    KafkaException,
 )
 
 

@@ -32,6 +32,7 @@ import orjson
 from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
 from django.db import close_old_connections
 
+from .rank_events import LIBRDKAFKA_LOGGER
 from .selectors.boards import BoardRef, board_get_cached
 from .selectors.top import board_top_read
 from .serializers import entry_body
@@ -97,6 +98,7 @@ class BoardStreamServer:
                 "group.id": f"board-stream-{uuid.uuid4().hex[:12]}",
                 "enable.auto.commit": False,
                 "reconnect.backoff.max.ms": 1000,
+                "logger": LIBRDKAFKA_LOGGER,
             }
         )
         try:

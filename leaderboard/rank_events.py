@@ -31,6 +31,7 @@ import orjson
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 logger = logging.getLogger(__name__)
+LIBRDKAFKA_LOGGER = logging.getLogger("kafka.librdkafka")
 
 
 class RankEventType(StrEnum):
@@ -171,7 +172,9 @@ class KafkaRankEventSink:
         bootstrap_servers: Sequence[str],
         topic: str,
         client_id: str = "rank-events",
-        timeout_seconds: float = 30.0,
+        # Kafka away: a publish fails after this long, so the caller's retrying says what it
+        # waits for (and sends again, same ids) instead of hanging silent.
+        timeout_seconds: float = 10.0,
     ) -> None:
         self.topic = topic
         self._timeout = timeout_seconds
@@ -190,6 +193,9 @@ class KafkaRankEventSink:
                 # A broker that went away is tried again this often at least.
                 "reconnect.backoff.max.ms": 1000,
                 "message.timeout.ms": int(timeout_seconds * 1000),
+                # librdkafka's own lines through logging, as kafka-python's (the "kafka" logger:
+                # KAFKA_LOG_LEVEL, repeats folded by KAFKA_LOG_REPEAT_SECONDS).
+                "logger": LIBRDKAFKA_LOGGER,
             }
         )
         self._lock = threading.Lock()

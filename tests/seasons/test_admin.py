@@ -67,6 +67,9 @@ def boards_unchanged(season: Season) -> dict[str, str]:
                 "order": board.order,
                 "rule": board.rule,
                 "time_resolution_seconds": board.time_resolution_seconds,
+                "event_top_n": board.event_top_n,
+                # A ticked box is posted as "on"; an unticked one is not posted at all.
+                **({"rank_events": "on"} if board.rank_events else {}),
             }.items()
         }
     data["boards-TOTAL_FORMS"] = data["boards-INITIAL_FORMS"] = str(len(boards))
