@@ -1,0 +1,248 @@
+"""Helpers of the webhook tests: rank events made by hand, a real local HTTP receiver, an
+independent signature check, and the deliverer run in a thread."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.helpers import wait_until
+from tests.ingestion.ingest_helpers import committed_offsets, end_offsets, publish
+from webhooks.backoff import Clock, system_clock
+from webhooks.deliverer import DelivererOptions, WebhookDeliverer
+from webhooks.targets import Resolver, system_resolver
+
+SECRET = "test-secret-0123456789abcdef"
+
+
+def rank_event(
+    *,
+    event_type: str = "rank_changed",
+    season_id: int = 1,
+    board: str = "main",
+    player_id: int = 42,
+    rank: int = 7,
+    **extra: Any,
+) -> dict[str, Any]:
+    """An event with every field of the contract, as the write path publishes it."""
+    return {
+        "eventId": extra.pop("event_id", uuid.uuid4().hex),
+        "type": event_type,
+        "seasonId": season_id,
+        "board": board,
+        "playerId": player_id,
+        "rank": rank,
+        "previousRank": rank + 3,
+        "points": 1500,
+        "previousPoints": 1400,
+        "matchId": str(uuid.uuid4()),
+        "otherPlayerId": None,
+        "at": "2026-10-12T10:15:00Z",
+        **extra,
+    }
+
+
+def publish_events(topic: str, events: Iterable[dict[str, Any]]) -> int:
+    return publish(
+        topic,
+        ((str(e["playerId"]).encode(), json.dumps(e).encode()) for e in events),
+    )
+
+
+def hmac_sha256_by_hand(key: bytes, message: bytes) -> str:
+    """RFC 2104 HMAC-SHA256 written out from hashlib alone: the product's signature is checked
+    against this, not against the ``hmac`` module the product itself uses."""
+    block = 64
+    if len(key) > block:
+        key = hashlib.sha256(key).digest()
+    key = key.ljust(block, b"\0")
+    inner = hashlib.sha256(bytes(k ^ 0x36 for k in key) + message).digest()
+    return hashlib.sha256(bytes(k ^ 0x5C for k in key) + inner).hexdigest()
+
+
+def verify_independently(*, secret: str, header: str, body: bytes) -> int:
+    """The signed time, after checking ``t=<t>,v1=<hex>`` against "<t>.<body>"."""
+    fields = dict(part.split("=", 1) for part in header.split(","))
+    assert set(fields) == {"t", "v1"}, header
+    expected = hmac_sha256_by_hand(secret.encode(), fields["t"].encode() + b"." + body)
+    assert fields["v1"] == expected, "signature does not match"
+    return int(fields["t"])
+
+
+@dataclass
+class Received:
+    at: float
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    status: int  # what the receiver answered
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        parsed: list[dict[str, Any]] = json.loads(self.body)
+        return parsed
+
+    @property
+    def event_ids(self) -> list[str]:
+        return [e["eventId"] for e in self.events]
+
+
+# request number (1-based) -> status to answer (and an optional delay or hold before it).
+Behaviour = Callable[[int], int]
+
+
+@dataclass
+class Receiver:
+    """A real HTTP server on loopback that records every POST and answers what ``behaviour``
+    says; ``hold`` (an Event) makes every request wait until it is set (a slow endpoint)."""
+
+    behaviour: Behaviour = lambda n: 204
+    delay: float = 0.0
+    hold: threading.Event | None = None
+    requests: list[Received] = field(default_factory=list)
+    attempts: int = 0
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                with receiver._lock:
+                    receiver.attempts += 1
+                    number = receiver.attempts
+                if receiver.hold is not None:
+                    receiver.hold.wait(60)
+                if receiver.delay:
+                    time.sleep(receiver.delay)  # the endpoint's own slowness, not a sync
+                status = receiver.behaviour(number)
+                with receiver._lock:
+                    receiver.requests.append(
+                        Received(time.monotonic(), self.path, dict(self.headers), body, status)
+                    )
+                self.send_response(status)
+                if 300 <= status < 400:
+                    self.send_header("Location", receiver.location)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.location = ""
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def answered(self) -> list[Received]:
+        """Every request answered so far, in order."""
+        with self._lock:
+            return list(self.requests)
+
+    def event_ids(self) -> list[str]:
+        """The ids of the events it accepted (answered 2xx), with repeats."""
+        return [i for r in self.answered() if 200 <= r.status < 300 for i in r.event_ids]
+
+    def close(self) -> None:
+        if self.hold is not None:
+            self.hold.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def deliverer_options(*, topic: str, dead_letter_topic: str, **overrides: Any) -> DelivererOptions:
+    fields: dict[str, Any] = {
+        "group_id": f"test-webhooks-{uuid.uuid4().hex[:12]}",
+        "poll_timeout_ms": 100,
+        "stats_interval_seconds": 1.0,
+        "refresh_seconds": 0.3,
+        "retry_first": 0.2,
+        "retry_max": 2.0,
+        "connect_timeout": 2.0,
+        "read_timeout": 5.0,
+        "backoff_max_seconds": 1.0,
+        "commit_interval_seconds": 0.2,
+    }
+    fields.update(overrides)
+    return DelivererOptions.from_settings(
+        topic=topic, dead_letter_topic=dead_letter_topic, **fields
+    )
+
+
+@contextlib.contextmanager
+def running_deliverer(
+    options: DelivererOptions,
+    *,
+    clock: Clock = system_clock,
+    resolver: Resolver = system_resolver,
+) -> Iterator[WebhookDeliverer]:
+    """The deliverer in a thread for the duration of the block; stopped and joined after it
+    (a failure inside the thread fails the test)."""
+    deliverer = WebhookDeliverer(options, clock=clock, resolver=resolver)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            deliverer.run()
+        except BaseException as exc:
+            errors.append(exc)
+            raise
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield deliverer
+    finally:
+        deliverer.request_stop()
+        thread.join(30)
+        assert not thread.is_alive(), "the deliverer did not stop within 30 s"
+    assert not errors, errors
+
+
+class FakeClock:
+    """A clock the test moves by hand (unix seconds)."""
+
+    def __init__(self, start: float | None = None) -> None:
+        self.now = time.time() if start is None else start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+
+
+def wait_for_events(receiver: Receiver, expected: set[str], *, timeout: float = 30) -> None:
+    wait_until(
+        lambda: expected <= set(receiver.event_ids()),
+        timeout=timeout,
+        context=lambda: f"received {len(set(receiver.event_ids()))} of {len(expected)} events",
+    )
+
+
+def all_committed(topic: str, group_id: str) -> bool:
+    """Whether the group has committed every partition of ``topic`` to its end (a partition
+    that never had a record needs no commit)."""
+    ends = end_offsets(topic)
+    committed = committed_offsets(topic, group_id)
+    return all(end == 0 or committed.get(p) == end for p, end in ends.items())

@@ -1,0 +1,46 @@
+"""``manage.py deliver_webhooks``: POST rank events to the webhook endpoints until stopped."""
+
+from __future__ import annotations
+
+import signal
+from types import FrameType
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from webhooks.deliverer import DelivererOptions, WebhookDeliverer
+
+
+class Command(BaseCommand):
+    help = (
+        "Deliver rank events (KAFKA_RANK_EVENTS_TOPIC) to the active webhook endpoints, signed, "
+        "batched, retried for WEBHOOK_RETRY_HOURS. SIGTERM/SIGINT finish the requests in "
+        "flight, commit what is delivered or kept, and exit 0."
+    )
+    # As the ingestion consumer: no system checks (URL conf, admin) for a process serving none.
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--topic", help="default: KAFKA_RANK_EVENTS_TOPIC")
+        parser.add_argument("--dead-letter-topic", help="default: WEBHOOK_DEAD_LETTER_TOPIC")
+        parser.add_argument("--group", help="consumer group id; default: WEBHOOK_CONSUMER_GROUP")
+        parser.add_argument(
+            "--stats-interval", type=float, help="default: WEBHOOK_STATS_INTERVAL_SECONDS"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        deliverer = WebhookDeliverer(
+            DelivererOptions.from_settings(
+                topic=options["topic"],
+                dead_letter_topic=options["dead_letter_topic"],
+                group_id=options["group"],
+                stats_interval_seconds=options["stats_interval"],
+            )
+        )
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            deliverer.request_stop()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        deliverer.run()
