@@ -290,6 +290,9 @@ WEBHOOK_DEAD_LETTER_TOPIC = env.str(
     "WEBHOOK_DEAD_LETTER_TOPIC", default=f"{KAFKA_RANK_EVENTS_TOPIC}.webhooks.dlq"
 )
 WEBHOOK_CONSUMER_GROUP = env.str("WEBHOOK_CONSUMER_GROUP", default="leaderboard-webhooks")
+# Kafka static membership id of this deliverer process (e.g. the pod name): a restart takes its
+# partitions back at once instead of after the dead member's session timeout; empty = dynamic.
+WEBHOOK_GROUP_INSTANCE_ID = env.str("WEBHOOK_GROUP_INSTANCE_ID", default="")
 # Off: a webhook may only reach public addresses (checked after DNS resolution, and the
 # connection goes to the address checked). On: loopback and private networks too; the local
 # demo (make run) and the test suite turn it on, production should not.

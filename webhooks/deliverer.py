@@ -76,6 +76,9 @@ class DelivererOptions:
     retry_hours: float
     allow_private: bool
     deliverer_id: str
+    # Static group membership: a restarted deliverer with the same id takes its partitions back
+    # at once instead of waiting out the dead one's session.
+    group_instance_id: str | None = None
     # Retry cap while PostgreSQL or Kafka is unreachable.
     backoff_max_seconds: float = 2.0
     # Offsets are committed at most this often (and at a stop).
@@ -102,6 +105,7 @@ class DelivererOptions:
             retry_hours=settings.WEBHOOK_RETRY_HOURS,
             allow_private=settings.WEBHOOK_ALLOW_PRIVATE,
             deliverer_id=f"{socket.gethostname()}-{os.getpid()}",
+            group_instance_id=settings.WEBHOOK_GROUP_INSTANCE_ID or None,
             backoff_max_seconds=settings.INGEST_BACKOFF_MAX_SECONDS,
             kafka_reconnect_backoff_max_ms=settings.INGEST_KAFKA_RECONNECT_BACKOFF_MAX_MS,
         )
@@ -166,6 +170,7 @@ class WebhookDeliverer:
         consumer = KafkaConsumer(
             bootstrap_servers=list(self.options.bootstrap_servers),
             group_id=self.options.group_id,
+            group_instance_id=self.options.group_instance_id,
             client_id=f"webhooks-{self.options.deliverer_id}",
             enable_auto_commit=False,
             # A group's first start reads the topic from its beginning: no event published

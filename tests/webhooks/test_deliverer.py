@@ -3,19 +3,23 @@ servers: batches, signatures, filters, retries, slow and failing endpoints, the 
 
 from __future__ import annotations
 
+import itertools
 import json
+import threading
 import time
 
 import pytest
 
 from tests.helpers import make_season, wait_until
 from tests.ingestion.ingest_helpers import publish
-from webhooks.models import WebhookDelivery
+from webhooks.models import DeliveryStatus, WebhookDelivery
 from webhooks.services import webhook_endpoint_create
 from webhooks.signing import DELIVERY_HEADER, EVENT_IDS_HEADER, SIGNATURE_HEADER
+from webhooks.worker import KEPT_QUEUE_FULL
 
 from .webhook_helpers import (
     SECRET,
+    FakeClock,
     all_committed,
     deliverer_options,
     publish_events,
@@ -112,3 +116,149 @@ def test_an_event_it_cannot_read_is_a_dead_letter_and_the_rest_go_on(
     codes = sorted(dict(letter.headers)["dlq.code"].decode() for letter in letters)
     assert codes == ["invalid_event", "invalid_event", "invalid_json"]
     assert receiver.event_ids() == [good["eventId"]]
+
+
+def test_a_failing_receiver_is_retried_with_growing_jittered_delays_until_it_accepts(
+    events_topics, receiver_factory
+):
+    topic, dlq = events_topics
+    receiver = receiver_factory(behaviour=lambda n: 500 if n <= 4 else 204)
+    endpoint, _ = webhook_endpoint_create(url=receiver.url, secret=SECRET)
+    event = rank_event()
+    publish_events(topic, [event])
+    options = deliverer_options(topic=topic, dead_letter_topic=dlq, retry_first=0.4, retry_max=10)
+    with running_deliverer(options):
+        wait_for_events(receiver, {event["eventId"]})
+        wait_until(lambda: all_committed(topic, options.group_id))
+        wait_until(lambda: not WebhookDelivery.objects.filter(endpoint=endpoint).exists())
+    answered = receiver.answered()
+    assert [r.status for r in answered] == [500, 500, 500, 500, 204]
+    # The same batch every time: its delivery id is kept with it.
+    assert len({r.headers[DELIVERY_HEADER] for r in answered}) == 1
+    gaps = [b.at - a.at for a, b in itertools.pairwise(answered)]
+    for failures, gap in enumerate(gaps, start=1):
+        ceiling = 0.4 * 2 ** (failures - 1)
+        # Drawn between half the exponential delay and all of it; the machine may add to it.
+        assert ceiling / 2 - 0.05 <= gap <= ceiling + 1.0, (failures, gaps)
+    assert gaps[3] > gaps[0] * 2
+
+
+def test_a_failing_endpoint_beside_a_healthy_one_gets_its_events_kept_and_the_offsets_move_on(
+    events_topics, receiver_factory
+):
+    topic, dlq = events_topics
+    healthy = receiver_factory()
+    status = {"failing": 503}
+    failing = receiver_factory(behaviour=lambda n: status["failing"])
+    webhook_endpoint_create(url=healthy.url, secret=SECRET)
+    broken, _ = webhook_endpoint_create(url=failing.url, secret=SECRET)
+    events = [rank_event(player_id=p) for p in range(300)]
+    ids = {e["eventId"] for e in events}
+    publish_events(topic, events)
+    options = deliverer_options(topic=topic, dead_letter_topic=dlq, retry_first=0.5, retry_max=1)
+
+    def kept_ids() -> set[str]:
+        rows = WebhookDelivery.objects.filter(endpoint=broken, status=DeliveryStatus.PENDING)
+        return {i for row in rows for i in row.event_ids}
+
+    with running_deliverer(options):
+        wait_for_events(healthy, ids)
+        # Everything the failing endpoint did not take is kept, so the offsets are committed.
+        wait_until(lambda: kept_ids() == ids, timeout=30)
+        wait_until(lambda: all_committed(topic, options.group_id))
+        assert failing.event_ids() == []
+        kept = WebhookDelivery.objects.filter(endpoint=broken)
+        assert all(row.event_count <= 100 for row in kept)
+        assert any("HTTP 503" in row.last_error for row in kept)
+        status["failing"] = 204
+        wait_for_events(failing, ids)
+        wait_until(lambda: not WebhookDelivery.objects.filter(endpoint=broken).exists())
+    assert sorted(healthy.event_ids()) == sorted(ids)
+
+
+def test_a_slow_endpoint_never_holds_up_a_fast_one_and_its_overflow_is_kept(
+    events_topics, receiver_factory
+):
+    topic, dlq = events_topics
+    gate = threading.Event()
+    fast = receiver_factory()
+    slow = receiver_factory(hold=gate)
+    webhook_endpoint_create(url=fast.url, secret=SECRET)
+    stuck, _ = webhook_endpoint_create(url=slow.url, secret=SECRET)
+    events = [rank_event(player_id=p) for p in range(400)]
+    ids = {e["eventId"] for e in events}
+    options = deliverer_options(
+        topic=topic, dead_letter_topic=dlq, queue_size=50, read_timeout=30.0
+    )
+    publish_events(topic, events)
+    with running_deliverer(options):
+        wait_for_events(fast, ids)
+        # All the while the slow endpoint sat on its first request.
+        assert slow.attempts <= 1
+        assert slow.event_ids() == []
+        # Its queue holds 50 at most: the rest waits in PostgreSQL, not in memory.
+        wait_until(
+            lambda: (
+                sum(r.event_count for r in WebhookDelivery.objects.filter(endpoint=stuck))
+                >= 400 - 2 * 50
+            )
+        )
+        overflow = WebhookDelivery.objects.filter(endpoint=stuck)
+        assert {(row.attempts, row.last_error) for row in overflow} == {(0, KEPT_QUEUE_FULL)}
+        gate.set()
+        wait_for_events(slow, ids, timeout=60)
+        wait_until(lambda: all_committed(topic, options.group_id), timeout=30)
+        wait_until(lambda: not WebhookDelivery.objects.filter(endpoint=stuck).exists())
+
+
+def test_a_batch_is_retried_for_24_hours_then_kept_as_failed(events_topics, receiver_factory):
+    """The deliverer's clock jumps instead of the test waiting a day."""
+    topic, dlq = events_topics
+    receiver = receiver_factory(behaviour=lambda n: 500)
+    endpoint, _ = webhook_endpoint_create(url=receiver.url, secret=SECRET)
+    event = rank_event()
+    publish_events(topic, [event])
+    clock = FakeClock()
+    started = clock()
+    options = deliverer_options(
+        topic=topic, dead_letter_topic=dlq, retry_first=60.0, retry_max=3600.0, retry_hours=24
+    )
+
+    def batch() -> WebhookDelivery | None:
+        return WebhookDelivery.objects.filter(endpoint=endpoint).first()
+
+    def tried(times: int) -> bool:
+        row = batch()
+        return row is not None and row.attempts == times and receiver.attempts == times
+
+    with running_deliverer(options, clock=clock):
+        wait_until(lambda: tried(1))
+        row = batch()
+        assert row is not None
+        assert row.status == DeliveryStatus.PENDING
+        assert row.give_up_at.timestamp() == pytest.approx(started + 24 * 3600, abs=5)
+        assert 30 <= row.next_attempt_at.timestamp() - started <= 60
+        clock.advance(61)
+        wait_until(lambda: tried(2))
+        clock.advance(23 * 3600)
+        wait_until(lambda: tried(3))
+        row = batch()
+        assert row is not None
+        assert row.status == DeliveryStatus.PENDING  # its next try still falls within the day
+        clock.advance(3600)
+        wait_until(lambda: tried(4))
+        row = batch()
+        assert row is not None
+        assert row.status == DeliveryStatus.FAILED
+        assert row.event_ids == [event["eventId"]]
+        assert "HTTP 500" in row.last_error
+        # Given up: never tried again, whatever the time. The next request the endpoint gets
+        # carries a later event only.
+        clock.advance(7 * 24 * 3600)
+        later = rank_event()
+        publish_events(topic, [later])
+        wait_until(lambda: receiver.attempts == 5)
+        assert receiver.answered()[-1].event_ids == [later["eventId"]]
+        failed = WebhookDelivery.objects.get(status=DeliveryStatus.FAILED)
+        assert failed.attempts == 4
+    assert receiver.event_ids() == []

@@ -6,16 +6,23 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
-from tests.helpers import wait_until
-from tests.ingestion.ingest_helpers import committed_offsets, end_offsets, publish
+from django.conf import settings
+
+from tests.helpers import subprocess_database_url, wait_until
+from tests.ingestion.ingest_helpers import MANAGE, committed_offsets, end_offsets, publish
 from webhooks.backoff import Clock, system_clock
 from webhooks.deliverer import DelivererOptions, WebhookDeliverer
 from webhooks.targets import Resolver, system_resolver
@@ -246,3 +253,61 @@ def all_committed(topic: str, group_id: str) -> bool:
     ends = end_offsets(topic)
     committed = committed_offsets(topic, group_id)
     return all(end == 0 or committed.get(p) == end for p, end in ends.items())
+
+
+class DelivererProcess:
+    """``manage.py deliver_webhooks`` against this test's database, key prefix, topic and group,
+    with the retry and refresh periods shortened."""
+
+    def __init__(self, *, topic: str, dlq: str, group: str, log: Path) -> None:
+        self.args = [
+            sys.executable,
+            str(MANAGE),
+            "deliver_webhooks",
+            "--topic",
+            topic,
+            "--dead-letter-topic",
+            dlq,
+            "--group",
+            group,
+            # Static membership: a restart takes the killed process's partitions at once.
+            "--instance-id",
+            f"{group}-0",
+            "--stats-interval",
+            "1",
+        ]
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": subprocess_database_url(),
+            "LEADERBOARD_KEY_PREFIX": settings.LEADERBOARD_KEY_PREFIX,
+            "WEBHOOK_RETRY_FIRST_SECONDS": "0.2",
+            "WEBHOOK_RETRY_MAX_SECONDS": "1",
+            "WEBHOOK_REFRESH_SECONDS": "0.3",
+            "INGEST_BACKOFF_MAX_SECONDS": "1",
+        }
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(self.args, env=self.env, stdout=out, stderr=out)
+
+    def log_tail(self, lines: int = 40) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        kept = [line for line in text.splitlines() if " kafka" not in line]
+        return "deliverer log (tail):\n" + "\n".join(kept[-lines:])
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=60)
+
+    def kill_if_running(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)

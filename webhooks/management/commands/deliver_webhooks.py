@@ -25,6 +25,9 @@ class Command(BaseCommand):
         parser.add_argument("--dead-letter-topic", help="default: WEBHOOK_DEAD_LETTER_TOPIC")
         parser.add_argument("--group", help="consumer group id; default: WEBHOOK_CONSUMER_GROUP")
         parser.add_argument(
+            "--instance-id", help="static group membership id; default: WEBHOOK_GROUP_INSTANCE_ID"
+        )
+        parser.add_argument(
             "--stats-interval", type=float, help="default: WEBHOOK_STATS_INTERVAL_SECONDS"
         )
 
@@ -34,6 +37,7 @@ class Command(BaseCommand):
                 topic=options["topic"],
                 dead_letter_topic=options["dead_letter_topic"],
                 group_id=options["group"],
+                group_instance_id=options["instance_id"],
                 stats_interval_seconds=options["stats_interval"],
             )
         )
