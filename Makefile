@@ -104,9 +104,11 @@ test-cluster: $(STAMP)
 # with a DJANGO_SECRET_KEY); DEBUG is off by default everywhere else.
 run: export DJANGO_DEBUG ?= true
 run: export DJANGO_SETTINGS_MODULE ?= $(LOCAL_SETTINGS)
+# The demo webhook posts to the web process's own receiver on loopback (docs/webhooks.md, "SSRF").
+run: export WEBHOOK_ALLOW_PRIVATE ?= true
 run: migrate
 	$(PY) manage.py collectstatic --noinput -v 0
-	$(PY) manage.py bootstrap_demo
+	$(PY) manage.py bootstrap_demo --web-port $${PORT:-8000}
 	$(PY) manage.py setup_periodic_tasks
 	@echo "Starting every process (Ctrl-C stops them all); web on http://127.0.0.1:$${PORT:-8000}/"
 	PORT=$${PORT:-8000} $(VENV)/bin/honcho start -f Procfile
