@@ -86,13 +86,14 @@ test-only: $(STAMP)
 # The second pass: every test that touches the boards' Redis or Kafka, again on the
 # local Redis Cluster (3 masters + 3 replicas) and three-broker Kafka, plus their failover tests.
 # The clusters stay up afterwards for the next run (`python3 -m devservices stop-clusters`).
-CLUSTER_TESTS ?= tests/leaderboard tests/ingestion tests/closeout tests/infra
+CLUSTER_TESTS ?= tests/leaderboard tests/ingestion tests/closeout tests/infra tests/webhooks
 # Pure units are left out of it (they meet neither Redis nor Kafka), and the random interleavings
 # of the exactly-once model run one seed of 500 steps (the first pass runs every seed in full).
 # Its own test database lets it run beside the first pass; pytest's cache stays the first pass's.
 CLUSTER_IGNORE ?= --ignore=tests/ingestion/test_schema.py --ignore=tests/ingestion/test_offsets.py \
 	--ignore=tests/ingestion/test_poll_watchdog.py --ignore=tests/leaderboard/test_forms.py \
-	--ignore=tests/leaderboard/test_serializers.py
+	--ignore=tests/leaderboard/test_serializers.py --ignore=tests/webhooks/test_units.py \
+	--ignore=tests/webhooks/test_signing.py --ignore=tests/webhooks/test_targets.py
 test-cluster: $(STAMP)
 	LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3 $(SERVICES) start
 	LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3 LB_MODEL_SEEDS=$${LB_MODEL_SEEDS:-1} \
