@@ -83,6 +83,9 @@ class DelivererOptions:
     backoff_max_seconds: float = 2.0
     # Offsets are committed at most this often (and at a stop).
     commit_interval_seconds: float = 0.5
+    # How long an endpoint with a full queue may hold up the reading of Kafka before it counts
+    # as slow (what it cannot take then waits in PostgreSQL, and the others go on).
+    queue_wait_seconds: float = 1.0
     kafka_reconnect_backoff_max_ms: int = 1000
 
     @classmethod
@@ -159,6 +162,8 @@ class WebhookDeliverer:
         self._next_refresh = 0.0
         self._next_commit = 0.0
         self._next_report = 0.0
+        self._blocked_since: dict[int, float] = {}
+        self._paused = False
         self._last_report = (time.monotonic(), 0)
 
     def request_stop(self) -> None:
@@ -235,8 +240,10 @@ class WebhookDeliverer:
         self._retired = [w for w in self._retired if not w.join(0)]
 
     def _hand(self, worker: EndpointWorker, items: list[Queued]) -> None:
-        """Queue ``items`` on ``worker``; keep what does not fit in PostgreSQL now."""
-        overflow = worker.offer(items)
+        """Queue ``items`` on ``worker``; keep what it does not take in PostgreSQL now."""
+        self._keep_overflow(worker, worker.offer(items))
+
+    def _keep_overflow(self, worker: EndpointWorker, overflow: list[Queued]) -> None:
         if not overflow:
             return
         keep_endpoint(
@@ -296,7 +303,8 @@ class WebhookDeliverer:
                     self._refresh()
                     self._next_refresh = now + self.options.refresh_seconds
                 polled = consumer.poll(
-                    timeout_ms=self.options.poll_timeout_ms,
+                    # While paused only the group is served: look at the queues again soon.
+                    timeout_ms=10 if self._paused else self.options.poll_timeout_ms,
                     max_records=self.options.max_poll_records,
                 )
                 # A partition that left this process in a rebalance is forgotten (its next
@@ -305,6 +313,7 @@ class WebhookDeliverer:
                 self._tracker.retain(consumer.assignment())
                 if polled:
                     self._dispatch(polled, sink)
+                self._flow(consumer)
                 now = time.monotonic()
                 if now >= self._next_commit:
                     self._commit(consumer)
@@ -338,6 +347,37 @@ class WebhookDeliverer:
         limit = time.monotonic() + self.options.connect_timeout + self.options.read_timeout + 1
         for worker in workers:
             worker.join(max(0.0, limit - time.monotonic()))
+
+    def _flow(self, consumer: KafkaConsumer) -> None:
+        """Read no more from Kafka while an endpoint that keeps up has a full queue (a backlog
+        goes to the endpoints at their pace instead of into PostgreSQL); an endpoint that holds
+        this up longer than ``queue_wait_seconds`` is slow: its excess is kept in PostgreSQL and
+        it no longer holds anything up, so a slow endpoint never slows the others for long."""
+        now = time.monotonic()
+        blocking = False
+        for worker in self._workers.values():
+            if not worker.over_limit():
+                self._blocked_since.pop(worker.endpoint_id, None)
+                continue
+            since = self._blocked_since.setdefault(worker.endpoint_id, now)
+            if now - since <= self.options.queue_wait_seconds:
+                blocking = True
+                continue
+            del self._blocked_since[worker.endpoint_id]
+            shed = worker.shed()
+            logger.info(
+                "webhook endpoint %d is slow: %d queued event(s) kept in PostgreSQL",
+                worker.endpoint_id,
+                len(shed),
+            )
+            self._keep_overflow(worker, shed)
+        if blocking:
+            # Every time: a partition assigned in a rebalance meanwhile comes unpaused.
+            consumer.pause(*consumer.assignment())
+            self._paused = True
+        elif self._paused:
+            consumer.resume(*consumer.paused())
+            self._paused = False
 
     def _dispatch(self, polled: dict[TopicPartition, list[Any]], sink: KafkaDeadLetterSink) -> None:
         now = self._clock()

@@ -136,6 +136,7 @@ class EndpointWorker:
         self._keep_on_stop = False
         self._failures = 0
         self._backoff_until = 0.0
+        self._slow = False
         self._next_kept_check = 0.0
         self._thread = threading.Thread(
             target=self._run, name=f"webhook-{config.endpoint_id}", daemon=True
@@ -155,14 +156,37 @@ class EndpointWorker:
         self._config = config
 
     def offer(self, items: list[Queued]) -> list[Queued]:
-        """Queue what fits; return the rest (the caller keeps it in PostgreSQL). Never waits."""
+        """Queue ``items``; return what the caller must keep in PostgreSQL. Never waits.
+
+        An endpoint that keeps up takes everything (its queue may pass ``queue_size`` by one
+        poll: the dispatcher then stops reading Kafka until it has room, see ``over_limit``);
+        one that is slow or backing off takes what fits under ``queue_size`` only."""
         with self._cond:
-            room = max(0, self._options.queue_size - len(self._queue))
-            accepted, overflow = items[:room], items[room:]
+            if self._slow or self._clock() < self._backoff_until:
+                room = max(0, self._options.queue_size - len(self._queue))
+                accepted, overflow = items[:room], items[room:]
+            else:
+                accepted, overflow = items, []
             self._queue.extend(accepted)
             if accepted:
                 self._cond.notify()
         return overflow
+
+    def over_limit(self) -> bool:
+        """Whether this endpoint, keeping up so far, has ``queue_size`` events waiting."""
+        with self._cond:
+            return not self._slow and len(self._queue) >= self._options.queue_size
+
+    def shed(self) -> list[Queued]:
+        """Mark the endpoint slow (it held the dispatcher up too long) and hand back what it
+        queues beyond ``queue_size``, newest first out, for the caller to keep in PostgreSQL.
+        It stays slow until it has caught up: nothing queued and no kept batch left."""
+        with self._cond:
+            self._slow = True
+            excess = max(0, len(self._queue) - self._options.queue_size)
+            shed = [self._queue.pop() for _ in range(excess)]
+        shed.reverse()
+        return shed
 
     def kept_elsewhere(self) -> None:
         """A batch of this endpoint was just kept by someone else (the dispatcher's overflow,
@@ -259,6 +283,10 @@ class EndpointWorker:
             )
             check = now + self._options.refresh_seconds
             self._next_kept_check = check if due is None else min(check, max(due, now))
+            if due is None and self._slow:
+                with self._cond:
+                    if not self._queue:
+                        self._slow = False  # caught up: it takes every event again
         items = self._take(self._options.batch_size)
         if items:
             self._send_live(items)
