@@ -263,3 +263,25 @@ def test_a_batch_is_retried_for_24_hours_then_kept_as_failed(events_topics, rece
         failed = WebhookDelivery.objects.get(status=DeliveryStatus.FAILED)
         assert failed.attempts == 4
     assert receiver.event_ids() == []
+
+
+def test_a_backlog_reaches_endpoints_that_keep_up_at_their_pace_never_through_postgresql(
+    events_topics, receiver_factory
+):
+    topic, dlq = events_topics
+    receivers = [receiver_factory(delay=0.01) for _ in range(2)]
+    for receiver in receivers:
+        webhook_endpoint_create(url=receiver.url, secret=SECRET)
+    events = [rank_event(player_id=p) for p in range(2000)]
+    ids = {e["eventId"] for e in events}
+    publish_events(topic, events)
+    # Queues far smaller than the backlog: the reading of Kafka pauses while they are full.
+    options = deliverer_options(topic=topic, dead_letter_topic=dlq, queue_size=50)
+    with running_deliverer(options) as deliverer:
+        for receiver in receivers:
+            wait_for_events(receiver, ids)
+        wait_until(lambda: all_committed(topic, options.group_id))
+    assert deliverer.totals.overflow == 0
+    assert not WebhookDelivery.objects.exists()
+    for receiver in receivers:
+        assert sorted(receiver.event_ids()) == sorted(ids)
