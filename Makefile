@@ -125,6 +125,7 @@ bench:
 	@echo "      full scale: bench/closeout --players 10000000"
 	@echo "  bench/rebuild                 rebuild from PostgreSQL while ingestion keeps running"
 	@echo "      full scale: bench/rebuild --players 10000000 --results 20000000 [--reuse]"
+	@echo "  bench/webhooks                webhook deliverer: events/s to a local receiver"
 	@echo "  bench/ingest and bench/read/run.py take --cluster: the local Redis Cluster and 3 Kafka"
 	@echo "      brokers (as LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3; docs/benchmarks.md)"
 	@echo "They need the local services (make services) and the venv (make venv)."
