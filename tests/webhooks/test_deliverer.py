@@ -20,12 +20,12 @@ from webhooks.worker import KEPT_QUEUE_FULL
 from .webhook_helpers import (
     SECRET,
     FakeClock,
-    all_committed,
     deliverer_options,
     publish_events,
     rank_event,
     running_deliverer,
     verify_independently,
+    wait_committed,
     wait_for_events,
 )
 
@@ -43,7 +43,7 @@ def test_events_arrive_signed_in_batches_of_at_most_100_and_offsets_are_committe
     publish_events(topic, events)
     with running_deliverer(options):
         wait_for_events(receiver, {e["eventId"] for e in events})
-        wait_until(lambda: all_committed(topic, options.group_id))
+        wait_committed(topic, options.group_id)
     requests = receiver.answered()
     assert all(len(r.events) <= 100 for r in requests)
     assert sorted(receiver.event_ids()) == sorted(e["eventId"] for e in events)
@@ -111,7 +111,7 @@ def test_an_event_it_cannot_read_is_a_dead_letter_and_the_rest_go_on(
     options = deliverer_options(topic=topic, dead_letter_topic=dlq)
     with running_deliverer(options):
         wait_for_events(receiver, {good["eventId"]})
-        wait_until(lambda: all_committed(topic, options.group_id))
+        wait_committed(topic, options.group_id)
     letters = topic_read(dlq, count=3)
     codes = sorted(dict(letter.headers)["dlq.code"].decode() for letter in letters)
     assert codes == ["invalid_event", "invalid_event", "invalid_json"]
@@ -129,7 +129,7 @@ def test_a_failing_receiver_is_retried_with_growing_jittered_delays_until_it_acc
     options = deliverer_options(topic=topic, dead_letter_topic=dlq, retry_first=0.4, retry_max=10)
     with running_deliverer(options):
         wait_for_events(receiver, {event["eventId"]})
-        wait_until(lambda: all_committed(topic, options.group_id))
+        wait_committed(topic, options.group_id)
         wait_until(lambda: not WebhookDelivery.objects.filter(endpoint=endpoint).exists())
     answered = receiver.answered()
     assert [r.status for r in answered] == [500, 500, 500, 500, 204]
@@ -165,7 +165,7 @@ def test_a_failing_endpoint_beside_a_healthy_one_gets_its_events_kept_and_the_of
         wait_for_events(healthy, ids)
         # Everything the failing endpoint did not take is kept, so the offsets are committed.
         wait_until(lambda: kept_ids() == ids, timeout=30)
-        wait_until(lambda: all_committed(topic, options.group_id))
+        wait_committed(topic, options.group_id)
         assert failing.event_ids() == []
         kept = WebhookDelivery.objects.filter(endpoint=broken)
         assert all(row.event_count <= 100 for row in kept)
@@ -208,7 +208,7 @@ def test_a_slow_endpoint_never_holds_up_a_fast_one_and_its_overflow_is_kept(
         assert {(row.attempts, row.last_error) for row in overflow} == {(0, KEPT_QUEUE_FULL)}
         gate.set()
         wait_for_events(slow, ids, timeout=60)
-        wait_until(lambda: all_committed(topic, options.group_id), timeout=30)
+        wait_committed(topic, options.group_id)
         wait_until(lambda: not WebhookDelivery.objects.filter(endpoint=stuck).exists())
 
 
@@ -280,7 +280,7 @@ def test_a_backlog_reaches_endpoints_that_keep_up_at_their_pace_never_through_po
     with running_deliverer(options) as deliverer:
         for receiver in receivers:
             wait_for_events(receiver, ids)
-        wait_until(lambda: all_committed(topic, options.group_id))
+        wait_committed(topic, options.group_id)
     assert deliverer.totals.overflow == 0
     assert not WebhookDelivery.objects.exists()
     for receiver in receivers:

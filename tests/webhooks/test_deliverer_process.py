@@ -16,9 +16,9 @@ from webhooks.services import webhook_endpoint_create
 from .webhook_helpers import (
     SECRET,
     DelivererProcess,
-    all_committed,
     publish_events,
     rank_event,
+    wait_committed,
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -66,7 +66,7 @@ def test_sigkill_mid_batch_then_a_restart_delivers_every_event(
     second = start_deliverer()
     group = second.args[second.args.index("--group") + 1]
     wait_until(lambda: ids <= set(receiver.event_ids()), timeout=60, context=second.log_tail)
-    wait_until(lambda: all_committed(topic, group), timeout=30, context=second.log_tail)
+    wait_committed(topic, group, context=second.log_tail)
     assert second.stop() == 0
     assert set(receiver.event_ids()) == ids
 
@@ -91,7 +91,7 @@ def test_batches_kept_before_a_sigkill_are_sent_after_the_restart(
 
     # Kept in PostgreSQL, so committed: the restart does not read them from Kafka again.
     wait_until(lambda: kept() == ids, timeout=60, context=first.log_tail)
-    wait_until(lambda: all_committed(topic, group), timeout=30, context=first.log_tail)
+    wait_committed(topic, group, context=first.log_tail)
     first.kill()
     state["status"] = 204
     second = start_deliverer()

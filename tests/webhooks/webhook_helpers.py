@@ -255,6 +255,13 @@ def all_committed(topic: str, group_id: str) -> bool:
     return all(end == 0 or committed.get(p) == end for p, end in ends.items())
 
 
+def wait_committed(topic: str, group_id: str, *, context: Callable[[], str] | None = None) -> None:
+    """Wait until ``all_committed``. A commit is refused while the group rebalances, and a
+    fresh group's first rebalances on a loaded machine were seen to take over 30 s (the
+    session timeout is 45 s): the wait allows 60."""
+    wait_until(lambda: all_committed(topic, group_id), timeout=60, every=0.1, context=context)
+
+
 class DelivererProcess:
     """``manage.py deliver_webhooks`` against this test's database, key prefix, topic and group,
     with the retry and refresh periods shortened."""
