@@ -56,6 +56,14 @@ from .worker import (
 
 logger = logging.getLogger(__name__)
 
+# Seconds without a commit after a rebalance refused one.
+REBALANCE_PAUSE = 2.0
+
+
+class DelivererStalled(Exception):
+    """Commits refused for longer than ``rebalance_stall_seconds``: the process should end and
+    be started again by its supervisor."""
+
 
 @dataclass(frozen=True, slots=True)
 class DelivererOptions:
@@ -86,6 +94,12 @@ class DelivererOptions:
     # How long an endpoint with a full queue may hold up the reading of Kafka before it counts
     # as slow (what it cannot take then waits in PostgreSQL, and the others go on).
     queue_wait_seconds: float = 1.0
+    # kafka-python's member can stay out of its group for minutes after a rebalance (seen on
+    # the local three-broker cluster): every commit is refused meanwhile, while the events are
+    # still delivered. Past this many seconds of refusals the process ends (DelivererStalled)
+    # for its supervisor to restart it: with static membership the restart takes its
+    # partitions back at once and re-sends only what was not committed.
+    rebalance_stall_seconds: float = 120.0
     kafka_reconnect_backoff_max_ms: int = 1000
 
     @classmethod
@@ -164,6 +178,7 @@ class WebhookDeliverer:
         self._next_report = 0.0
         self._blocked_since: dict[int, float] = {}
         self._paused = False
+        self._refused_since: float | None = None
         self._last_report = (time.monotonic(), 0)
 
     def request_stop(self) -> None:
@@ -194,10 +209,27 @@ class WebhookDeliverer:
         consumer.subscribe([self.options.topic])
         return consumer
 
-    def _commit(self, consumer: KafkaConsumer) -> None:
+    def _commit(self, consumer: KafkaConsumer) -> bool:
+        """Commit what is settled; False when a group rebalance refused it."""
         due = self._tracker.committable()
-        if due and offsets_commit(consumer=consumer, offsets=due, retrying=self._retrying):
-            self._committed(due)
+        if not due:
+            return True
+        if not offsets_commit(consumer=consumer, offsets=due, retrying=self._retrying):
+            return False
+        self._committed(due)
+        return True
+
+    def _watch_refusals(self, *, done: bool, now: float) -> None:
+        if done:
+            self._refused_since = None
+            return
+        if self._refused_since is None:
+            self._refused_since = now
+        elif now - self._refused_since > self.options.rebalance_stall_seconds:
+            raise DelivererStalled(
+                f"every offset commit refused for {now - self._refused_since:.0f} s (the "
+                "consumer stays out of its group): ending for the supervisor to restart"
+            )
 
     def _committed(self, offsets: dict[TopicPartition, int]) -> None:
         self._tracker.committed(offsets)
@@ -316,8 +348,12 @@ class WebhookDeliverer:
                 self._flow(consumer)
                 now = time.monotonic()
                 if now >= self._next_commit:
-                    self._commit(consumer)
-                    self._next_commit = now + self.options.commit_interval_seconds
+                    # Refused during a rebalance: only poll() completes it, so leave the group
+                    # a while to finish before asking again.
+                    done = self._commit(consumer)
+                    pause = self.options.commit_interval_seconds if done else REBALANCE_PAUSE
+                    self._next_commit = now + pause
+                    self._watch_refusals(done=done, now=now)
                 if now >= self._next_report:
                     self._report(consumer)
                     self._next_report = now + self.options.stats_interval_seconds

@@ -24,7 +24,12 @@ from django.conf import settings
 from tests.helpers import subprocess_database_url, wait_until
 from tests.ingestion.ingest_helpers import MANAGE, committed_offsets, end_offsets, publish
 from webhooks.backoff import Clock, system_clock
-from webhooks.deliverer import DelivererOptions, WebhookDeliverer
+from webhooks.deliverer import (
+    DelivererOptions,
+    DelivererStalled,
+    DelivererTotals,
+    WebhookDeliverer,
+)
 from webhooks.targets import Resolver, system_resolver
 
 SECRET = "test-secret-0123456789abcdef"
@@ -175,8 +180,13 @@ class Receiver:
 
 
 def deliverer_options(*, topic: str, dead_letter_topic: str, **overrides: Any) -> DelivererOptions:
+    group = f"test-webhooks-{uuid.uuid4().hex[:12]}"
     fields: dict[str, Any] = {
-        "group_id": f"test-webhooks-{uuid.uuid4().hex[:12]}",
+        "group_id": group,
+        # Static membership, as production runs it (WEBHOOK_GROUP_INSTANCE_ID): on a loaded
+        # machine a dynamic member's slow first joins left pending members behind, and the
+        # group waited out their sessions before it could commit.
+        "group_instance_id": f"{group}-0",
         "poll_timeout_ms": 100,
         "stats_interval_seconds": 1.0,
         "refresh_seconds": 0.3,
@@ -186,11 +196,25 @@ def deliverer_options(*, topic: str, dead_letter_topic: str, **overrides: Any) -
         "read_timeout": 5.0,
         "backoff_max_seconds": 1.0,
         "commit_interval_seconds": 0.2,
+        "rebalance_stall_seconds": 15.0,
     }
     fields.update(overrides)
     return DelivererOptions.from_settings(
         topic=topic, dead_letter_topic=dead_letter_topic, **fields
     )
+
+
+class Running:
+    """The deliverer a test runs, and what it did (the last one started, after a restart)."""
+
+    def __init__(self) -> None:
+        self.current: WebhookDeliverer | None = None
+        self.restarts = 0
+
+    @property
+    def totals(self) -> DelivererTotals:
+        assert self.current is not None
+        return self.current.totals
 
 
 @contextlib.contextmanager
@@ -199,25 +223,33 @@ def running_deliverer(
     *,
     clock: Clock = system_clock,
     resolver: Resolver = system_resolver,
-) -> Iterator[WebhookDeliverer]:
+) -> Iterator[Running]:
     """The deliverer in a thread for the duration of the block; stopped and joined after it
-    (a failure inside the thread fails the test)."""
-    deliverer = WebhookDeliverer(options, clock=clock, resolver=resolver)
+    (a failure inside the thread fails the test). A deliverer that ends itself as stalled is
+    started again, as its supervisor would (same group and static member id)."""
+    running = Running()
+    stop = threading.Event()
     errors: list[BaseException] = []
 
     def run() -> None:
-        try:
-            deliverer.run()
-        except BaseException as exc:
-            errors.append(exc)
-            raise
+        while not stop.is_set():
+            running.current = WebhookDeliverer(options, stop=stop, clock=clock, resolver=resolver)
+            try:
+                running.current.run()
+            except DelivererStalled:
+                running.restarts += 1
+                continue
+            except BaseException as exc:
+                errors.append(exc)
+                raise
+            return
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
-        yield deliverer
+        yield running
     finally:
-        deliverer.request_stop()
+        stop.set()
         thread.join(30)
         assert not thread.is_alive(), "the deliverer did not stop within 30 s"
     assert not errors, errors

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import signal
+import sys
 from types import FrameType
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from webhooks.deliverer import DelivererOptions, WebhookDeliverer
+from webhooks.deliverer import DelivererOptions, DelivererStalled, WebhookDeliverer
+
+logger = logging.getLogger(__name__)
+# The exit status of a deliverer that ended itself to be restarted (EX_SOFTWARE, as the
+# ingestion consumer's poll watchdog).
+STALLED_EXIT_STATUS = 70
 
 
 class Command(BaseCommand):
@@ -47,4 +54,8 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        deliverer.run()
+        try:
+            deliverer.run()
+        except DelivererStalled as exc:
+            logger.critical("%s", exc)
+            sys.exit(STALLED_EXIT_STATUS)
