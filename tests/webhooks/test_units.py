@@ -105,3 +105,17 @@ def test_an_event_it_cannot_route_is_rejected_with_its_code(value, code):
     with pytest.raises(EventRejected) as rejected:
         rank_event_decode(value)
     assert rejected.value.code == code
+
+
+def test_a_deliverer_whose_commits_stay_refused_ends_itself_for_its_supervisor():
+    from webhooks.deliverer import DelivererOptions, DelivererStalled, WebhookDeliverer
+
+    options = DelivererOptions.from_settings(topic="t", rebalance_stall_seconds=120.0)
+    deliverer = WebhookDeliverer(options)
+    deliverer._watch_refusals(done=False, now=1000.0)
+    deliverer._watch_refusals(done=False, now=1100.0)
+    deliverer._watch_refusals(done=True, now=1110.0)  # a commit went through: start again
+    deliverer._watch_refusals(done=False, now=1200.0)
+    deliverer._watch_refusals(done=False, now=1320.0)
+    with pytest.raises(DelivererStalled, match="refused for 121 s"):
+        deliverer._watch_refusals(done=False, now=1321.0)
