@@ -193,6 +193,22 @@ def ingest_history() -> str:
     return f"{settings.LEADERBOARD_KEY_PREFIX}:ingest:history"
 
 
+def webhook_deliverer_stats(*, deliverer_id: str) -> str:
+    """JSON of one webhook deliverer process's per-endpoint counters, rewritten every stats
+    interval and expiring on its own (webhooks/stats.py)."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:webhooks:stats:{deliverer_id}"
+
+
+def webhook_deliverers() -> str:
+    """ZSET deliverer id -> unix time of its last stats write (who is alive)."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:webhooks:deliverers"
+
+
+def webhook_demo_receipts() -> str:
+    """LIST of the last requests the demo webhook receiver got, newest first (JSON each)."""
+    return f"{settings.LEADERBOARD_KEY_PREFIX}:webhooks:demo-receipts"
+
+
 def weekly_build_temp(*, board_key: str, token: str) -> str:
     """Private key one weekly-board build fills before RENAMEing it over ``board_key``.
 

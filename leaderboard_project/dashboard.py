@@ -1,6 +1,7 @@
 """The staff dashboard (/admin/dashboard, linked from the admin index): the last hour of
-ingestion as charts, the latest dead letters with their reasons, and per live season its
-boards' sizes, top-snapshot ages and latest rebuild and reconcile runs.
+ingestion as charts, the latest dead letters with their reasons, per live season its
+boards' sizes, top-snapshot ages and latest rebuild and reconcile runs, and each webhook
+endpoint's deliveries.
 
 Each source fails on its own: Redis or Kafka being down shows as a message in its section,
 never as a 500, since that is exactly when staff open this page.
@@ -16,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from kafka.errors import KafkaError
@@ -29,6 +31,7 @@ from leaderboard.selectors.runs import board_runs_latest
 from leaderboard.selectors.sizes import board_sizes_get
 from leaderboard.selectors.top import top_snapshot_times_get
 from seasons.selectors import SeasonRef
+from webhooks.selectors import WebhooksOverview, webhooks_overview
 
 from .charts import time_chart_svg
 
@@ -78,6 +81,14 @@ def _season_panels(now: float, errors: list[str]) -> list[SeasonPanel]:
             rows.append(BoardRow(board=board, size=sizes.get(board.id), snapshot_age_seconds=age))
         panels.append(SeasonPanel(season, rows, rebuilds, reconciles))
     return panels
+
+
+def _webhooks(now: float, errors: list[str]) -> WebhooksOverview | None:
+    try:
+        return webhooks_overview(now=now)
+    except (RedisError, DatabaseError) as exc:
+        errors.append(f"Webhook figures unavailable: {exc}")
+        return None
 
 
 def staff_dashboard(request: HttpRequest) -> HttpResponse:
@@ -130,6 +141,7 @@ def staff_dashboard(request: HttpRequest) -> HttpResponse:
         "dead_letter_error": dead_letter_error,
         "dead_letter_topic": settings.KAFKA_DEAD_LETTER_TOPIC,
         "seasons": _season_panels(now, errors),
+        "webhooks": _webhooks(now, errors),
         "errors": errors,
         "stale_after": settings.LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS,
         "refresh_seconds": REFRESH_SECONDS,

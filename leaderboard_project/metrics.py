@@ -7,6 +7,8 @@ Which process counts what (docs/operations.md, "Metrics"):
   one worker) sums the files, so a scrape sees the whole server, not the worker it landed on.
 - Board sizes and top-snapshot ages are facts of Redis, not of a process: ``BoardsCollector``
   reads them when scraped, so they are never stale and never summed across workers.
+- The webhooks' figures come from the deliverers' stats in Redis and the batches kept in
+  PostgreSQL, also read when scraped (``webhooks.metrics``).
 - Each consumer and the Celery worker serve their own port (``ingestion.metrics``,
   ``leaderboard_project.task_metrics``).
 """
@@ -35,6 +37,7 @@ from prometheus_client.registry import Collector
 from leaderboard.selectors.boards import board_list_live
 from leaderboard.selectors.sizes import board_sizes_get
 from leaderboard.selectors.top import top_snapshot_times_get
+from webhooks.metrics import WebhooksCollector
 
 logger = logging.getLogger(__name__)
 
@@ -127,11 +130,13 @@ class _ProcessRegistry(Collector):
 
 
 def metrics_exposition() -> bytes:
-    """The Prometheus text of this web server: every worker's metrics, then the boards."""
+    """The Prometheus text of this web server: every worker's metrics, the boards, the
+    webhooks."""
     registry = CollectorRegistry(auto_describe=False)
     if settings.PROMETHEUS_MULTIPROC_DIR:
         MultiProcessCollector(registry, path=settings.PROMETHEUS_MULTIPROC_DIR)
     else:
         registry.register(_ProcessRegistry())
     registry.register(BoardsCollector())
+    registry.register(WebhooksCollector())
     return generate_latest(registry)

@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "leaderboard",
     "ingestion",
     "closeout",
+    "webhooks",
     # The project itself: its management commands (demo data, the periodic schedule) and the
     # Season admin it assembles from the apps' pieces (leaderboard_project/admin.py).
     "leaderboard_project",
@@ -286,6 +287,52 @@ INGEST_FAILOVER_CHECK_SECONDS = env.float("INGEST_FAILOVER_CHECK_SECONDS", defau
 INGEST_POLL_STALL_SECONDS = env.float("INGEST_POLL_STALL_SECONDS", default=360.0)
 # Kafka static membership id of this consumer process (e.g. the pod name); empty = dynamic.
 INGEST_GROUP_INSTANCE_ID = env.str("INGEST_GROUP_INSTANCE_ID", default="")
+
+# --- Rank events and webhooks (webhooks/, docs/webhooks.md) -----------------------------------
+
+# The deliverer (manage.py deliver_webhooks) reads KAFKA_RANK_EVENTS_TOPIC (above) as a
+# consumer group of its own.
+# Where the deliverer puts a rank event it cannot read (not JSON, no eventId...), with the reason.
+WEBHOOK_DEAD_LETTER_TOPIC = env.str(
+    "WEBHOOK_DEAD_LETTER_TOPIC", default=f"{KAFKA_RANK_EVENTS_TOPIC}.webhooks.dlq"
+)
+WEBHOOK_CONSUMER_GROUP = env.str("WEBHOOK_CONSUMER_GROUP", default="leaderboard-webhooks")
+# Kafka static membership id of this deliverer process (e.g. the pod name): a restart takes its
+# partitions back at once instead of after the dead member's session timeout; empty = dynamic.
+WEBHOOK_GROUP_INSTANCE_ID = env.str("WEBHOOK_GROUP_INSTANCE_ID", default="")
+# Off: a webhook may only reach public addresses (checked after DNS resolution, and the
+# connection goes to the address checked). On: loopback and private networks too; the local
+# demo (make run) and the test suite turn it on, production should not.
+WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
+# Fernet keys (comma-separated; the first encrypts, every one decrypts: rotation) that encrypt
+# the endpoints' signing secrets at rest. Empty: one key derived from DJANGO_SECRET_KEY.
+WEBHOOK_SECRET_KEYS = env.list("WEBHOOK_SECRET_KEYS", default="")
+# Events per POST (the contract's most is 100).
+WEBHOOK_BATCH_SIZE = env.int("WEBHOOK_BATCH_SIZE", default=100)
+if not 1 <= WEBHOOK_BATCH_SIZE <= 100:
+    raise ImproperlyConfigured(f"WEBHOOK_BATCH_SIZE={WEBHOOK_BATCH_SIZE}: use 1 to 100")
+# Events each endpoint may have waiting in the deliverer's memory; past it they are kept in
+# PostgreSQL at once, so a slow endpoint neither grows the process nor holds up the others.
+WEBHOOK_QUEUE_SIZE = env.int("WEBHOOK_QUEUE_SIZE", default=1000)
+# Seconds to connect to an endpoint, and to wait for each read of its answer.
+WEBHOOK_CONNECT_TIMEOUT_SECONDS = env.float("WEBHOOK_CONNECT_TIMEOUT_SECONDS", default=3.0)
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+# Retries of an endpoint that failed: the delay doubles from the first to the cap, each drawn
+# between half and all of it (jitter), until this many hours after the batch was kept; then the
+# batch is kept as failed for staff to resend or purge.
+WEBHOOK_RETRY_FIRST_SECONDS = env.float("WEBHOOK_RETRY_FIRST_SECONDS", default=5.0)
+WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=3600.0)
+WEBHOOK_RETRY_HOURS = env.float("WEBHOOK_RETRY_HOURS", default=24.0)
+# Records per poll of the rank-events topic.
+WEBHOOK_MAX_POLL_RECORDS = env.int("WEBHOOK_MAX_POLL_RECORDS", default=1000)
+# How often the deliverer reloads the endpoints (a new, changed or deactivated one takes
+# effect within this many seconds) and looks for kept batches resent from the admin.
+WEBHOOK_REFRESH_SECONDS = env.float("WEBHOOK_REFRESH_SECONDS", default=5.0)
+# Seconds between the deliverer's stats in Redis (what /metrics and the dashboard show).
+WEBHOOK_STATS_INTERVAL_SECONDS = env.float("WEBHOOK_STATS_INTERVAL_SECONDS", default=5.0)
+# The demo receiver (POST /webhooks/demo-receiver/<endpoint>, shown at /admin/webhooks/receiver):
+# on with DEBUG (make run), off otherwise.
+WEBHOOK_DEMO_RECEIVER = env.bool("WEBHOOK_DEMO_RECEIVER", default=DEBUG)
 
 # --- Celery --------------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from drf_spectacular.views import (
 )
 
 from leaderboard.throttling import AnonFixedWindowThrottle
+from webhooks import views as webhook_views
 
 from . import dashboard, views
 
@@ -25,6 +26,11 @@ urlpatterns = [
         admin.site.admin_view(dashboard.staff_dashboard),
         name="staff-dashboard",
     ),
+    path(
+        "admin/webhooks/receiver",
+        admin.site.admin_view(webhook_views.demo_receiver_page),
+        name="webhook-demo-receiver",
+    ),
     path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
@@ -40,6 +46,7 @@ urlpatterns = [
         name="redoc",
     ),
     path("api/", include("ingestion.urls")),
+    path("webhooks/", include("webhooks.urls")),
     path("", include("leaderboard.page_urls")),
     path("", include("closeout.page_urls")),
 ]

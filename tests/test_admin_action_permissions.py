@@ -18,6 +18,9 @@ from tests.factories import SeasonFactory
 
 pytestmark = pytest.mark.django_db
 
+# The project's apps (their admins are what these tests hold to the rule).
+APPS = {"ingestion", "seasons", "leaderboard", "closeout", "webhooks"}
+
 
 @pytest.fixture
 def viewer():
@@ -26,7 +29,7 @@ def viewer():
     user.user_permissions.set(
         Permission.objects.filter(
             codename__startswith="view_",
-            content_type__app_label__in=["ingestion", "seasons", "leaderboard", "closeout"],
+            content_type__app_label__in=APPS,
         )
     )
     return user
@@ -49,7 +52,7 @@ def _custom_actions(model_admin: admin.ModelAdmin) -> list:
 def test_every_custom_action_declares_its_permissions():
     undeclared = []
     for model, model_admin in admin.site._registry.items():
-        if model._meta.app_label not in {"ingestion", "seasons", "leaderboard", "closeout"}:
+        if model._meta.app_label not in APPS:
             continue
         for action in _custom_actions(model_admin):
             func = getattr(model_admin, action) if isinstance(action, str) else action
@@ -63,7 +66,7 @@ def test_a_view_only_user_is_offered_read_only_actions_only(viewer):
     request.user = viewer
     offered = {}
     for model, model_admin in admin.site._registry.items():
-        if model._meta.app_label not in {"ingestion", "seasons", "leaderboard", "closeout"}:
+        if model._meta.app_label not in APPS:
             continue
         for name, choice in model_admin.get_actions(request).items():
             func = choice[0] if choice else None

@@ -1,5 +1,6 @@
 """bootstrap_demo (make run's demo data): the demo cup resets every 10 minutes from its
-template, with a season running as soon as it returns, and a second run changes nothing."""
+template, with a season running as soon as it returns; the demo webhook points at the web
+process's demo receiver; a second run changes nothing."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ from leaderboard_project.management.commands.bootstrap_demo import (
     DEMO_CUP,
     DEMO_CUP_TEMPLATE_ID,
     DEMO_CUP_TIERS,
+    DEMO_WEBHOOK_NAME,
 )
 from seasons.models import Schedule, Season
+from webhooks.crypto import secret_decrypt
+from webhooks.models import WebhookEndpoint
 
 
 @pytest.mark.django_db
@@ -37,3 +41,22 @@ def test_the_demo_cup_runs_at_once_and_a_rerun_changes_nothing(tmp_path: Path) -
     assert Schedule.objects.filter(slug=DEMO_CUP).count() == 1
     assert Season.objects.filter(schedule=schedule).count() in (1, 2, 3)  # resets came between
     assert RewardTier.objects.filter(season_id=DEMO_CUP_TEMPLATE_ID).count() == len(DEMO_CUP_TIERS)
+
+
+@pytest.mark.django_db
+def test_the_demo_webhook_points_at_the_demo_receiver_on_the_port_of_this_run(
+    tmp_path: Path,
+) -> None:
+    password = str(tmp_path / "password")
+    call_command("bootstrap_demo", "--password-file", password, stdout=StringIO())
+    endpoint = WebhookEndpoint.objects.get(name=DEMO_WEBHOOK_NAME)
+    assert endpoint.url == f"http://127.0.0.1:8000/webhooks/demo-receiver/{endpoint.id}"
+    assert (endpoint.event_types, endpoint.boards, endpoint.is_active) == ([], [], True)
+    secret = secret_decrypt(endpoint.secret_encrypted)
+
+    call_command(
+        "bootstrap_demo", "--password-file", password, "--web-port", "8123", stdout=StringIO()
+    )
+    [again] = WebhookEndpoint.objects.filter(name=DEMO_WEBHOOK_NAME)
+    assert again.url == f"http://127.0.0.1:8123/webhooks/demo-receiver/{endpoint.id}"
+    assert secret_decrypt(again.secret_encrypted) == secret

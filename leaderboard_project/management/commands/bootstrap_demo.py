@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand
 
 from closeout.models import RewardTier
@@ -15,6 +16,8 @@ from closeout.services import reward_tier_create, schedule_create, schedules_adv
 from leaderboard.models import Board, BoardOrder, ScoringRule, TiebreakColumn
 from leaderboard.services import board_create, season_setup
 from seasons.models import Schedule, Season
+from webhooks.models import WebhookEndpoint
+from webhooks.services import webhook_endpoint_create, webhook_endpoint_url_set
 
 DEMO_SEASON_ID = 1
 # The demo season's boards besides main (score): kills add up, lap times rank lowest first and
@@ -41,11 +44,20 @@ DEMO_CUP_TEMPLATE_ID = 2
 DEMO_CUP = "demo-cup"
 DEMO_CUP_TIERS = ((1, 1, "Cup trophy"), (2, 3, "Cup medal"), (4, 10, "Cup badge"))
 
+# The demo webhook: every rank event of every board, POSTed to the web process's own demo
+# receiver (webhooks/views.py), which checks the signatures and shows what arrived.
+DEMO_WEBHOOK_NAME = "Demo receiver"
+
+
+def demo_receiver_url(*, port: int, endpoint_id: int | str) -> str:
+    return f"http://127.0.0.1:{port}/webhooks/demo-receiver/{endpoint_id}"
+
 
 class Command(BaseCommand):
     help = (
         "Create the demo season (boards: score, kills, lap times, arena), the demo cup (a "
-        "schedule resetting every 10 minutes) and a staff user for `make run` (idempotent)."
+        "schedule resetting every 10 minutes), the demo webhook (to the web process's demo "
+        "receiver) and a staff user for `make run` (idempotent)."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
@@ -54,6 +66,12 @@ class Command(BaseCommand):
             "--password-file",
             default=str(Path(settings.BASE_DIR) / ".local" / "demo-admin-password"),
             help="where the generated password is kept between runs",
+        )
+        parser.add_argument(
+            "--web-port",
+            type=int,
+            default=8000,
+            help="the port the web process serves (the demo webhook's receiver is there)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -81,6 +99,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"created demo board {slug}")
 
         self._demo_cup()
+        self._demo_webhook(port=options["web_port"])
 
         password_file = Path(options["password_file"])
         if password_file.exists():
@@ -138,3 +157,20 @@ class Command(BaseCommand):
             self.stdout.write(f"created the demo schedule {DEMO_CUP} (every 10 minutes)")
         # Its season running now at once, not at beat's first run.
         schedules_advance()
+
+    def _demo_webhook(self, *, port: int) -> None:
+        endpoint = WebhookEndpoint.objects.filter(name=DEMO_WEBHOOK_NAME).first()
+        try:
+            if endpoint is None:
+                # Its URL names its own id: registered first, pointed at itself after.
+                endpoint, _ = webhook_endpoint_create(
+                    url=demo_receiver_url(port=port, endpoint_id="new"), name=DEMO_WEBHOOK_NAME
+                )
+                self.stdout.write(f"registered the demo webhook (endpoint {endpoint.id})")
+            # Again on every run: `make run` may serve another PORT this time.
+            webhook_endpoint_url_set(
+                endpoint_id=endpoint.id, url=demo_receiver_url(port=port, endpoint_id=endpoint.id)
+            )
+        except ValidationError as exc:
+            # WEBHOOK_ALLOW_PRIVATE off (`make run` turns it on): no webhook to loopback.
+            self.stdout.write(f"demo webhook not registered: {'; '.join(exc.messages)}")

@@ -1,0 +1,127 @@
+"""One endpoint's HTTP connection: a POST to the checked address, nothing followed.
+
+urllib3 connects to ``Target.address`` (an IP already checked by ``targets.target_resolve``)
+and sends the URL's host name in the Host header, as the TLS server name (SNI) and as the name
+the certificate must match, so HTTPS is verified against the name while the socket goes to the
+address that was checked. Redirects are not followed and urllib3's own retries are off: a 3xx
+is a failed attempt like any other non-2xx, and retrying is the deliverer's job (backoff.py).
+
+Each endpoint's worker owns one ``EndpointTransport`` (one kept-alive connection: the worker
+sends one request at a time), so no endpoint waits for another's connection or timeout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import urllib3
+from urllib3.exceptions import HTTPError
+
+from .targets import Resolver, Target, TargetRefused, target_resolve
+
+# What is read of an answer's body, for the error kept with a failed batch.
+ANSWER_BYTES_KEPT = 512
+USER_AGENT = "leaderboard-webhooks/1"
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int  # 0: no answer (refused, unreachable, timed out)
+    error: str  # empty on success
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300 and not self.error
+
+
+class EndpointTransport:
+    def __init__(
+        self,
+        *,
+        connect_timeout: float,
+        read_timeout: float,
+        allow_private: bool,
+        resolver: Resolver,
+    ) -> None:
+        self._timeout = urllib3.Timeout(connect=connect_timeout, read=read_timeout)
+        self._allow_private = allow_private
+        self._resolver = resolver
+        self._pool: urllib3.HTTPConnectionPool | None = None
+        self._pool_key: tuple[str, str, int, str] | None = None
+
+    def _pool_for(self, target: Target) -> urllib3.HTTPConnectionPool:
+        key = (target.scheme, target.address, target.port, target.host)
+        if self._pool is not None and self._pool_key == key:
+            return self._pool
+        self.close()
+        pool: urllib3.HTTPConnectionPool
+        if target.scheme == "https":
+            pool = urllib3.HTTPSConnectionPool(
+                target.address,
+                target.port,
+                timeout=self._timeout,
+                maxsize=1,
+                retries=False,
+                cert_reqs="CERT_REQUIRED",
+                server_hostname=target.host,
+                assert_hostname=target.host,
+            )
+        else:
+            pool = urllib3.HTTPConnectionPool(
+                target.address, target.port, timeout=self._timeout, maxsize=1, retries=False
+            )
+        self._pool, self._pool_key = pool, key
+        return pool
+
+    def post(self, *, url: str, body: bytes, headers: dict[str, str]) -> Answer:
+        try:
+            target = target_resolve(url, allow_private=self._allow_private, resolver=self._resolver)
+        except TargetRefused as exc:
+            return Answer(status=0, error=f"refused: {exc}")
+        pool = self._pool_for(target)
+        try:
+            response = pool.urlopen(
+                "POST",
+                target.path,
+                body=body,
+                headers={
+                    **headers,
+                    "Host": target.host_header,
+                    "Content-Type": "application/json",
+                    "User-Agent": USER_AGENT,
+                },
+                redirect=False,
+                retries=False,
+                preload_content=False,
+                assert_same_host=False,
+            )
+        except HTTPError as exc:
+            self.close()
+            return Answer(status=0, error=f"{type(exc).__name__}: {exc}")
+        try:
+            status = response.status
+            snippet = response.read(ANSWER_BYTES_KEPT, decode_content=False)
+            if response.length_remaining != 0:
+                # More body than we read (or chunked): this connection is not reused, rather
+                # than read an answer of any size to the end.
+                response.release_conn()
+                self.close()
+        except HTTPError as exc:
+            self.close()
+            return Answer(status=0, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            response.release_conn()
+        if 200 <= status < 300:
+            return Answer(status=status, error="")
+        if 300 <= status < 400:
+            location = response.headers.get("Location", "")
+            return Answer(
+                status=status, error=f"HTTP {status}: redirect to {location!r} not followed"
+            )
+        detail = snippet.decode("utf-8", "replace").strip()
+        return Answer(status=status, error=f"HTTP {status}: {detail}"[:500])
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+        self._pool, self._pool_key = None, None
