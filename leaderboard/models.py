@@ -11,6 +11,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from seasons.leagues import LeagueSpec, Movement
 from seasons.models import Season
 
 from .codec import MAX_TIEBREAK_COLUMNS, TIEBREAK_VALUE_MAX, ScoreCodec, WideKeyCodec
@@ -80,6 +81,23 @@ class Board(models.Model):
         help_text=f"Group players into cohorts of this many ({COHORT_SIZE_MIN} to "
         f"{COHORT_SIZE_MAX}); empty: no cohorts.",
     )
+    # Contract 0.3, tiered leagues (docs/leagues.md): a board with cohorts of a schedule's season
+    # whose schedule has tiers is a league board. Its tiers (lowest first) and the percent of
+    # each cohort that moves up and down are copied from the schedule when the season is
+    # created, so a season keeps the league it was played under; each cohort holds one tier.
+    tiers = ArrayField(
+        models.CharField(max_length=32),
+        default=list,
+        blank=True,
+        help_text="League tiers, lowest first (copied from the schedule); empty: not a league.",
+    )
+    promote_percent = models.PositiveSmallIntegerField(default=0)
+    relegate_percent = models.PositiveSmallIntegerField(default=0)
+    # True while the previous season of the league is not closed: its close-out decides the
+    # tier every player plays in here, so nobody joins a cohort yet (their results count on
+    # the board all the same); the close-out's next step assigns them, in the order of their
+    # first result, and clears it (leaderboard/services/leagues.py).
+    league_waiting = models.BooleanField(default=False, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -104,10 +122,19 @@ class Board(models.Model):
                 | models.Q(cohort_size__gte=COHORT_SIZE_MIN, cohort_size__lte=COHORT_SIZE_MAX),
                 name="board_cohort_size_range",
             ),
+            # A league ranks its players in cohorts, one tier each.
+            models.CheckConstraint(
+                condition=models.Q(tiers=[]) | models.Q(cohort_size__isnull=False),
+                name="board_league_has_cohorts",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.slug}, season {self.season_id})"
+
+    @property
+    def league(self) -> LeagueSpec:
+        return LeagueSpec(tuple(self.tiers), self.promote_percent, self.relegate_percent)
 
     def clean(self) -> None:
         try:
@@ -357,6 +384,41 @@ class CohortMember(models.Model):
 
     def __str__(self) -> str:
         return f"player {self.player_id} in cohort {self.cohort_id}"
+
+
+class LeagueMovement(models.Model):
+    """A player's league result on a league board, decided at its season's close-out from
+    PostgreSQL (closeout/services/leagues.py), in the transaction that writes the final
+    standings: the tier they played in, their place in their cohort and where they go next.
+    A player's tier on the league's next board is their latest movement's ``next_tier`` (the
+    first tier without one): kept as long as the league runs, whatever the history's
+    retention."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="league_movements")
+    player_id = models.BigIntegerField()
+    tier = models.PositiveSmallIntegerField()  # the position of the tier in board.tiers
+    # Within the cohort as the final standings rank: the board's order, then the lower player
+    # id on an exact tie (what reward tiers of a league board are paid by).
+    cohort_rank = models.PositiveIntegerField()
+    movement = models.CharField(max_length=16, choices=Movement.choices)
+    next_tier = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["board", "player_id"], name="league_movement_board_player"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(movement__in=Movement.values), name="league_movement_valid"
+            ),
+        ]
+        indexes = [
+            # A player's tier on a new board: their latest movement in the league.
+            models.Index(fields=["player_id", "board"], name="league_movement_player"),
+        ]
+
+    def __str__(self) -> str:
+        return f"player {self.player_id} {self.movement} on board {self.board_id}"
 
 
 class PlayerBan(models.Model):

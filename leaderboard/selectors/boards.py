@@ -32,6 +32,14 @@ class BoardRef:
     tiebreaks: tuple[TiebreakColumn, ...] = ()
     # Players are grouped into cohorts of this many (contract 0.3); None: no cohorts.
     cohort_size: int | None = None
+    # A league board's tiers, lowest first, and the percent of each cohort moving up and down
+    # at the close-out (docs/leagues.md); () elsewhere.
+    tiers: tuple[str, ...] = ()
+    promote_percent: int = 0
+    relegate_percent: int = 0
+    # A league board whose cohorts wait for the previous season's close-out (as read when
+    # this ref was made: memoized refs may lag by LEADERBOARD_SEASON_CACHE_SECONDS).
+    league_waiting: bool = False
 
     @property
     def season_id(self) -> int:
@@ -56,6 +64,12 @@ class BoardRef:
     def ascending(self) -> bool:
         return self.order == BoardOrder.ASC
 
+    def tier_name(self, tier: int | None) -> str | None:
+        """The name of a tier (a position in ``tiers``); None for none."""
+        if tier is None or not self.tiers:
+            return None
+        return self.tiers[min(tier, len(self.tiers) - 1)]
+
     @classmethod
     def from_model(cls, board: Board) -> BoardRef:
         return cls(
@@ -69,6 +83,10 @@ class BoardRef:
             keeps_metadata=board.keeps_metadata,
             tiebreaks=board.tiebreaks,
             cohort_size=board.cohort_size,
+            tiers=tuple(board.tiers),
+            promote_percent=board.promote_percent,
+            relegate_percent=board.relegate_percent,
+            league_waiting=board.league_waiting,
         )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cachetools import LRUCache, TTLCache
 from django.db import connection
@@ -22,6 +22,7 @@ from seasons.memo import process_state_register
 
 from ..models import Cohort, CohortMember
 from .boards import BoardRef
+from .leagues import cohort_movements_projected
 from .rankings import RankingEntry, board_friends_get
 
 # How long a cohort that still takes players is served as last read.
@@ -47,6 +48,8 @@ class CohortEntry:
 
     rank: int
     entry: RankingEntry
+    # On a league board, how the member would leave the tier if the season ended now.
+    movement: str | None = None
 
     @property
     def global_rank(self) -> int:
@@ -58,7 +61,7 @@ class CohortStanding:
     number: int
     size: int  # the board's cohort size: how many the cohort takes
     members: int  # players in it (those without a score now are not among the entries)
-    tier: int | None  # its league tier; None on a board without tiers
+    tier: str | None  # its league tier's name on a league board; None elsewhere
     entries: list[CohortEntry]
 
 
@@ -147,11 +150,21 @@ def cohort_standing_get(
     if members is None:
         return None
     entries = cohort_ranked(board_friends_get(board=board, player_ids=list(members.players)))
+    if board.tiers:
+        # Every member plays in the cohort's tier: known without a lookup per entry.
+        tier = board.tier_name(members.tier)
+        movements = cohort_movements_projected(
+            board=board, tier=members.tier, ranks=[e.rank for e in entries]
+        )
+        entries = [
+            CohortEntry(e.rank, replace(e.entry, tier=tier), movement)
+            for e, movement in zip(entries, movements, strict=True)
+        ]
     return CohortStanding(
         number=number,
         size=board.cohort_size,
         members=len(members.players),
-        tier=members.tier,
+        tier=board.tier_name(members.tier),
         entries=entries if limit is None else entries[:limit],
     )
 

@@ -23,13 +23,15 @@ from ..redis import get_board_read_redis, reads_from_replicas, redis_unavailable
 from ..scripts import read_script_call
 from ._guards import guard_keys
 from .boards import BoardRef
+from .leagues import entries_with_tiers
 from .metadata import entries_with_metadata
 
 logger = logging.getLogger(__name__)
 
 
 class _NotKept:
-    """The metadata of an entry of a board that keeps none (the field is left out)."""
+    """The metadata of an entry of a board that keeps none, or the tier of an entry of a board
+    that is no league board (the field is left out)."""
 
     def __repr__(self) -> str:
         return "NOT_KEPT"
@@ -53,6 +55,9 @@ class RankingEntry:
     # On a board with tie-break columns, the player's value of each column (name -> value, in
     # the board's column order); None elsewhere.
     tiebreakers: dict[str, int] | None = None
+    # On a league board, the name of the player's league tier (None while they are in no
+    # cohort yet: selectors/leagues.py); NOT_KEPT elsewhere.
+    tier: Any = NOT_KEPT
     # The encoded score as Redis answered it (a board with tie-break columns: the wide key),
     # where the entry was read from Redis: the metadata's memo key (one score is one deciding
     # result). Not part of the entry's value.
@@ -89,10 +94,14 @@ def entries_adorned(
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> list[RankingEntry]:
-    """``entries`` with their names and, on a board that keeps metadata, their metadata (for
-    the results from ``since`` to before ``until``: a daily or weekly board)."""
-    return entries_with_metadata(
-        board=board, entries=entries_named(entries), since=since, until=until
+    """``entries`` with their names, on a board that keeps metadata their metadata (for the
+    results from ``since`` to before ``until``: a daily or weekly board), and on a league board
+    their tiers."""
+    return entries_with_tiers(
+        board=board,
+        entries=entries_with_metadata(
+            board=board, entries=entries_named(entries), since=since, until=until
+        ),
     )
 
 

@@ -2,7 +2,8 @@
 ``reconcile``, ``corrections`` (voids, bans), ``derived`` (top-list snapshots, weekly boards),
 ``unlink`` (dropping a closed season's keys), ``recovery`` (boards Redis lost), ``boards``
 (creating boards and seasons with their main board), ``results`` (storing ingested match
-results). Callers import from here.
+results), ``cohorts`` (who joins which cohort), ``leagues`` (a league board's tiers, and when
+its cohorts form). Callers import from here.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from .derived import (
     weekly_board_ensure,
     weekly_boards_build,
 )
+from .leagues import league_board_open, league_boards_open
 from .rebuild import (
     DEFAULT_ZADD_BATCH,
     DELTA_MERGE_BATCH,
@@ -146,6 +148,8 @@ __all__ = [
     "counted_groups",
     "daily_board_expire_at",
     "daily_boards_existing",
+    "league_board_open",
+    "league_boards_open",
     "match_result_void",
     "match_results_store",
     "player_ban",

@@ -19,6 +19,7 @@ from django.db.backends.utils import CursorWrapper
 from leaderboard.models import Board, CohortMember, MatchResult, PlayerBan
 from seasons.models import Season
 
+from ..selectors.leagues import LeaguePlace, league_tiers_get
 from .cohorts import CohortCandidate, cohort_members_assign, cohorts_lock
 
 
@@ -138,7 +139,9 @@ _COHORT_MEMBERS = CohortMember._meta.db_table
 # one those checks took. A season or board being deleted waits for the batch, and then its
 # trigger sees the batch's rows and refuses. Ordered, so two consumers lock in the same order.
 LOCK_BOARDS_SQL = f"""
-    SELECT b.id, b.cohort_size FROM {_BOARDS} b JOIN {_SEASONS} s ON s.id = b.season_id
+    SELECT b.id, b.cohort_size, b.league_waiting, cardinality(b.tiers), b.slug, s.schedule_id,
+           s.occurrence
+    FROM {_BOARDS} b JOIN {_SEASONS} s ON s.id = b.season_id
     WHERE b.id = ANY(%s) ORDER BY b.id FOR KEY SHARE OF b, s
 """  # noqa: S608
 
@@ -278,16 +281,27 @@ def match_results_store(*, results: ResultColumns) -> StoredBatch:
                     continue
                 same_message = (stored_partition, stored_offset) == (partition, offset)
                 others[(partition, offset)] = RowStored(stored_xid, same_message, bool(excluded))
-        cohort_sizes = {board_id: size for board_id, size in locked if size}
+        # A league board waiting for its previous season's close-out takes no one into a
+        # cohort yet (services/leagues.py); the lock above holds the flag read here until the
+        # commit, against the close-out that clears it.
+        cohort_sizes = {row[0]: row[1] for row in locked if row[1] and not row[2]}
         if cohort_sizes:
-            _cohorts_assign(cursor, cohort_sizes)
+            leagues = {
+                row[0]: LeaguePlace(row[0], row[4], row[5], row[6], row[3])
+                for row in locked
+                if row[0] in cohort_sizes and row[3]
+            }
+            _cohorts_assign(cursor, cohort_sizes, leagues)
     return StoredBatch(int(xid), others, banned)
 
 
-def _cohorts_assign(cursor: CursorWrapper, sizes: dict[int, int]) -> None:
-    """Assign the batch's players new to its boards with cohorts (services/cohorts.py). Asked
-    once without a lock (the usual batch brings nobody new), then again under the boards' locks:
-    a batch that committed while this one waited may have assigned some of them."""
+def _cohorts_assign(
+    cursor: CursorWrapper, sizes: dict[int, int], leagues: dict[int, LeaguePlace]
+) -> None:
+    """Assign the batch's players new to its boards with cohorts (services/cohorts.py), each
+    into their tier on a league board. Asked once without a lock (the usual batch brings nobody
+    new), then again under the boards' locks: a batch that committed while this one waited may
+    have assigned some of them."""
     boards = sorted(sizes)
     cursor.execute(_COHORT_CANDIDATES_SQL, [boards])
     found = cursor.fetchall()
@@ -295,6 +309,16 @@ def _cohorts_assign(cursor: CursorWrapper, sizes: dict[int, int]) -> None:
         return
     cohorts_lock(cursor=cursor, board_ids=sorted({board_id for board_id, _ in found}))
     cursor.execute(_COHORT_CANDIDATES_SQL, [boards])
-    candidates = [CohortCandidate(board_id, player_id) for board_id, player_id in cursor]
-    if candidates:
-        cohort_members_assign(cursor=cursor, candidates=candidates, sizes=sizes)
+    found = cursor.fetchall()
+    if not found:
+        return
+    tiers: dict[int, dict[int, int]] = {}
+    for board_id, place in leagues.items():
+        players = [player_id for board, player_id in found if board == board_id]
+        if players:
+            tiers[board_id] = league_tiers_get(cursor=cursor, place=place, player_ids=players)
+    candidates = [
+        CohortCandidate(board_id, player_id, tiers.get(board_id, {}).get(player_id))
+        for board_id, player_id in found
+    ]
+    cohort_members_assign(cursor=cursor, candidates=candidates, sizes=sizes)
