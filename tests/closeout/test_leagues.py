@@ -13,10 +13,13 @@ import threading
 import uuid
 from collections import Counter
 from datetime import timedelta
+from io import StringIO
 
 import orjson
 import pytest
 from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
@@ -565,3 +568,169 @@ def test_movements_match_a_reference_over_three_random_seasons() -> None:
         league_movement(rank=4, players=5, tier=1, tiers=3, promote_percent=40, relegate_percent=40)
         == R
     )
+
+
+def test_create_schedule_takes_a_league_and_refuses_one_it_cannot_run() -> None:
+    template = SeasonFactory.create(
+        starts_at=T0 - timedelta(days=30), ends_at=T0 - timedelta(days=1)
+    )
+    base = [
+        "create_schedule",
+        "--name",
+        "League",
+        "--cron",
+        "0 0 * * 1",
+        "--template-season",
+        str(template.id),
+    ]
+    with pytest.raises(CommandError, match="no board with cohorts"):
+        call_command(*base, "--slug", "a", "--tiers", "bronze,silver")
+    board_factory(template, "league", cohort_size=20)
+    refused = {
+        ("--tiers", "gold"): "2 to 10 tiers",
+        ("--tiers", "bronze,bronze"): "repeat",
+        ("--tiers", "Bronze,silver"): "tier name 'Bronze'",
+        ("--tiers", "a,b", "--promote", "60", "--relegate", "50"): "more than a cohort",
+        ("--tiers", "a,b", "--promote", "101"): "0 to 100",
+        ("--promote", "20"): "need --tiers",
+    }
+    for args, message in refused.items():
+        with pytest.raises(CommandError, match=message):
+            call_command(*base, "--slug", "b", *args)
+    out = StringIO()
+    call_command(
+        *base,
+        "--slug",
+        "league",
+        "--tiers",
+        "bronze, silver ,gold",
+        "--promote",
+        "20",
+        "--relegate",
+        "10",
+        stdout=out,
+    )
+    schedule = Schedule.objects.get(slug="league")
+    assert (schedule.tiers, schedule.promote_percent, schedule.relegate_percent) == (
+        list(TIERS),
+        20,
+        10,
+    )
+    assert "a league of tiers bronze, silver, gold" in out.getvalue()
+    # Only its boards with cohorts are league boards.
+    Schedule.objects.filter(id=schedule.id).update(starts_from=T0 - timedelta(minutes=1))
+    schedule.refresh_from_db()
+    season = open_season(schedule, 1)
+    boards = {b.slug: (b.tiers, b.promote_percent) for b in Board.objects.filter(season=season)}
+    assert boards == {"main": ([], 0), "league": (list(TIERS), 20)}
+
+
+INLINE = {f"seasons-{name}": "0" for name in ("TOTAL_FORMS", "INITIAL_FORMS", "MIN_NUM_FORMS")}
+
+
+def test_the_admin_runs_leagues_through_the_services_and_shows_tiers_and_movements(
+    staff: Client,
+) -> None:
+    template = SeasonFactory.create(
+        starts_at=T0 - timedelta(days=30), ends_at=T0 - timedelta(days=1)
+    )
+    board_factory(template, "league", cohort_size=2)
+    form = {
+        "slug": "admin-league",
+        "name": "Admin league",
+        "cron": "0 0 * * 1",
+        "timezone": "UTC",
+        "template_season": template.id,
+        "lead_minutes": 60,
+        "active": "on",
+        **INLINE,
+    }
+    refused = staff.post(
+        "/admin/seasons/schedule/add/",
+        {**form, "tiers": "bronze,silver", "promote_percent": 70, "relegate_percent": 40},
+    )
+    assert "more than a cohort" in refused.content.decode()
+    created = staff.post(
+        "/admin/seasons/schedule/add/",
+        {**form, "tiers": "bronze,silver", "promote_percent": 50, "relegate_percent": 50},
+    )
+    assert created.status_code == 302, created.content.decode()[:2000]
+    schedule = Schedule.objects.get(slug="admin-league")
+    assert (schedule.tiers, schedule.promote_percent) == (["bronze", "silver"], 50)
+    Schedule.objects.filter(id=schedule.id).update(starts_from=T0 - timedelta(minutes=1))
+    listing = staff.get("/admin/seasons/schedule/").content.decode()
+    assert "bronze &lt; silver: 50% up, 50% down" in listing
+
+    one = open_season(schedule, 1)
+    play(one, [(1, 90, 1), (2, 10, 2)])
+    two = open_season(schedule, 2)
+    season_page = staff.get(f"/admin/seasons/season/{two.id}/change/").content.decode()
+    assert "cohorts wait for the previous season&#x27;s close-out" in season_page
+    close(one)
+    movements_page = staff.get("/admin/leaderboard/leaguemovement/?q=1").content.decode()
+    assert "promoted" in movements_page
+    assert "silver" in movements_page
+    play(two, [(1, 5, 1)])
+    cohorts_page = staff.get("/admin/leaderboard/cohort/?q=1").content.decode()
+    assert "silver" in cohorts_page
+
+    # A change of the league is for the seasons created from now on, through the service.
+    changed = staff.post(
+        f"/admin/seasons/schedule/{schedule.id}/change/",
+        {
+            **form,
+            "slug": "admin-league",
+            "name": "Admin league",
+            "tiers": "bronze,silver,gold",
+            "promote_percent": 50,
+            "relegate_percent": 0,
+            "seasons-TOTAL_FORMS": "0",
+            "seasons-INITIAL_FORMS": "0",
+        },
+    )
+    assert changed.status_code == 302, changed.content.decode()[:2000]
+    schedule.refresh_from_db()
+    assert (schedule.tiers, schedule.relegate_percent) == (list(TIERS), 0)
+    assert league_board(two).tiers == ["bronze", "silver"]  # the running season keeps its own
+
+
+def test_the_pages_show_tiers_groups_and_movements(client: Client) -> None:
+    schedule = make_league(size=3, promote=34, relegate=34)
+    one = open_season(schedule, 1)
+    play(one, [(1, 90, 1), (2, 50, 2), (3, 10, 3)])
+    two = open_season(schedule, 2)
+    waiting = client.get(f"/seasons/{two.id}/boards/league").content.decode()
+    assert f'Groups form once season <a href="/seasons/{one.id}">{one.id}</a> has closed' in (
+        waiting
+    )
+    close(one)
+    play(two, [(1, 40, 1), (2, 50, 2), (3, 60, 3), (4, 70, 4)])
+
+    page = client.get(f"/seasons/{two.id}/boards/league?player=1").content.decode()
+    assert "League: <span" in page
+    assert "each group's top 34% move up" in page
+    assert '<th scope="col">Tier</th>' in page
+    assert '<td class="tier">silver</td>' in page
+    assert 'data-tiers="1"' in page  # live.js keeps the column
+    assert 'Your group: <a href="' in page
+    assert '<span class="tier">silver</span> league' in page
+    assert "If the season ended now" in page
+    group = client.get(f"/seasons/{two.id}/boards/league?player=3").content.decode()
+    group = group[group.index('data-cohort="') :]
+    group = group[: group.index("</table>")]
+    # Bronze's group {2, 3, 4}: 4 would go up; nobody goes down from the bottom tier.
+    assert '<td class="movement promoted">&#9650; up to the next tier</td>' in group
+    assert "relegated" not in group
+
+    three = open_season(schedule, 3)
+    close(two)
+    del three
+    season_history_archive(season_id=one.id)
+    schedule_page = client.get("/schedules/weekly-league").content.decode()
+    assert "A league in 3 tiers" in schedule_page
+    table = schedule_page[schedule_page.index('data-board="league"') :]
+    table = table[: table.index("</table>")]
+    # Season 2 (newest first): silver's group {1} and bronze's {2, 3, 4}.
+    assert '<tr data-tier="bronze"><td class="tier">bronze</td><td class="num">1</td>' in table
+    history = client.get("/players/1/history").content.decode()
+    assert '<span class="tier">bronze</span> &#9650; promoted' in history
