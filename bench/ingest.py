@@ -33,6 +33,12 @@ boards of the end-to-end season, in turn: ``main`` (desc, ``--rule``), ``asc-bes
 lap times) and ``latest`` (desc, latest). Probes stay on ``main``; the drains count a record
 applied once one of the boards' watermarks covers it. The raw ceilings stay on one board.
 
+``--cohort-size N`` (2..1000) then drains another backlog twice, the same results each time: to
+a board of the season without cohorts, then to one with cohorts of N (each its own topic, filled
+first, and fresh consumers): most of its results are a player's first on the board, the case
+where ingestion assigns a cohort in the transaction that stores the result. Both rates, the
+ratio, and the CPU of each.
+
 ``--tiebreak N`` (1..3) then drains a second backlog of the same size, to a board of the same
 season ranked by points and N tie-break columns (keys past 53 bits: wide keys, docs/scaling.md),
 with the same consumers: its results/s beside the plain drain's, and each board's Redis bytes per
@@ -196,6 +202,10 @@ class Report:
     tiebreak_cpu_ms_per_1000: dict[str, float] = field(default_factory=dict)
     # --profile with --tiebreak: the same py-spy summary over the tie-break drain.
     tiebreak_profile: Profile | None = None
+    # --cohort-size: the same backlog drained to a board without cohorts ("groups-off"), then
+    # to one with cohorts of that size ("groups"), each by fresh consumers of its own topic
+    # (asdict of Drain).
+    cohort_drains: dict[str, dict[str, object]] = field(default_factory=dict)
     redis_bytes_per_player: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -763,6 +773,77 @@ def _chunks(items: Sequence, size: int) -> list[Sequence]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+@dataclass
+class Drain:
+    """One more backlog drained to one board by fresh consumers of its own topic."""
+
+    first_per_s: float  # from the first applied batch to the last
+    steady_per_s: float  # from a tenth applied on (_steady_rate)
+    cpu_ms_per_1000: dict[str, float]  # start-up included (as e2e_cpu_ms_per_1000)
+    profile: Profile | None = None
+
+
+def _board_drain(
+    *,
+    args: argparse.Namespace,
+    topic: str,
+    group: str,
+    board_id: int,
+    backlog: list[MatchResultMessage],
+    every_board: Sequence[int],
+    services: dict[int, tuple[str, str]],
+    label: str,
+    desc: str,
+    cleanup: list[str] | None = None,
+) -> Drain | None:
+    """Drain ``backlog`` (all to ``board_id``) from a topic of its own, filled before its own
+    consumers start: measured as the plain drain (a backlog already waiting, from the first
+    applied batch to the last). None if it was not applied within the timeout."""
+    if cleanup is not None:
+        admin = KafkaAdminClient(bootstrap_servers=list(settings.KAFKA_BOOTSTRAP_SERVERS))
+        configs = {"min.insync.replicas": str(settings.KAFKA_TOPIC_MIN_INSYNC_REPLICAS)}
+        replicas = settings.KAFKA_TOPIC_REPLICATION_FACTOR
+        admin.create_topics(
+            [
+                NewTopic(topic, args.partitions, replicas, topic_configs=configs),
+                NewTopic(f"{topic}.dlq", 1, replicas, topic_configs=configs),
+            ]
+        )
+        admin.close()
+        cleanup += [topic, f"{topic}.dlq"]
+    _backlog_produce(topic=topic, messages=backlog, label=f"produce {desc} backlog")
+    # Nothing of the new topic is on any board yet: said in each board's watermark of it, as a
+    # board created now says it (a missing watermark would send the consumers' start-up
+    # recovery rebuilding every board of the run first, inside the drain).
+    for each in every_board:
+        watermark_raise(board_id=each, offsets={}, topic=topic)
+    consumers = _consumers_start(
+        topic=topic, group=group, count=args.consumers, batch=args.batch, name=f"{label}-consumer"
+    )
+    samples: list[tuple[float, int]] = []
+    pids = {c.pid for c in consumers}
+    cpu_before = _cpu_by_kind(pids, services)[0]
+    profilers = _profilers_start(consumers, label=f"{label}-consumer") if args.profile else []
+    profile = None
+    try:
+        first, done = _wait_applied(
+            topic,
+            [board_id],
+            len(backlog),
+            timeout=args.timeout,
+            desc=f"e2e drain, {desc}",
+            samples=samples,
+        )
+        cpu = _per_1000(cpu_before, _cpu_by_kind(pids, services)[0], len(backlog))
+        if profilers:
+            profile = _profilers_stop(profilers)
+    finally:
+        _consumers_stop(consumers)
+    if done is None or first is None:
+        return None
+    return Drain(len(backlog) / (done - first), _steady_rate(samples, len(backlog)), cpu, profile)
+
+
 # --- the run ---------------------------------------------------------------------------------
 
 
@@ -828,6 +909,18 @@ def run(args: argparse.Namespace) -> Report:
         if tiebreak_columns
         else None
     )
+    # --cohort-size: two more boards of the season, the same but for cohorts.
+    cohort_boards = (
+        {
+            "groups-off": board_create(season_id=e2e_id, slug="groups-off", name="no cohorts").id,
+            "groups": board_create(
+                season_id=e2e_id, slug="groups", name="cohorts", cohort_size=args.cohort_size
+            ).id,
+        }
+        if args.cohort_size
+        else {}
+    )
+    extra_topics: list[str] = []
     ceiling_board = main_board_get(season_id=ceiling_id)
     consumers: list[subprocess.Popen[bytes]] = []
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -982,51 +1075,24 @@ def run(args: argparse.Namespace) -> Report:
                 boards=["tiebreak"],
                 tiebreaks=[c.name for c in tiebreak_columns],
             )
-            wide_backlog = [wide.one() for _ in range(args.backlog)]
-            # Its own topic, filled before its own consumers start: measured as the plain drain
-            # (a backlog already waiting, from the first applied batch to the last).
-            _backlog_produce(
-                topic=wide_topic, messages=wide_backlog, label="produce tie-break backlog"
-            )
-            # Nothing of the new topic is on any board yet: said in each board's watermark of
-            # it, as a board created now says it (a missing watermark would send the consumers'
-            # start-up recovery rebuilding every board of the run first, inside the drain).
-            for board_id in (*e2e_boards, tiebreak_board, ceiling_board.id):
-                watermark_raise(board_id=board_id, offsets={}, topic=wide_topic)
-            wide_consumers = _consumers_start(
+            drain_of = _board_drain(
+                args=args,
                 topic=wide_topic,
                 group=f"{group}-tiebreak",
-                count=args.consumers,
-                batch=args.batch,
-                name="tiebreak-consumer",
+                board_id=tiebreak_board,
+                backlog=[wide.one() for _ in range(args.backlog)],
+                every_board=(*e2e_boards, tiebreak_board, ceiling_board.id),
+                services=services,
+                label="tiebreak",
+                desc=f"{args.tiebreak} tie-break columns",
             )
-            wide_samples: list[tuple[float, int]] = []
-            wide_pids = {c.pid for c in wide_consumers}
-            wide_cpu_before = _cpu_by_kind(wide_pids, services)[0]
-            wide_profilers = (
-                _profilers_start(wide_consumers, label="tiebreak-consumer") if args.profile else []
-            )
-            try:
-                first, done = _wait_applied(
-                    wide_topic,
-                    [tiebreak_board],
-                    len(wide_backlog),
-                    timeout=args.timeout,
-                    desc=f"e2e drain, {args.tiebreak} tie-break columns",
-                    samples=wide_samples,
-                )
-                report.tiebreak_cpu_ms_per_1000 = _per_1000(
-                    wide_cpu_before, _cpu_by_kind(wide_pids, services)[0], len(wide_backlog)
-                )
-                if wide_profilers:
-                    report.tiebreak_profile = _profilers_stop(wide_profilers)
-            finally:
-                _consumers_stop(wide_consumers)
-            if done is None or first is None:
+            if drain_of is None:
                 report.notes.append("the consumers did not apply the tie-break backlog in time")
             else:
-                report.tiebreak_drain_per_s = len(wide_backlog) / (done - first)
-                report.tiebreak_steady_drain_per_s = _steady_rate(wide_samples, len(wide_backlog))
+                report.tiebreak_drain_per_s = drain_of.first_per_s
+                report.tiebreak_steady_drain_per_s = drain_of.steady_per_s
+                report.tiebreak_cpu_ms_per_1000 = drain_of.cpu_ms_per_1000
+                report.tiebreak_profile = drain_of.profile
                 report.plain_steady_drain_per_s = _steady_rate(plain_samples, len(backlog))
             plain_key = keys.board(board_id=e2e_boards[0])
             wide_key = keys.board(board_id=tiebreak_board)
@@ -1036,6 +1102,29 @@ def run(args: argparse.Namespace) -> Report:
                     client, [wide_key, keys.board_index(board_key=wide_key)]
                 ),
             }
+
+        # --- --cohort-size: the same drain to a board without, then one with cohorts ---------
+        for slug, board_id in cohort_boards.items():
+            # The same results (one seed) under each board's slug: most are a player's first on
+            # the board, the case where a board with cohorts assigns one.
+            same = Results(season_id=e2e_id, players=args.players, seed=3, boards=[slug])
+            cohort_topic = f"{topic}-{slug}"
+            drain_of = _board_drain(
+                args=args,
+                topic=cohort_topic,
+                group=f"{group}-{slug}",
+                board_id=board_id,
+                backlog=[same.one() for _ in range(args.backlog)],
+                every_board=(*e2e_boards, *cohort_boards.values(), ceiling_board.id),
+                services=services,
+                label=slug,
+                desc=slug,
+                cleanup=extra_topics,
+            )
+            if drain_of is None:
+                report.notes.append(f"the consumers did not apply the {slug} backlog in time")
+                continue
+            report.cohort_drains[slug] = asdict(drain_of)
 
         # --- steady and burst: produce-to-visible latency ------------------------------------
         board = keys.board(board_id=main_board_get(season_id=e2e_id).id)
@@ -1118,7 +1207,7 @@ def run(args: argparse.Namespace) -> Report:
     finally:
         _consumers_stop(consumers)
         wide_topics = [wide_topic, f"{wide_topic}.dlq"] if args.tiebreak else []
-        _cleanup(admin, [topic, f"{topic}.dlq", *wide_topics], list(seasons))
+        _cleanup(admin, [topic, f"{topic}.dlq", *wide_topics, *extra_topics], list(seasons))
 
 
 # --- profiling (--profile) --------------------------------------------------------------------
@@ -1235,6 +1324,11 @@ def _fmt(value: float | None, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:,.0f}{unit}"
 
 
+def _profile_of(drain: dict[str, object]) -> Profile | None:
+    raw = drain.get("profile")
+    return Profile(**raw) if isinstance(raw, dict) else None
+
+
 def render(report: Report) -> str:
     e2e = report.e2e_drain_per_s
 
@@ -1317,9 +1411,13 @@ def render(report: Report) -> str:
             "CPU during the Redis apply-only ceiling (ms per 1,000 results):",
             *(f"- {k}: {ms:,.1f}" for k, ms in report.redis_apply_only_cpu_ms_per_1000.items()),
         ]
+    cohort_profiles = [
+        (f"{slug} drain", _profile_of(measured)) for slug, measured in report.cohort_drains.items()
+    ]
     for drain, profile in (
         ("drain", report.e2e_profile),
         ("tie-break drain", report.tiebreak_profile),
+        *cohort_profiles,
     ):
         if profile is None:
             continue
@@ -1350,6 +1448,29 @@ def render(report: Report) -> str:
             "- CPU over it (ms per 1,000 results, start-up included; the plain drain's above): "
             + ", ".join(f"{k} {ms:,.1f}" for k, ms in report.tiebreak_cpu_ms_per_1000.items()),
         ]
+    off, on = report.cohort_drains.get("groups-off"), report.cohort_drains.get("groups")
+    if off and on:
+        size = report.args.get("cohort_size")
+        lines += [
+            "",
+            f"end-to-end drain of the same backlog to a board without cohorts, then to one with "
+            f"cohorts of {size} (each its own topic and consumers; most results are a "
+            "player's first on the board, the case that assigns a cohort):",
+        ]
+        for name, key in (("from the first applied batch", "first_per_s"),
+                          ("from a tenth applied on", "steady_per_s")):  # fmt: skip
+            a, b = float(off[key]), float(on[key])  # type: ignore[arg-type]
+            lines.append(
+                f"- {name}: {_fmt(b)} with cohorts against {_fmt(a)} without, "
+                f"{b / a if a else 0:.2f}x (target >= 0.85x)"
+            )
+        for label, measured in (("without", off), ("with", on)):
+            cpu = measured["cpu_ms_per_1000"]
+            assert isinstance(cpu, dict)
+            lines.append(
+                f"- CPU {label} cohorts (ms per 1,000 results, start-up included): "
+                + ", ".join(f"{k} {ms:,.1f}" for k, ms in cpu.items())
+            )
     if report.redis_bytes_per_player:
         sizes = ", ".join(f"{name} {n:,.1f}" for name, n in report.redis_bytes_per_player.items())
         lines.append(f"Redis bytes per player (MEMORY USAGE of the board's keys): {sizes}")
@@ -1381,6 +1502,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="after the end-to-end drain, drain as many results to a board ranked by points "
         "and this many tie-break columns (kills, deaths, assists), and compare",
+    )
+    parser.add_argument(
+        "--cohort-size",
+        type=int,
+        default=0,
+        help="after the end-to-end drain, drain as many results to a board without cohorts, "
+        "then to one with cohorts of this size (2..1000), and compare",
     )
     parser.add_argument("--steady-rate", type=float, default=2_000)
     parser.add_argument("--steady-seconds", type=float, default=20)

@@ -98,6 +98,10 @@ class Board(models.Model):
     # the board all the same); the close-out's next step assigns them, in the order of their
     # first result, and clears it (leaderboard/services/leagues.py).
     league_waiting = models.BooleanField(default=False, editable=False)
+    # Players in the board's cohorts, raised by every assignment in its transaction (under the
+    # board's cohort lock): a batch that read it before taking the lock and finds it unchanged
+    # once it holds the lock knows nobody was assigned meanwhile (services/results.py).
+    cohort_members = models.BigIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -369,8 +373,21 @@ class CohortMember(models.Model):
     """A player's cohort on a board: assigned once, at their first counted result, in the
     transaction that stores it; never changed (replays, rebuilds and recovery read it)."""
 
-    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+")
-    cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="memberships")
+    # Neither checked per row nor indexed alone (two foreign-key lookups and two more index
+    # entries per player joining were most of the cost of an assignment): ingestion writes a
+    # membership only under the batch's lock of the board (services/results.py), into a cohort
+    # it read or created in the same transaction; deleting a board or a cohort deletes its
+    # memberships (the ORM's cascade); the two indexes below lead with each.
+    board = models.ForeignKey(
+        Board, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
+    cohort = models.ForeignKey(
+        Cohort,
+        on_delete=models.CASCADE,
+        related_name="memberships",
+        db_constraint=False,
+        db_index=False,
+    )
     player_id = models.BigIntegerField()
     joined_at = models.DateTimeField(default=timezone.now, editable=False)
 
@@ -394,7 +411,16 @@ class LeagueMovement(models.Model):
     first tier without one): kept as long as the league runs, whatever the history's
     retention."""
 
-    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="league_movements")
+    # Written by one INSERT ... SELECT per board in the close-out's transaction, which holds
+    # the board: not checked per row (millions of rows on a large board), nor indexed alone (the
+    # unique (board, player) leads with it).
+    board = models.ForeignKey(
+        Board,
+        on_delete=models.CASCADE,
+        related_name="league_movements",
+        db_constraint=False,
+        db_index=False,
+    )
     player_id = models.BigIntegerField()
     tier = models.PositiveSmallIntegerField()  # the position of the tier in board.tiers
     # Within the cohort as the final standings rank: the board's order, then the lower player

@@ -26,6 +26,16 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='board',
+            name='cohort_members',
+            field=models.BigIntegerField(default=0, editable=False),
+        ),
+        # The boards that have cohorts already count their members.
+        migrations.RunSQL(
+            "UPDATE leaderboard_board b SET cohort_members = (SELECT count(*) FROM leaderboard_cohortmember m WHERE m.board_id = b.id) WHERE b.cohort_size IS NOT NULL",
+            migrations.RunSQL.noop,
+        ),
+        migrations.AddField(
+            model_name='board',
             name='league_waiting',
             field=models.BooleanField(default=False, editable=False),
         ),
@@ -51,7 +61,20 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='leaguemovement',
             name='board',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='league_movements', to='leaderboard.board'),
+            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='league_movements', to='leaderboard.board'),
+        ),
+        # Memberships are written under the batch's board lock into cohorts of the same
+        # transaction: no per-row foreign-key checks, and no single-column indexes (the unique
+        # (board, player) and the (cohort, player) indexes lead with each).
+        migrations.AlterField(
+            model_name='cohortmember',
+            name='board',
+            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='leaderboard.board'),
+        ),
+        migrations.AlterField(
+            model_name='cohortmember',
+            name='cohort',
+            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='leaderboard.cohort'),
         ),
         migrations.AddIndex(
             model_name='leaguemovement',

@@ -14,13 +14,16 @@ Redis machinery had to learn about them. docs/cohorts.md says why.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.backends.utils import CursorWrapper
 
-from ..models import Cohort, CohortMember
+from ..models import Board, Cohort, CohortMember
 
+_BOARDS = Board._meta.db_table
 _COHORTS = Cohort._meta.db_table
 _MEMBERS = CohortMember._meta.db_table
 
@@ -33,17 +36,21 @@ _OPEN_SQL = f"""
     WHERE board_id = %s ORDER BY tier, number DESC
 """  # noqa: S608 -- table names come from the models
 _LAST_NUMBER_SQL = f"SELECT coalesce(max(number), 0) FROM {_COHORTS} WHERE board_id = %s"  # noqa: S608
-_NEW_COHORT_SQL = f"""
+# Every cohort a batch opens, in one statement, each with the members it takes now.
+_NEW_COHORTS_SQL = f"""
     INSERT INTO {_COHORTS} (board_id, number, tier, members, opened_at)
-    VALUES (%s, %s, %s, 0, now()) RETURNING id
+    SELECT %s, n, t, m, now() FROM unnest(%s::int[], %s::int[], %s::int[]) AS f(n, t, m)
+    RETURNING number, id
 """  # noqa: S608
+_BOARD_FILL_SQL = f"UPDATE {_BOARDS} SET cohort_members = cohort_members + %s WHERE id = %s"  # noqa: S608
 _FILL_SQL = f"""
     UPDATE {_COHORTS} c SET members = c.members + f.added
     FROM unnest(%s::bigint[], %s::int[]) AS f(id, added) WHERE c.id = f.id
 """  # noqa: S608
+# In player order: the unique (board, player) index then grows in runs rather than at random.
 _MEMBERS_SQL = f"""
     INSERT INTO {_MEMBERS} (board_id, cohort_id, player_id, joined_at)
-    SELECT %s, c, p, now() FROM unnest(%s::bigint[], %s::bigint[]) AS m(c, p)
+    SELECT %s, c, p, now() FROM unnest(%s::bigint[], %s::bigint[]) AS m(c, p) ORDER BY p
 """  # noqa: S608
 
 
@@ -86,31 +93,51 @@ def cohort_members_assign(
     for board_id, players in sorted(by_board.items()):
         size = sizes[board_id]
         cursor.execute(_OPEN_SQL, [board_id])
-        # tier -> [cohort id, members]: the newest cohort of each tier, open while not full.
-        open_of: dict[int | None, list[int]] = {
-            tier: [cohort_id, members]
+        # tier -> [cohort, members]: the newest cohort of each tier, open while not full. A
+        # cohort is ("id", its id) when it exists, ("new", its number) when this batch opens it.
+        open_of: dict[int | None, list[Any]] = {
+            tier: [("id", cohort_id), members]
             for cohort_id, _number, tier, members in cursor.fetchall()
             if members < size
         }
         cursor.execute(_LAST_NUMBER_SQL, [board_id])
         row = cursor.fetchone()
         last_number = int(row[0]) if row else 0
-        added: dict[int, int] = {}
-        member_cohorts: list[int] = []
-        member_players: list[int] = []
+        opened: dict[int, int | None] = {}  # number -> tier, of the cohorts opened now
+        placed: list[tuple[tuple[str, int], int]] = []  # (cohort, player)
         for candidate in players:
             current = open_of.get(candidate.tier)
             if current is None or current[1] >= size:
                 last_number += 1
-                cursor.execute(_NEW_COHORT_SQL, [board_id, last_number, candidate.tier])
-                created = cursor.fetchone()
-                assert created is not None
-                current = open_of[candidate.tier] = [int(created[0]), 0]
+                opened[last_number] = candidate.tier
+                current = open_of[candidate.tier] = [("new", last_number), 0]
             current[1] += 1
-            added[current[0]] = added.get(current[0], 0) + 1
-            member_cohorts.append(current[0])
-            member_players.append(candidate.player_id)
-        cursor.execute(_FILL_SQL, [list(added), list(added.values())])
-        cursor.execute(_MEMBERS_SQL, [board_id, member_cohorts, member_players])
-        joined += len(member_players)
+            placed.append((current[0], candidate.player_id))
+        added = Counter(cohort for cohort, _ in placed)
+        ids: dict[tuple[str, int], int] = {}
+        if opened:
+            numbers = list(opened)
+            cursor.execute(
+                _NEW_COHORTS_SQL,
+                [
+                    board_id,
+                    numbers,
+                    [opened[n] for n in numbers],
+                    [added[("new", n)] for n in numbers],
+                ],
+            )
+            ids = {("new", int(number)): int(cohort_id) for number, cohort_id in cursor}
+        filled = [cohort for cohort in added if cohort[0] == "id"]
+        if filled:
+            cursor.execute(_FILL_SQL, [[c[1] for c in filled], [added[c] for c in filled]])
+        cursor.execute(
+            _MEMBERS_SQL,
+            [
+                board_id,
+                [ids[cohort] if cohort[0] == "new" else cohort[1] for cohort, _ in placed],
+                [player for _, player in placed],
+            ],
+        )
+        cursor.execute(_BOARD_FILL_SQL, [len(placed), board_id])
+        joined += len(placed)
     return joined
