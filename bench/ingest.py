@@ -34,10 +34,11 @@ lap times) and ``latest`` (desc, latest). Probes stay on ``main``; the drains co
 applied once one of the boards' watermarks covers it. The raw ceilings stay on one board.
 
 ``--cohort-size N`` (2..1000) then drains another backlog twice, the same results each time: to
-a board of the season without cohorts, then to one with cohorts of N (each its own topic, filled
+a board of the season without cohorts and to one with cohorts of N (each its own topic, filled
 first, and fresh consumers): most of its results are a player's first on the board, the case
-where ingestion assigns a cohort in the transaction that stores the result. Both rates, the
-ratio, and the CPU of each.
+where ingestion assigns a cohort in the transaction that stores the result. ``--cohort-rounds
+R`` repeats the pair on fresh boards, alternating which runs first. Both rates, the ratio, and
+the CPU of each.
 
 ``--tiebreak N`` (1..3) then drains a second backlog of the same size, to a board of the same
 season ranked by points and N tie-break columns (keys past 53 bits: wide keys, docs/scaling.md),
@@ -202,9 +203,9 @@ class Report:
     tiebreak_cpu_ms_per_1000: dict[str, float] = field(default_factory=dict)
     # --profile with --tiebreak: the same py-spy summary over the tie-break drain.
     tiebreak_profile: Profile | None = None
-    # --cohort-size: the same backlog drained to a board without cohorts ("groups-off"), then
-    # to one with cohorts of that size ("groups"), each by fresh consumers of its own topic
-    # (asdict of Drain).
+    # --cohort-size: the same backlog drained to a board without cohorts ("off-<round>") and to
+    # one with cohorts of that size ("on-<round>"), each by fresh consumers of its own topic, in
+    # --cohort-rounds rounds of fresh boards (asdict of Drain, by slug, in the order run).
     cohort_drains: dict[str, dict[str, object]] = field(default_factory=dict)
     redis_bytes_per_player: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -910,16 +911,15 @@ def run(args: argparse.Namespace) -> Report:
         else None
     )
     # --cohort-size: two more boards of the season, the same but for cohorts.
-    cohort_boards = (
-        {
-            "groups-off": board_create(season_id=e2e_id, slug="groups-off", name="no cohorts").id,
-            "groups": board_create(
-                season_id=e2e_id, slug="groups", name="cohorts", cohort_size=args.cohort_size
-            ).id,
-        }
-        if args.cohort_size
-        else {}
-    )
+    # Rounds alternate which runs first (off, on; then on, off; ...): a trend in the machine's
+    # load over the run weighs on both alike.
+    cohort_boards: dict[str, int] = {}
+    for round_number in range(1, args.cohort_rounds + 1 if args.cohort_size else 1):
+        pair = [(f"off-{round_number}", None), (f"on-{round_number}", args.cohort_size)]
+        for slug, size in pair if round_number % 2 else reversed(pair):
+            cohort_boards[slug] = board_create(
+                season_id=e2e_id, slug=slug, name=slug, cohort_size=size
+            ).id
     extra_topics: list[str] = []
     ceiling_board = main_board_get(season_id=ceiling_id)
     consumers: list[subprocess.Popen[bytes]] = []
@@ -1105,9 +1105,10 @@ def run(args: argparse.Namespace) -> Report:
 
         # --- --cohort-size: the same drain to a board without, then one with cohorts ---------
         for slug, board_id in cohort_boards.items():
-            # The same results (one seed) under each board's slug: most are a player's first on
-            # the board, the case where a board with cohorts assigns one.
-            same = Results(season_id=e2e_id, players=args.players, seed=3, boards=[slug])
+            # The same results (one seed a round) under each board's slug: most are a player's
+            # first on the board, the case where a board with cohorts assigns one.
+            seed = 3 + int(slug.rsplit("-", 1)[1])
+            same = Results(season_id=e2e_id, players=args.players, seed=seed, boards=[slug])
             cohort_topic = f"{topic}-{slug}"
             drain_of = _board_drain(
                 args=args,
@@ -1448,29 +1449,42 @@ def render(report: Report) -> str:
             "- CPU over it (ms per 1,000 results, start-up included; the plain drain's above): "
             + ", ".join(f"{k} {ms:,.1f}" for k, ms in report.tiebreak_cpu_ms_per_1000.items()),
         ]
-    off, on = report.cohort_drains.get("groups-off"), report.cohort_drains.get("groups")
-    if off and on:
+    rounds = sorted({slug.rsplit("-", 1)[1] for slug in report.cohort_drains}, key=int)
+    if rounds:
         size = report.args.get("cohort_size")
         lines += [
             "",
-            f"end-to-end drain of the same backlog to a board without cohorts, then to one with "
-            f"cohorts of {size} (each its own topic and consumers; most results are a "
-            "player's first on the board, the case that assigns a cohort):",
+            f"end-to-end drain of the same backlog to a board without cohorts and to one with "
+            f"cohorts of {size} (each its own topic and consumers; most results are a player's "
+            "first on the board, the case that assigns a cohort; rounds alternate which runs "
+            "first):",
+            "",
+            "| round | without: first batch on | with | ratio | without: a tenth on | with "
+            "| ratio | CPU without | CPU with |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
-        for name, key in (("from the first applied batch", "first_per_s"),
-                          ("from a tenth applied on", "steady_per_s")):  # fmt: skip
-            a, b = float(off[key]), float(on[key])  # type: ignore[arg-type]
-            lines.append(
-                f"- {name}: {_fmt(b)} with cohorts against {_fmt(a)} without, "
-                f"{b / a if a else 0:.2f}x (target >= 0.85x)"
-            )
-        for label, measured in (("without", off), ("with", on)):
+        for number in rounds:
+            off = report.cohort_drains.get(f"off-{number}")
+            on = report.cohort_drains.get(f"on-{number}")
+            if not off or not on:
+                continue
+            cells = [number]
+            for key in ("first_per_s", "steady_per_s"):
+                a, b = float(off[key]), float(on[key])  # type: ignore[arg-type]
+                cells += [_fmt(a), _fmt(b), f"{b / a if a else 0:.2f}x"]
+            for measured in (off, on):
+                cpu = measured["cpu_ms_per_1000"]
+                assert isinstance(cpu, dict)
+                cells.append(f"{sum(cpu.values()):,.1f} ms")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append(
+            "(CPU: ms of CPU per 1,000 results over each drain, start-up included, every process "
+            "summed: the bench, the consumers, Kafka, PostgreSQL, Redis; target ratio >= 0.85x)"
+        )
+        for slug, measured in report.cohort_drains.items():
             cpu = measured["cpu_ms_per_1000"]
             assert isinstance(cpu, dict)
-            lines.append(
-                f"- CPU {label} cohorts (ms per 1,000 results, start-up included): "
-                + ", ".join(f"{k} {ms:,.1f}" for k, ms in cpu.items())
-            )
+            lines.append(f"- CPU {slug}: " + ", ".join(f"{k} {ms:,.1f}" for k, ms in cpu.items()))
     if report.redis_bytes_per_player:
         sizes = ", ".join(f"{name} {n:,.1f}" for name, n in report.redis_bytes_per_player.items())
         lines.append(f"Redis bytes per player (MEMORY USAGE of the board's keys): {sizes}")
@@ -1509,6 +1523,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="after the end-to-end drain, drain as many results to a board without cohorts, "
         "then to one with cohorts of this size (2..1000), and compare",
+    )
+    parser.add_argument(
+        "--cohort-rounds",
+        type=int,
+        default=1,
+        help="with --cohort-size: this many pairs of drains, on fresh boards, alternating which "
+        "of the two runs first",
     )
     parser.add_argument("--steady-rate", type=float, default=2_000)
     parser.add_argument("--steady-seconds", type=float, default=20)

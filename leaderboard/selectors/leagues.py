@@ -24,6 +24,7 @@ from seasons.memo import process_state_register
 from seasons.models import Season, SeasonStatus
 
 from ..models import Board, Cohort, CohortMember, LeagueMovement
+from ._sql import array_literal
 from .boards import BoardRef
 
 E = TypeVar("E")
@@ -51,7 +52,8 @@ _NEXT_TIERS_SQL = f"""
     FROM {_MOVEMENTS} m
     JOIN {_BOARDS} b ON b.id = m.board_id
     JOIN {_SEASONS} s ON s.id = b.season_id
-    WHERE m.player_id = ANY(%s) AND b.slug = %s AND s.schedule_id = %s AND s.occurrence < %s
+    WHERE m.player_id = ANY(%s::text::bigint[]) AND b.slug = %s AND s.schedule_id = %s
+      AND s.occurrence < %s
     ORDER BY m.player_id, s.occurrence DESC
 """  # noqa: S608 -- table names come from the models
 
@@ -72,7 +74,10 @@ def league_tiers_get(
     tiers = dict.fromkeys(player_ids, 0)
     if place.schedule_id is None or place.occurrence is None or not player_ids:
         return tiers
-    cursor.execute(_NEXT_TIERS_SQL, [list(tiers), place.slug, place.schedule_id, place.occurrence])
+    cursor.execute(
+        _NEXT_TIERS_SQL,
+        [array_literal(list(tiers)), place.slug, place.schedule_id, place.occurrence],
+    )
     top = place.tiers - 1
     for player_id, next_tier in cursor.fetchall():
         tiers[player_id] = min(int(next_tier), top)

@@ -19,6 +19,7 @@ from django.db.backends.utils import CursorWrapper
 from leaderboard.models import Board, CohortMember, MatchResult, PlayerBan
 from seasons.models import Season
 
+from ..selectors._sql import array_literal
 from ..selectors.leagues import LeaguePlace, league_tiers_get
 from .cohorts import CohortCandidate, cohort_members_assign, cohorts_lock
 
@@ -240,7 +241,8 @@ _COHORT_CANDIDATES_SQL = f"""
 # batch that committed meanwhile may have assigned some), in the same order: index probes only.
 _STILL_NEW_SQL = f"""
     SELECT f.board_id, f.player_id
-    FROM unnest(%s::bigint[], %s::bigint[]) WITH ORDINALITY AS f(board_id, player_id, position)
+    FROM unnest(%s::text::bigint[], %s::text::bigint[])
+         WITH ORDINALITY AS f(board_id, player_id, position)
     WHERE NOT EXISTS (
         SELECT 1 FROM {_COHORT_MEMBERS} m
         WHERE m.board_id = f.board_id AND m.player_id = f.player_id
@@ -343,7 +345,10 @@ def _cohorts_assign(
     cohorts_lock(cursor=cursor, board_ids=locked)
     cursor.execute(_COHORT_MEMBERS_SQL, [locked])
     if any(members[board_id] != count for board_id, count in cursor.fetchall()):
-        cursor.execute(_STILL_NEW_SQL, [[b for b, _ in found], [p for _, p in found]])
+        cursor.execute(
+            _STILL_NEW_SQL,
+            [array_literal([b for b, _ in found]), array_literal([p for _, p in found])],
+        )
         found = cursor.fetchall()
         if not found:
             return
