@@ -11,7 +11,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
-from seasons.leagues import LeagueSpec, Movement
+from seasons.leagues import Movement
 from seasons.models import Season
 
 from .codec import MAX_TIEBREAK_COLUMNS, TIEBREAK_VALUE_MAX, ScoreCodec, WideKeyCodec
@@ -135,10 +135,6 @@ class Board(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.slug}, season {self.season_id})"
-
-    @property
-    def league(self) -> LeagueSpec:
-        return LeagueSpec(tuple(self.tiers), self.promote_percent, self.relegate_percent)
 
     def clean(self) -> None:
         try:
