@@ -33,6 +33,13 @@ boards of the end-to-end season, in turn: ``main`` (desc, ``--rule``), ``asc-bes
 lap times) and ``latest`` (desc, latest). Probes stay on ``main``; the drains count a record
 applied once one of the boards' watermarks covers it. The raw ceilings stay on one board.
 
+``--cohort-size N`` (2..1000) then drains another backlog twice, the same results each time: to
+a board of the season without cohorts and to one with cohorts of N (each its own topic, filled
+first, and fresh consumers): most of its results are a player's first on the board, the case
+where ingestion assigns a cohort in the transaction that stores the result. ``--cohort-rounds
+R`` repeats the pair on fresh boards, alternating which runs first. Both rates, the ratio, and
+the CPU of each.
+
 ``--tiebreak N`` (1..3) then drains a second backlog of the same size, to a board of the same
 season ranked by points and N tie-break columns (keys past 53 bits: wide keys, docs/scaling.md),
 with the same consumers: its results/s beside the plain drain's, and each board's Redis bytes per
@@ -203,6 +210,10 @@ class Report:
     tiebreak_cpu_ms_per_1000: dict[str, float] = field(default_factory=dict)
     # --profile with --tiebreak: the same py-spy summary over the tie-break drain.
     tiebreak_profile: Profile | None = None
+    # --cohort-size: the same backlog drained to a board without cohorts ("off-<round>") and to
+    # one with cohorts of that size ("on-<round>"), each by fresh consumers of its own topic, in
+    # --cohort-rounds rounds of fresh boards (asdict of Drain, by slug, in the order run).
+    cohort_drains: dict[str, dict[str, object]] = field(default_factory=dict)
     redis_bytes_per_player: dict[str, float] = field(default_factory=dict)
     # --events: the second drain, to a board that emits rank events (the baseline's boards do
     # not), the events it published, and produce-to-event in the steady and burst phases.
@@ -775,57 +786,74 @@ def _chunks(items: Sequence, size: int) -> list[Sequence]:
 
 
 @dataclass
-class Drained:
-    rate: float  # from the first applied batch to the last
-    steady_rate: float  # from a tenth applied on (_steady_rate)
-    cpu_ms_per_1000: dict[str, float]  # start-up included
-    profile: Profile | None
+class Drain:
+    """One more backlog drained to one board by fresh consumers of its own topic."""
+
+    first_per_s: float  # from the first applied batch to the last
+    steady_per_s: float  # from a tenth applied on (_steady_rate)
+    cpu_ms_per_1000: dict[str, float]  # start-up included (as e2e_cpu_ms_per_1000)
+    profile: Profile | None = None
 
 
-def _second_drain(
-    args: argparse.Namespace,
+def _board_drain(
     *,
+    args: argparse.Namespace,
     topic: str,
     group: str,
-    name: str,
-    backlog: list[MatchResultMessage],
     board_id: int,
-    all_boards: Sequence[int],
+    backlog: list[MatchResultMessage],
+    every_board: Sequence[int],
     services: dict[int, tuple[str, str]],
+    label: str,
     desc: str,
-) -> Drained | None:
-    """Drain ``backlog`` from its own topic to one board with consumers of its own, measured as
-    the end-to-end drain (a backlog already waiting, from the first applied batch to the last);
-    None if it did not finish in time."""
-    _backlog_produce(topic=topic, messages=backlog, label=f"produce backlog ({name})")
+    cleanup: list[str] | None = None,
+) -> Drain | None:
+    """Drain ``backlog`` (all to ``board_id``) from a topic of its own, filled before its own
+    consumers start: measured as the plain drain (a backlog already waiting, from the first
+    applied batch to the last). None if it was not applied within the timeout."""
+    if cleanup is not None:
+        admin = KafkaAdminClient(bootstrap_servers=list(settings.KAFKA_BOOTSTRAP_SERVERS))
+        configs = {"min.insync.replicas": str(settings.KAFKA_TOPIC_MIN_INSYNC_REPLICAS)}
+        replicas = settings.KAFKA_TOPIC_REPLICATION_FACTOR
+        admin.create_topics(
+            [
+                NewTopic(topic, args.partitions, replicas, topic_configs=configs),
+                NewTopic(f"{topic}.dlq", 1, replicas, topic_configs=configs),
+            ]
+        )
+        admin.close()
+        cleanup += [topic, f"{topic}.dlq"]
+    _backlog_produce(topic=topic, messages=backlog, label=f"produce {desc} backlog")
     # Nothing of the new topic is on any board yet: said in each board's watermark of it, as a
     # board created now says it (a missing watermark would send the consumers' start-up
     # recovery rebuilding every board of the run first, inside the drain).
-    for each in all_boards:
+    for each in every_board:
         watermark_raise(board_id=each, offsets={}, topic=topic)
     consumers = _consumers_start(
-        topic=topic, group=group, count=args.consumers, batch=args.batch, name=name
+        topic=topic, group=group, count=args.consumers, batch=args.batch, name=f"{label}-consumer"
     )
     samples: list[tuple[float, int]] = []
     pids = {c.pid for c in consumers}
     cpu_before = _cpu_by_kind(pids, services)[0]
-    profilers = _profilers_start(consumers, label=name) if args.profile else []
+    profilers = _profilers_start(consumers, label=f"{label}-consumer") if args.profile else []
+    profile = None
     try:
         first, done = _wait_applied(
-            topic, [board_id], len(backlog), timeout=args.timeout, desc=desc, samples=samples
+            topic,
+            [board_id],
+            len(backlog),
+            timeout=args.timeout,
+            desc=f"e2e drain, {desc}",
+            samples=samples,
         )
         cpu = _per_1000(cpu_before, _cpu_by_kind(pids, services)[0], len(backlog))
-        profile = _profilers_stop(profilers) if profilers else None
+        if profilers:
+            profile = _profilers_stop(profilers)
     finally:
         _consumers_stop(consumers)
     if done is None or first is None:
         return None
-    return Drained(
-        rate=len(backlog) / (done - first),
-        steady_rate=_steady_rate(samples, len(backlog)),
-        cpu_ms_per_1000=cpu,
-        profile=profile,
-    )
+    return Drain(len(backlog) / (done - first), _steady_rate(samples, len(backlog)), cpu, profile)
 
 
 class EventWatcher(threading.Thread):
@@ -963,7 +991,26 @@ def run(args: argparse.Namespace) -> Report:
         if args.events
         else []
     )
+    # --cohort-size: two more boards of the season, the same but for cohorts.
+    # Rounds alternate which runs first (off, on; then on, off; ...): a trend in the machine's
+    # load over the run weighs on both alike.
+    cohort_boards: dict[str, int] = {}
+    for round_number in range(1, args.cohort_rounds + 1 if args.cohort_size else 1):
+        pair = [(f"off-{round_number}", None), (f"on-{round_number}", args.cohort_size)]
+        for slug, size in pair if round_number % 2 else reversed(pair):
+            cohort_boards[slug] = board_create(
+                season_id=e2e_id, slug=slug, name=slug, cohort_size=size, rank_events=False
+            ).id
+    extra_topics: list[str] = []
     ceiling_board = main_board_get(season_id=ceiling_id)
+    # Every board of the run: each drain's topic gets an empty watermark on each of them.
+    run_boards = (
+        *e2e_boards,
+        *([tiebreak_board] if tiebreak_board is not None else []),
+        ceiling_board.id,
+        *events_boards,
+        *cohort_boards.values(),
+    )
     consumers: list[subprocess.Popen[bytes]] = []
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     try:
@@ -1117,24 +1164,24 @@ def run(args: argparse.Namespace) -> Report:
                 boards=["tiebreak"],
                 tiebreaks=[c.name for c in tiebreak_columns],
             )
-            wide_drain = _second_drain(
-                args,
+            drain_of = _board_drain(
+                args=args,
                 topic=wide_topic,
                 group=f"{group}-tiebreak",
-                name="tiebreak-consumer",
-                backlog=[wide.one() for _ in range(args.backlog)],
                 board_id=tiebreak_board,
-                all_boards=(*e2e_boards, tiebreak_board, ceiling_board.id, *events_boards),
+                backlog=[wide.one() for _ in range(args.backlog)],
+                every_board=run_boards,
                 services=services,
-                desc=f"e2e drain, {args.tiebreak} tie-break columns",
+                label="tiebreak",
+                desc=f"{args.tiebreak} tie-break columns",
             )
-            if wide_drain is None:
+            if drain_of is None:
                 report.notes.append("the consumers did not apply the tie-break backlog in time")
             else:
-                report.tiebreak_drain_per_s = wide_drain.rate
-                report.tiebreak_steady_drain_per_s = wide_drain.steady_rate
-                report.tiebreak_cpu_ms_per_1000 = wide_drain.cpu_ms_per_1000
-                report.tiebreak_profile = wide_drain.profile
+                report.tiebreak_drain_per_s = drain_of.first_per_s
+                report.tiebreak_steady_drain_per_s = drain_of.steady_per_s
+                report.tiebreak_cpu_ms_per_1000 = drain_of.cpu_ms_per_1000
+                report.tiebreak_profile = drain_of.profile
                 report.plain_steady_drain_per_s = _steady_rate(plain_samples, len(backlog))
             plain_key = keys.board(board_id=e2e_boards[0])
             wide_key = keys.board(board_id=tiebreak_board)
@@ -1148,22 +1195,22 @@ def run(args: argparse.Namespace) -> Report:
         # --- --events: the same drain to a board of the same spec that emits rank events -----
         if args.events:
             evented = Results(season_id=e2e_id, players=args.players, seed=1, boards=["events"])
-            events_drain = _second_drain(
-                args,
+            events_drain = _board_drain(
+                args=args,
                 topic=events_in_topic,
                 group=f"{group}-events",
-                name="events-consumer",
+                label="events",
                 backlog=[evented.one() for _ in range(args.backlog)],
                 board_id=events_boards[0],
-                all_boards=(*e2e_boards, ceiling_board.id, *events_boards),
+                every_board=run_boards,
                 services=services,
-                desc="e2e drain with rank events",
+                desc="rank events",
             )
             if events_drain is None:
                 report.notes.append("the consumers did not apply the events backlog in time")
             else:
-                report.events_drain_per_s = events_drain.rate
-                report.events_steady_drain_per_s = events_drain.steady_rate
+                report.events_drain_per_s = events_drain.first_per_s
+                report.events_steady_drain_per_s = events_drain.steady_per_s
                 report.events_cpu_ms_per_1000 = events_drain.cpu_ms_per_1000
                 report.events_profile = events_drain.profile
                 report.plain_steady_drain_per_s = _steady_rate(plain_samples, len(backlog))
@@ -1171,6 +1218,29 @@ def run(args: argparse.Namespace) -> Report:
             # From here on the main board emits too: the steady phase's probes measure
             # produce-to-event beside produce-to-visible.
             Board.objects.filter(id=e2e_boards[0]).update(rank_events=True)
+        # --- --cohort-size: the same drain to a board without, then one with cohorts ---------
+        for slug, board_id in cohort_boards.items():
+            # The same results (one seed a round) under each board's slug: most are a player's
+            # first on the board, the case where a board with cohorts assigns one.
+            seed = 3 + int(slug.rsplit("-", 1)[1])
+            same = Results(season_id=e2e_id, players=args.players, seed=seed, boards=[slug])
+            cohort_topic = f"{topic}-{slug}"
+            drain_of = _board_drain(
+                args=args,
+                topic=cohort_topic,
+                group=f"{group}-{slug}",
+                board_id=board_id,
+                backlog=[same.one() for _ in range(args.backlog)],
+                every_board=run_boards,
+                services=services,
+                label=slug,
+                desc=slug,
+                cleanup=extra_topics,
+            )
+            if drain_of is None:
+                report.notes.append(f"the consumers did not apply the {slug} backlog in time")
+                continue
+            report.cohort_drains[slug] = asdict(drain_of)
 
         # --- steady and burst: produce-to-visible latency ------------------------------------
         board = keys.board(board_id=main_board_get(season_id=e2e_id).id)
@@ -1271,7 +1341,11 @@ def run(args: argparse.Namespace) -> Report:
         events_topics = (
             [events_in_topic, f"{events_in_topic}.dlq", rank_events_topic] if args.events else []
         )
-        _cleanup(admin, [topic, f"{topic}.dlq", *wide_topics, *events_topics], list(seasons))
+        _cleanup(
+            admin,
+            [topic, f"{topic}.dlq", *wide_topics, *events_topics, *extra_topics],
+            list(seasons),
+        )
 
 
 # --- profiling (--profile) --------------------------------------------------------------------
@@ -1392,6 +1466,11 @@ def _fmt(value: float | None, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:,.0f}{unit}"
 
 
+def _profile_of(drain: dict[str, object]) -> Profile | None:
+    raw = drain.get("profile")
+    return Profile(**raw) if isinstance(raw, dict) else None
+
+
 def render(report: Report) -> str:
     e2e = report.e2e_drain_per_s
 
@@ -1474,10 +1553,14 @@ def render(report: Report) -> str:
             "CPU during the Redis apply-only ceiling (ms per 1,000 results):",
             *(f"- {k}: {ms:,.1f}" for k, ms in report.redis_apply_only_cpu_ms_per_1000.items()),
         ]
+    cohort_profiles = [
+        (f"{slug} drain", _profile_of(measured)) for slug, measured in report.cohort_drains.items()
+    ]
     for drain, profile in (
         ("drain", report.e2e_profile),
         ("tie-break drain", report.tiebreak_profile),
         ("drain with rank events", report.events_profile),
+        *cohort_profiles,
     ):
         if profile is None:
             continue
@@ -1534,6 +1617,42 @@ def render(report: Report) -> str:
                 f"{_fmt(latency.p50_ms, ' ms')}, p99 {_fmt(latency.p99_ms, ' ms')}, max "
                 f"{_fmt(latency.max_ms, ' ms')}"
             )
+    rounds = sorted({slug.rsplit("-", 1)[1] for slug in report.cohort_drains}, key=int)
+    if rounds:
+        size = report.args.get("cohort_size")
+        lines += [
+            "",
+            f"end-to-end drain of the same backlog to a board without cohorts and to one with "
+            f"cohorts of {size} (each its own topic and consumers; most results are a player's "
+            "first on the board, the case that assigns a cohort; rounds alternate which runs "
+            "first):",
+            "",
+            "| round | without: first batch on | with | ratio | without: a tenth on | with "
+            "| ratio | CPU without | CPU with |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for number in rounds:
+            off = report.cohort_drains.get(f"off-{number}")
+            on = report.cohort_drains.get(f"on-{number}")
+            if not off or not on:
+                continue
+            cells = [number]
+            for key in ("first_per_s", "steady_per_s"):
+                a, b = float(off[key]), float(on[key])  # type: ignore[arg-type]
+                cells += [_fmt(a), _fmt(b), f"{b / a if a else 0:.2f}x"]
+            for measured in (off, on):
+                cpu = measured["cpu_ms_per_1000"]
+                assert isinstance(cpu, dict)
+                cells.append(f"{sum(cpu.values()):,.1f} ms")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append(
+            "(CPU: ms of CPU per 1,000 results over each drain, start-up included, every process "
+            "summed: the bench, the consumers, Kafka, PostgreSQL, Redis; target ratio >= 0.85x)"
+        )
+        for slug, measured in report.cohort_drains.items():
+            cpu = measured["cpu_ms_per_1000"]
+            assert isinstance(cpu, dict)
+            lines.append(f"- CPU {slug}: " + ", ".join(f"{k} {ms:,.1f}" for k, ms in cpu.items()))
     if report.redis_bytes_per_player:
         sizes = ", ".join(f"{name} {n:,.1f}" for name, n in report.redis_bytes_per_player.items())
         lines.append(f"Redis bytes per player (MEMORY USAGE of the board's keys): {sizes}")
@@ -1572,6 +1691,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="after the end-to-end drain (boards without rank events), drain as many results to "
         "a board of the same spec that emits them, and compare; then the steady and burst "
         "phases also measure produce-to-event (the main board emits from there on)",
+    )
+    parser.add_argument(
+        "--cohort-size",
+        type=int,
+        default=0,
+        help="after the end-to-end drain, drain as many results to a board without cohorts, "
+        "then to one with cohorts of this size (2..1000), and compare",
+    )
+    parser.add_argument(
+        "--cohort-rounds",
+        type=int,
+        default=1,
+        help="with --cohort-size: this many pairs of drains, on fresh boards, alternating which "
+        "of the two runs first",
     )
     parser.add_argument("--steady-rate", type=float, default=2_000)
     parser.add_argument("--steady-seconds", type=float, default=20)

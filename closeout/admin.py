@@ -29,6 +29,8 @@ from .models import FinalStanding, HistoryArchive, HistoryEntry, RewardGrant, Re
 from .services import (
     CloseOutcome,
     schedule_create,
+    schedule_league_check,
+    schedule_league_set,
     schedule_set_active,
     season_close,
     season_standings_correct,
@@ -50,7 +52,7 @@ from .services.schedules import MAX_LEAD_MINUTES
 def close_season(season: Season) -> str:
     # One look at the consumer's offsets, no waiting inside a web request.
     result = season_close(season_id=season.id, drain_timeout_seconds=0)
-    if result.outcome == CloseOutcome.LAGGING:
+    if result.outcome in (CloseOutcome.LAGGING, CloseOutcome.LEAGUE_WAITING):
         raise ValidationError(result.describe())  # shown as an error, not a success
     return result.describe()
 
@@ -104,7 +106,7 @@ class RewardTierForm(forms.ModelForm):
 
     class Meta:
         model = RewardTier
-        fields = ("board", "rank_from", "rank_to", "reward_name", "quantity")
+        fields = ("board", "league_tier", "rank_from", "rank_to", "reward_name", "quantity")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -129,7 +131,8 @@ class RewardTierFormSet(BaseInlineFormSet):
             data = getattr(form, "cleaned_data", None)
             if not data or data.get("DELETE") or data.get("rank_from") is None:
                 continue
-            ranges.setdefault(data.get("board"), []).append(
+            key = (data.get("board"), data.get("league_tier") or "")
+            ranges.setdefault(key, []).append(
                 (data["rank_from"], data.get("rank_to") or data["rank_from"])
             )
         for board_ranges in ranges.values():
@@ -146,7 +149,7 @@ class RewardTierInline(admin.TabularInline):
     form = RewardTierForm
     formset = RewardTierFormSet
     extra = 1
-    fields = ("board", "rank_from", "rank_to", "reward_name", "quantity")
+    fields = ("board", "league_tier", "rank_from", "rank_to", "reward_name", "quantity")
 
     def _editable(self, obj: Season | None) -> bool:
         return obj is None or obj.status != SeasonStatus.CLOSED
@@ -180,7 +183,17 @@ class HistoryEntryAdmin(ReadOnlyAdmin):
     """Every player's archived final entries: searched by player id (an index scan), filtered by
     season; no full count on a table of millions of rows."""
 
-    list_display = ("season", "board", "rank", "total", "player_id", "points", "reward_name")
+    list_display = (
+        "season",
+        "board",
+        "rank",
+        "total",
+        "player_id",
+        "points",
+        "tier",
+        "movement",
+        "reward_name",
+    )
     list_filter = ("season",)
     search_fields = ("=player_id",)
     list_select_related = ("season", "board")
@@ -247,13 +260,53 @@ class ScheduleSeasonInline(admin.TabularInline):
 class ScheduleForm(forms.ModelForm):
     class Meta:
         model = Schedule
-        fields = ["slug", "name", "cron", "timezone", "template_season", "lead_minutes", "active"]
+        fields = [
+            "slug",
+            "name",
+            "cron",
+            "timezone",
+            "template_season",
+            "lead_minutes",
+            "active",
+            "tiers",
+            "promote_percent",
+            "relegate_percent",
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A schedule without a league leaves them empty (0).
+        for name in ("promote_percent", "relegate_percent"):
+            self.fields[name].required = False
 
     def clean_lead_minutes(self) -> int:
         value = self.cleaned_data["lead_minutes"]
         if value > MAX_LEAD_MINUTES:
             raise ValidationError(f"At most {MAX_LEAD_MINUTES} minutes (a week).")
         return value
+
+    def clean_promote_percent(self) -> int:
+        return self.cleaned_data.get("promote_percent") or 0
+
+    def clean_relegate_percent(self) -> int:
+        return self.cleaned_data.get("relegate_percent") or 0
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        template = data.get("template_season")
+        if template is not None and not self.errors:
+            # The service's own check (a league needs a template board with cohorts, and the
+            # template's reward tiers may name only its tiers), shown on the form.
+            try:
+                schedule_league_check(
+                    template_season_id=template.id,
+                    tiers=data.get("tiers") or (),
+                    promote_percent=data.get("promote_percent") or 0,
+                    relegate_percent=data.get("relegate_percent") or 0,
+                )
+            except ValidationError as exc:
+                self.add_error("tiers", exc)
+        return data
 
 
 def _schedules_set_active(
@@ -300,6 +353,7 @@ class ScheduleAdmin(admin.ModelAdmin):
         "cron",
         "timezone",
         "active",
+        "league",
         "last_occurrence",
         "occurrences_skipped",
         "next_occurrences",
@@ -317,6 +371,12 @@ class ScheduleAdmin(admin.ModelAdmin):
     inlines = [ScheduleSeasonInline]
     actions = [pause_schedules, resume_schedules]
 
+    @admin.display(description="League")
+    def league(self, obj: Schedule) -> str:
+        if not obj.tiers:
+            return "-"
+        return f"{' < '.join(obj.tiers)}: {obj.promote_percent}% up, {obj.relegate_percent}% down"
+
     @admin.display(description="Next occurrences")
     def next_occurrences(self, obj: Schedule) -> str:
         if obj.pk is None:
@@ -331,8 +391,26 @@ class ScheduleAdmin(admin.ModelAdmin):
     def save_model(
         self, request: HttpRequest, obj: Schedule, form: forms.ModelForm, change: bool
     ) -> None:
+        league_fields = {"tiers", "promote_percent", "relegate_percent"}
         if change:
+            # The league goes through its service (the seasons created from now on use it).
+            league = league_fields & set(form.changed_data)
+            if league:
+                saved = Schedule.objects.get(pk=obj.pk)
+                obj.tiers, obj.promote_percent, obj.relegate_percent = (
+                    saved.tiers,
+                    saved.promote_percent,
+                    saved.relegate_percent,
+                )
             super().save_model(request, obj, form, change)
+            if league:
+                data = form.cleaned_data
+                schedule_league_set(
+                    schedule_id=obj.pk,
+                    tiers=data.get("tiers") or (),
+                    promote_percent=data.get("promote_percent") or 0,
+                    relegate_percent=data.get("relegate_percent") or 0,
+                )
             return
         # A new schedule goes through the service, which checks the template can be copied.
         created = schedule_create(
@@ -342,6 +420,9 @@ class ScheduleAdmin(admin.ModelAdmin):
             template_season_id=obj.template_season_id,
             timezone_name=obj.timezone,
             lead_minutes=obj.lead_minutes,
+            tiers=obj.tiers or (),
+            promote_percent=obj.promote_percent,
+            relegate_percent=obj.relegate_percent,
         )
         if not obj.active:
             schedule_set_active(schedule_id=created.id, active=False)

@@ -3,9 +3,16 @@ recurring competitions with their seasons."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -20,10 +27,12 @@ from leaderboard.serializers import (
     PlayerIdPathSerializer,
     StrictIntegerField,
     TiebreakersField,
+    TierField,
     country_field,
     display_name_field,
 )
-from seasons.selectors import schedule_get, schedule_list, schedule_seasons
+from seasons.leagues import Movement
+from seasons.selectors import ScheduleView, schedule_get, schedule_list, schedule_seasons
 
 from .selectors import SeasonNotFinal, UnknownSchedule, final_standings_list, player_history
 
@@ -38,7 +47,21 @@ class FinalEntrySerializer(serializers.Serializer):
     country = country_field()
     tiebreakers = TiebreakersField()
     metadata = MetadataField()
+    tier = TierField()
+    movement = serializers.ChoiceField(
+        choices=Movement.values,
+        allow_null=True,
+        required=False,
+        help_text="League boards only: how the player left their tier at the close-out "
+        "(null for a player in no cohort).",
+    )
     reachedAt = serializers.DateTimeField(source="reached_at")
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        body = super().to_representation(instance)
+        if "tier" not in body:
+            body.pop("movement", None)
+        return body
 
 
 class _StandingsSchema(AutoSchema):
@@ -124,6 +147,30 @@ class ScheduleListApi(PublicApi):
             help_text="When the current season ends and the next begins (with none running, "
             "when the next begins); null when paused with no season running.",
         )
+        tiers = serializers.SerializerMethodField(
+            help_text="A tiered league (docs/leagues.md): its tiers, lowest first; null for a "
+            "schedule without one."
+        )
+        promotePercent = serializers.SerializerMethodField(
+            help_text="A league: the percent of each cohort moving up one tier at each "
+            "close-out; null without a league."
+        )
+        relegatePercent = serializers.SerializerMethodField(
+            help_text="A league: the percent of each cohort moving down one tier; null without "
+            "a league."
+        )
+
+        @extend_schema_field({"type": "array", "items": {"type": "string"}, "nullable": True})
+        def get_tiers(self, view: ScheduleView) -> list[str] | None:
+            return list(view.tiers) if view.tiers else None
+
+        @extend_schema_field({"type": "integer", "nullable": True})
+        def get_promotePercent(self, view: ScheduleView) -> int | None:
+            return view.promote_percent if view.tiers else None
+
+        @extend_schema_field({"type": "integer", "nullable": True})
+        def get_relegatePercent(self, view: ScheduleView) -> int | None:
+            return view.relegate_percent if view.tiers else None
 
     @extend_schema(
         operation_id="schedules_list",
@@ -219,7 +266,17 @@ class PlayerHistoryApi(PublicApi):
         percentile = serializers.FloatField()
         total = serializers.IntegerField(help_text="Players on the board at its close.")
         endsAt = serializers.DateTimeField(source="ends_at")
-        tier = serializers.CharField(allow_null=True, help_text="The league tier; null.")
+        tier = serializers.CharField(
+            allow_null=True,
+            help_text="On a league board, the league tier the player played in (e.g. gold); "
+            "null elsewhere.",
+        )
+        movement = serializers.ChoiceField(
+            choices=Movement.values,
+            allow_null=True,
+            help_text="On a league board, how the player left the tier at the close-out "
+            "(promoted, relegated, stayed: the tier of their next season); null elsewhere.",
+        )
         reward = HistoryRewardSerializer(
             allow_null=True, help_text="What the rank was granted (reward tiers), or null."
         )

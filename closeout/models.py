@@ -14,7 +14,8 @@ from django.db import models
 from django.utils import timezone
 
 from leaderboard.models import Board
-from seasons.models import Season
+from seasons.leagues import Movement
+from seasons.models import Schedule, Season
 
 
 class RewardTier(models.Model):
@@ -27,6 +28,16 @@ class RewardTier(models.Model):
     rank_to = models.PositiveIntegerField()
     reward_name = models.CharField(max_length=200)
     quantity = models.PositiveIntegerField(default=1)
+    # On a league board (docs/leagues.md), ranks are ranks within a cohort, and a tier naming a
+    # league tier pays only that tier's cohorts (a gold winner gets more); one without pays
+    # every tier's cohorts at the ranks no tier of their own covers. Empty elsewhere.
+    league_tier = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        help_text="League boards only: pay only the cohorts of this league tier (e.g. gold); "
+        "empty: every tier.",
+    )
 
     class Meta:
         db_table = "seasons_rewardtier"
@@ -47,6 +58,7 @@ class RewardTier(models.Model):
                 name="reward_tier_board_no_overlap",
                 expressions=[
                     ("board", RangeOperators.EQUAL),
+                    ("league_tier", RangeOperators.EQUAL),
                     (
                         models.Func(
                             models.F("rank_from"),
@@ -81,6 +93,7 @@ class RewardTier(models.Model):
                 overlapping = (
                     RewardTier.objects.filter(
                         board_id=self.board_id,
+                        league_tier=self.league_tier,
                         rank_from__lte=self.rank_to,
                         rank_to__gte=self.rank_from,
                     )
@@ -92,8 +105,32 @@ class RewardTier(models.Model):
                         f"ranks {self.rank_from}-{self.rank_to} overlap the tier "
                         f"{overlapping.rank_from}-{overlapping.rank_to} ({overlapping.reward_name})"
                     )
+        if self.league_tier and self.board_id is not None and "board" not in errors:
+            problem = _league_tier_problem(self.board, self.league_tier)
+            if problem:
+                errors["league_tier"] = problem
         if errors:
             raise ValidationError(errors)
+
+
+def _league_tier_problem(board: Board, league_tier: str) -> str:
+    """Why ``league_tier`` cannot name a tier of ``board``'s league ("" if it can): the board is
+    a league board with that tier, or a template board copied to one by a league schedule."""
+    if board.tiers:
+        if league_tier in board.tiers:
+            return ""
+        return f"board {board.slug!r} has tiers {', '.join(board.tiers)}, not {league_tier!r}"
+    if board.cohort_size is not None and any(
+        league_tier in tiers
+        for tiers in Schedule.objects.filter(template_season_id=board.season_id).values_list(
+            "tiers", flat=True
+        )
+    ):
+        return ""
+    return (
+        f"board {board.slug!r} is not a league board (nor a league schedule's template board "
+        f"with cohorts) with a tier {league_tier!r}"
+    )
 
 
 class FinalStanding(models.Model):
@@ -183,6 +220,12 @@ class HistoryEntry(models.Model):
     reward_quantity = models.PositiveIntegerField(null=True, blank=True)
     # The season's end, copied: the history lists newest first without a join to sort by.
     season_ends_at = models.DateTimeField()
+    # On a league board: the tier the player played in (its name) and how they left it (the
+    # board's LeagueMovement); null elsewhere.
+    tier = models.CharField(max_length=32, null=True, blank=True)  # noqa: DJ001
+    movement = models.CharField(  # noqa: DJ001
+        max_length=16, choices=Movement.choices, null=True, blank=True
+    )
 
     class Meta:
         constraints = [

@@ -3,21 +3,24 @@ has drained the match-results topic."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Count
 from kafka import KafkaConsumer, TopicPartition
 
-from leaderboard.models import MAIN_BOARD, Board
+from leaderboard.models import MAIN_BOARD, Board, LeagueMovement
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.selectors.metadata import entries_with_metadata
 from leaderboard.selectors.rankings import NOT_KEPT
 from leaderboard.selectors.scores import board_scores_top
 from players.selectors import player_profiles_get
+from seasons.leagues import Movement
 from seasons.models import Schedule, Season, SeasonStatus
 
 from .models import FinalStanding, HistoryEntry
@@ -84,6 +87,10 @@ class FinalEntry:
     country: str | None = None
     metadata: Any = NOT_KEPT
     tiebreakers: dict[str, int] | None = None
+    # On a league board: the tier played in and the movement decided at the close-out (null
+    # for a player in no cohort); NOT_KEPT and None elsewhere.
+    tier: Any = NOT_KEPT
+    movement: str | None = None
 
 
 class SeasonNotFinal(Exception):
@@ -101,7 +108,7 @@ def final_standings_list(
         raise SeasonNotFinal(f"season {season_id} does not exist")
     board = (
         Board.objects.filter(season_id=season_id, slug=board_slug)
-        .only("id", "keeps_metadata")
+        .only("id", "keeps_metadata", "tiers")
         .first()
     )
     if board is None:
@@ -112,9 +119,19 @@ def final_standings_list(
         )
     standings = list(FinalStanding.objects.filter(board_id=board.id).order_by("rank")[:limit])
     profiles = player_profiles_get(player_ids=[standing.player_id for standing in standings])
+    moved: dict[int, tuple[str | None, str]] = {}
+    if board.tiers:
+        tiers = board.tiers
+        moved = {
+            player_id: (tiers[min(tier, len(tiers) - 1)], movement)
+            for player_id, tier, movement in LeagueMovement.objects.filter(
+                board_id=board.id, player_id__in=[standing.player_id for standing in standings]
+            ).values_list("player_id", "tier", "movement")
+        }
     entries: list[FinalEntry] = []
     for standing in standings:
         profile = profiles.get(standing.player_id)
+        tier, movement = moved.get(standing.player_id, (None, None))
         entries.append(
             FinalEntry(
                 rank=standing.rank,
@@ -125,6 +142,8 @@ def final_standings_list(
                 country=None if profile is None else profile.country,
                 metadata=standing.metadata if board.keeps_metadata else NOT_KEPT,
                 tiebreakers=standing.tiebreakers,
+                tier=tier if board.tiers else NOT_KEPT,
+                movement=movement,
             )
         )
     return entries
@@ -204,11 +223,57 @@ def consumer_group_lag_get(
 
 
 @dataclass(frozen=True, slots=True)
+class TierMovements:
+    """How the players of one tier of a league board left it at the close-out."""
+
+    tier: str
+    promoted: int
+    stayed: int
+    relegated: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeagueMovements:
+    board: str  # the league board's slug
+    tiers: list[TierMovements]  # lowest first
+
+
+@dataclass(frozen=True, slots=True)
 class ArchivedSeason:
-    """A closed season of a schedule with the top of its main board's final standings."""
+    """A closed season of a schedule with the top of its main board's final standings, and on a
+    league, how many players each tier sent up and down."""
 
     season: Season
     winners: list[FinalEntry]
+    leagues: list[LeagueMovements] = field(default_factory=list)
+
+
+def league_movements_summary(*, season_ids: list[int]) -> dict[int, list[LeagueMovements]]:
+    """Each closed season's league boards: per tier, how many players moved up, stayed, moved
+    down (one grouped query over the seasons' movements, one for their boards)."""
+    counts: dict[int, Counter[tuple[int, str]]] = {}
+    rows = (
+        LeagueMovement.objects.filter(board__season_id__in=season_ids)
+        .values_list("board_id", "tier", "movement")
+        .annotate(players=Count("id"))
+    )
+    for board_id, tier, movement, players in rows:
+        counts.setdefault(board_id, Counter())[(tier, movement)] += players
+    boards = Board.objects.in_bulk(list(counts))
+    out: dict[int, list[LeagueMovements]] = {}
+    for board_id, moved in sorted(counts.items()):
+        board = boards[board_id]
+        tiers = [
+            TierMovements(
+                tier=name,
+                promoted=moved[(position, Movement.PROMOTED)],
+                stayed=moved[(position, Movement.STAYED)],
+                relegated=moved[(position, Movement.RELEGATED)],
+            )
+            for position, name in enumerate(board.tiers)
+        ]
+        out.setdefault(board.season_id, []).append(LeagueMovements(board.slug, tiers))
+    return out
 
 
 def schedule_archive(
@@ -220,12 +285,13 @@ def schedule_archive(
     total = closed.count()
     seasons = list(closed.order_by("-occurrence")[offset : offset + limit])
     archived = []
+    leagues = league_movements_summary(season_ids=[season.id for season in seasons])
     for season in seasons:
         try:
             winners = final_standings_list(season_id=season.id, limit=top)
         except SeasonNotFinal:
             winners = []
-        archived.append(ArchivedSeason(season, winners))
+        archived.append(ArchivedSeason(season, winners, leagues.get(season.id, [])))
     return archived, total
 
 
@@ -247,8 +313,10 @@ class HistoryItem:
     total: int
     ends_at: datetime
     reward: dict[str, Any] | None  # {"name", "quantity"} of the grant, or None
-    # The league tier (contract 0.3, tiered leagues); none yet.
+    # On a league board: the tier played in and how the player left it (promoted, relegated,
+    # stayed); None elsewhere.
     tier: str | None = None
+    movement: str | None = None
 
 
 class UnknownSchedule(Exception):
@@ -285,6 +353,8 @@ def player_history(
         "season_ends_at",
         "reward_name",
         "reward_quantity",
+        "tier",
+        "movement",
     )[offset : offset + limit]
     return [
         HistoryItem(
@@ -304,6 +374,8 @@ def player_history(
                 if reward_name is not None
                 else None
             ),
+            tier=tier,
+            movement=movement,
         )
         for (
             season_id,
@@ -317,5 +389,7 @@ def player_history(
             ends_at,
             reward_name,
             reward_quantity,
+            tier,
+            movement,
         ) in entries
     ]

@@ -11,6 +11,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from leaderboard.services import league_boards_open
 from seasons.models import Season, SeasonStatus
 from seasons.services import season_statuses_sync
 from seasons.tasks import QUICK_TASK, TRANSIENT_ERRORS
@@ -39,6 +40,9 @@ def seasons_close_due_task() -> list[int]:
         .order_by("id")
         .values_list("id", flat=True)
     )
+    # League boards still waiting though the previous season of their league is closed (a crash
+    # between that close-out's commit and its opening of them).
+    league_boards_open()
     for season_id in due:
         season_close_task.delay(season_id=season_id)
     # Closed seasons whose history is not archived yet (just closed, or a crash mid-archive).

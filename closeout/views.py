@@ -8,7 +8,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from leaderboard.models import MAIN_BOARD
-from leaderboard.selectors.boards import board_get_cached
+from leaderboard.selectors.boards import BoardRef, board_get_cached, board_list_cached
 from leaderboard.selectors.top import board_top_get
 from leaderboard.throttling import throttled_page
 from seasons.selectors import schedule_get, schedule_list, schedule_view
@@ -40,13 +40,16 @@ def schedule_page(request: HttpRequest, slug: str) -> HttpResponse:
     view = schedule_view(schedule=schedule)
     # The current season's top 10, live from its board (as its own page reads it).
     current_top = None
+    league_boards: list[BoardRef] = []
     if view.current_season_id is not None:
         board = board_get_cached(season_id=view.current_season_id, slug=MAIN_BOARD)
         if board is not None:
             current_top = board_top_get(board=board, limit=CURRENT_TOP).entries
+        league_boards = [b for b in board_list_cached(season_id=view.current_season_id) if b.tiers]
     context = {
         "schedule": view,
         "current_top": current_top,
+        "league_boards": league_boards,
         "archive": archived,
         "page": page,
         "has_next": page * ARCHIVE_PAGE < total,

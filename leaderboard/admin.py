@@ -26,6 +26,7 @@ from .models import (
     Board,
     Cohort,
     CohortMember,
+    LeagueMovement,
     MatchResult,
     PlayerBan,
     RebuildRun,
@@ -225,10 +226,21 @@ class BoardInline(admin.TabularInline):
         "cohorts",
         "rank_events",
         "event_top_n",
+        "league",
         "time_bits",
     )
-    readonly_fields = ("cohorts", "time_bits")
+    readonly_fields = ("cohorts", "league", "time_bits")
     show_change_link = False
+
+    @admin.display(description="League")
+    def league(self, obj: Board) -> str:
+        if obj.pk is None or not obj.tiers:
+            return "-"
+        state = "; cohorts wait for the previous season's close-out" if obj.league_waiting else ""
+        return (
+            f"{' < '.join(obj.tiers)}: {obj.promote_percent}% up, "
+            f"{obj.relegate_percent}% down{state}"
+        )
 
     @admin.display(description="Cohorts")
     def cohorts(self, obj: Board) -> str:
@@ -391,7 +403,7 @@ class CohortAdmin(ReadOnlyAdmin):
     """A board's cohorts and their members: assigned by ingestion, never edited (a player's
     cohort never changes)."""
 
-    list_display = ("board", "number", "tier", "fill", "opened_at")
+    list_display = ("board", "number", "league_tier", "fill", "opened_at")
     list_filter = ("board__season",)
     list_select_related = ("board",)
     search_fields = ("=memberships__player_id",)
@@ -401,6 +413,45 @@ class CohortAdmin(ReadOnlyAdmin):
     @admin.display(description="Members")
     def fill(self, obj: Cohort) -> str:
         return f"{obj.members}/{obj.board.cohort_size}"
+
+    @admin.display(description="League tier")
+    def league_tier(self, obj: Cohort) -> str:
+        return _tier_name(obj.board, obj.tier) or "-"
+
+
+def _tier_name(board: Board, tier: int | None) -> str | None:
+    if tier is None or not board.tiers:
+        return None
+    return board.tiers[min(tier, len(board.tiers) - 1)]
+
+
+@admin.register(LeagueMovement)
+class LeagueMovementAdmin(ReadOnlyAdmin):
+    """Who moved where at each league close-out (decided with the final standings, never
+    edited: the next season's cohorts are formed from them). Searched by player id."""
+
+    list_display = (
+        "board",
+        "player_id",
+        "tier_played",
+        "cohort_rank",
+        "movement",
+        "next_tier_name",
+    )
+    list_filter = ("movement", "board__season__schedule", "board__season")
+    list_select_related = ("board", "board__season")
+    search_fields = ("=player_id",)
+    search_help_text = "A player id: their movements, newest season first."
+    ordering = ("-board_id", "player_id")
+    show_full_result_count = False
+
+    @admin.display(description="Tier played")
+    def tier_played(self, obj: LeagueMovement) -> str:
+        return _tier_name(obj.board, obj.tier) or "-"
+
+    @admin.display(description="Next tier")
+    def next_tier_name(self, obj: LeagueMovement) -> str:
+        return _tier_name(obj.board, obj.next_tier) or "-"
 
 
 @admin.register(RebuildRun)

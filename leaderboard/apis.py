@@ -46,6 +46,7 @@ from .selectors.boards import (
 )
 from .selectors.cards import player_card_get
 from .selectors.cohorts import cohort_standing_get, player_cohort_get
+from .selectors.leagues import league_waiting_for
 from .selectors.rankings import (
     RankingEntry,
     board_around_get,
@@ -440,6 +441,13 @@ class BoardPlayerCohortApi(PublicApi):
         ref = _cohort_board(path["season"], board)
         standing = player_cohort_get(board=ref, player_id=path["player"])
         if standing is None:
+            waiting = league_waiting_for(board=ref)
+            if waiting is not None:
+                raise NotFound(
+                    f"player {path['player']} is in no cohort of board {ref.slug!r} yet: its "
+                    f"league's cohorts form once season {waiting} (the previous season of the "
+                    "league) is closed, which decides each player's tier"
+                )
             raise NotFound(f"player {path['player']} is in no cohort of board {ref.slug!r}")
         return json_response(CohortSerializer, standing)
 
@@ -576,6 +584,25 @@ class BoardListApi(PublicApi):
             help_text="Created with --cohort-size: players are ranked in cohorts of this many "
             "too (.../players/{player}/cohort, .../cohorts/{cohort}/top); null: no cohorts.",
         )
+        tiers = serializers.ListField(
+            child=serializers.CharField(),
+            allow_null=True,
+            help_text="A league board (a schedule's board with cohorts, docs/leagues.md): its "
+            "tiers, lowest first; each cohort holds one, and entries carry the player's. Null "
+            "elsewhere.",
+        )
+        promotePercent = serializers.IntegerField(
+            source="promote_percent",
+            allow_null=True,
+            help_text="League boards: the percent of each cohort moving up one tier at the "
+            "close-out; null elsewhere.",
+        )
+        relegatePercent = serializers.IntegerField(
+            source="relegate_percent",
+            allow_null=True,
+            help_text="League boards: the percent of each cohort moving down one tier; null "
+            "elsewhere.",
+        )
 
     @extend_schema(
         operation_id="boards_list",
@@ -600,6 +627,9 @@ class BoardListApi(PublicApi):
                 "keeps_metadata": b.keeps_metadata,
                 "tiebreakers": [{"name": c.name, "order": c.order} for c in b.tiebreaks],
                 "cohort_size": b.cohort_size,
+                "tiers": list(b.tiers) if b.tiers else None,
+                "promote_percent": b.promote_percent if b.tiers else None,
+                "relegate_percent": b.relegate_percent if b.tiers else None,
             }
             for b in boards
         ]

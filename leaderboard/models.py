@@ -11,6 +11,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from seasons.leagues import Movement
 from seasons.models import Season
 
 from .codec import MAX_TIEBREAK_COLUMNS, TIEBREAK_VALUE_MAX, ScoreCodec, WideKeyCodec
@@ -94,6 +95,27 @@ class Board(models.Model):
         default=EVENT_TOP_N_DEFAULT,
         help_text=f"The top N that entered_top and left_top are about (1 to {EVENT_TOP_N_MAX}).",
     )
+    # Contract 0.3, tiered leagues (docs/leagues.md): a board with cohorts of a schedule's season
+    # whose schedule has tiers is a league board. Its tiers (lowest first) and the percent of
+    # each cohort that moves up and down are copied from the schedule when the season is
+    # created, so a season keeps the league it was played under; each cohort holds one tier.
+    tiers = ArrayField(
+        models.CharField(max_length=32),
+        default=list,
+        blank=True,
+        help_text="League tiers, lowest first (copied from the schedule); empty: not a league.",
+    )
+    promote_percent = models.PositiveSmallIntegerField(default=0)
+    relegate_percent = models.PositiveSmallIntegerField(default=0)
+    # True while the previous season of the league is not closed: its close-out decides the
+    # tier every player plays in here, so nobody joins a cohort yet (their results count on
+    # the board all the same); the close-out's next step assigns them, in the order of their
+    # first result, and clears it (leaderboard/services/leagues.py).
+    league_waiting = models.BooleanField(default=False, editable=False)
+    # Players in the board's cohorts, raised by every assignment in its transaction (under the
+    # board's cohort lock): a batch that read it before taking the lock and finds it unchanged
+    # once it holds the lock knows nobody was assigned meanwhile (services/results.py).
+    cohort_members = models.BigIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -121,6 +143,11 @@ class Board(models.Model):
             models.CheckConstraint(
                 condition=models.Q(event_top_n__gte=1, event_top_n__lte=EVENT_TOP_N_MAX),
                 name="board_event_top_n_range",
+            ),
+            # A league ranks its players in cohorts, one tier each.
+            models.CheckConstraint(
+                condition=models.Q(tiers=[]) | models.Q(cohort_size__isnull=False),
+                name="board_league_has_cohorts",
             ),
         ]
 
@@ -360,8 +387,21 @@ class CohortMember(models.Model):
     """A player's cohort on a board: assigned once, at their first counted result, in the
     transaction that stores it; never changed (replays, rebuilds and recovery read it)."""
 
-    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+")
-    cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="memberships")
+    # Neither checked per row nor indexed alone (two foreign-key lookups and two more index
+    # entries per player joining were most of the cost of an assignment): ingestion writes a
+    # membership only under the batch's lock of the board (services/results.py), into a cohort
+    # it read or created in the same transaction; deleting a board or a cohort deletes its
+    # memberships (the ORM's cascade); the two indexes below lead with each.
+    board = models.ForeignKey(
+        Board, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
+    )
+    cohort = models.ForeignKey(
+        Cohort,
+        on_delete=models.CASCADE,
+        related_name="memberships",
+        db_constraint=False,
+        db_index=False,
+    )
     player_id = models.BigIntegerField()
     joined_at = models.DateTimeField(default=timezone.now, editable=False)
 
@@ -375,6 +415,50 @@ class CohortMember(models.Model):
 
     def __str__(self) -> str:
         return f"player {self.player_id} in cohort {self.cohort_id}"
+
+
+class LeagueMovement(models.Model):
+    """A player's league result on a league board, decided at its season's close-out from
+    PostgreSQL (closeout/services/leagues.py), in the transaction that writes the final
+    standings: the tier they played in, their place in their cohort and where they go next.
+    A player's tier on the league's next board is their latest movement's ``next_tier`` (the
+    first tier without one): kept as long as the league runs, whatever the history's
+    retention."""
+
+    # Written by one INSERT ... SELECT per board in the close-out's transaction, which holds
+    # the board: not checked per row (millions of rows on a large board), nor indexed alone (the
+    # unique (board, player) leads with it).
+    board = models.ForeignKey(
+        Board,
+        on_delete=models.CASCADE,
+        related_name="league_movements",
+        db_constraint=False,
+        db_index=False,
+    )
+    player_id = models.BigIntegerField()
+    tier = models.PositiveSmallIntegerField()  # the position of the tier in board.tiers
+    # Within the cohort as the final standings rank: the board's order, then the lower player
+    # id on an exact tie (what reward tiers of a league board are paid by).
+    cohort_rank = models.PositiveIntegerField()
+    movement = models.CharField(max_length=16, choices=Movement.choices)
+    next_tier = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["board", "player_id"], name="league_movement_board_player"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(movement__in=Movement.values), name="league_movement_valid"
+            ),
+        ]
+        indexes = [
+            # A player's tier on a new board: their latest movement in the league.
+            models.Index(fields=["player_id", "board"], name="league_movement_player"),
+        ]
+
+    def __str__(self) -> str:
+        return f"player {self.player_id} {self.movement} on board {self.board_id}"
 
 
 class PlayerBan(models.Model):

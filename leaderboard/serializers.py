@@ -8,6 +8,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from seasons.leagues import Movement
+
 from .models import COHORT_SIZE_MAX
 from .selectors.cohorts import CohortStanding
 from .selectors.rankings import NOT_KEPT, PlayerStanding, RankingEntry
@@ -201,15 +203,59 @@ class TiebreakersField(serializers.DictField):
         return value
 
 
+class TierField(serializers.CharField):
+    """An entry's ``tier``: present (a tier name, or null) on a league board, left out
+    elsewhere (contract 0.3, tiered leagues)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "League boards only (a schedule's board with cohorts, docs/leagues.md): the "
+            "player's league tier (e.g. gold); null while they are in no cohort yet.",
+        )
+        super().__init__(required=False, allow_null=True, **kwargs)
+
+    def get_attribute(self, instance: Any) -> Any:
+        value = super().get_attribute(instance)
+        if value is NOT_KEPT:
+            raise serializers.SkipField()
+        return value
+
+
+class ProjectedMovementField(serializers.ChoiceField):
+    """A cohort entry's ``movement`` on a league board: where the member would go if the season
+    ended now; left out elsewhere."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "League boards only: how the player would leave the tier if the season ended now "
+            "(promoted, relegated, stayed); the close-out decides, from PostgreSQL.",
+        )
+        super().__init__(choices=Movement.values, required=False, **kwargs)
+
+    def get_attribute(self, instance: Any) -> Any:
+        value = super().get_attribute(instance)
+        if value is None:
+            raise serializers.SkipField()
+        return value
+
+
 def entry_metadata_into(
-    body: dict[str, Any], metadata: Any, tiebreakers: dict[str, int] | None = None
+    body: dict[str, Any],
+    metadata: Any,
+    tiebreakers: dict[str, int] | None = None,
+    tier: Any = NOT_KEPT,
 ) -> dict[str, Any]:
-    """``body`` with ``metadata`` where the board keeps metadata (as MetadataField decides) and
-    ``tiebreakers`` where it has tie-break columns (as TiebreakersField)."""
+    """``body`` with ``metadata`` where the board keeps metadata (as MetadataField decides),
+    ``tiebreakers`` where it has tie-break columns (as TiebreakersField) and ``tier`` on a
+    league board (as TierField)."""
     if tiebreakers is not None:
         body["tiebreakers"] = tiebreakers
     if metadata is not NOT_KEPT:
         body["metadata"] = metadata
+    if tier is not NOT_KEPT:
+        body["tier"] = tier
     return body
 
 
@@ -221,6 +267,7 @@ class RankingEntrySerializer(serializers.Serializer):
     country = country_field()
     tiebreakers = TiebreakersField()
     metadata = MetadataField()
+    tier = TierField()
 
     def to_representation(self, instance: RankingEntry) -> dict[str, Any]:
         # The declared fields document the shape (and the schema); DRF's generic per-field
@@ -238,7 +285,7 @@ def entry_body(entry: RankingEntry) -> dict[str, Any]:
         "displayName": entry.display_name,
         "country": entry.country,
     }
-    return entry_metadata_into(body, entry.metadata, entry.tiebreakers)
+    return entry_metadata_into(body, entry.metadata, entry.tiebreakers, entry.tier)
 
 
 class PlayerStandingSerializer(serializers.Serializer):
@@ -249,6 +296,7 @@ class PlayerStandingSerializer(serializers.Serializer):
     country = country_field(source="entry.country")
     tiebreakers = TiebreakersField(source="entry.tiebreakers")
     metadata = MetadataField(source="entry.metadata")
+    tier = TierField(source="entry.tier")
     total = serializers.IntegerField(help_text="Players on the board.")
     percentile = serializers.FloatField(
         help_text="Share of the board ranked at or below the player, in percent."
@@ -267,7 +315,9 @@ class PlayerStandingSerializer(serializers.Serializer):
             "points": instance.entry.points,
             "displayName": instance.entry.display_name,
             "country": instance.entry.country,
-            **entry_metadata_into({}, instance.entry.metadata, instance.entry.tiebreakers),
+            **entry_metadata_into(
+                {}, instance.entry.metadata, instance.entry.tiebreakers, instance.entry.tier
+            ),
             "total": instance.total,
             "percentile": instance.percentile,
             "pointsToNextRank": instance.points_to_next_rank,
@@ -294,6 +344,8 @@ class CohortEntrySerializer(serializers.Serializer):
     country = country_field(source="entry.country")
     tiebreakers = TiebreakersField(source="entry.tiebreakers")
     metadata = MetadataField(source="entry.metadata")
+    tier = TierField(source="entry.tier")
+    movement = ProjectedMovementField()
 
 
 class CohortSerializer(serializers.Serializer):
@@ -304,8 +356,9 @@ class CohortSerializer(serializers.Serializer):
     members = serializers.IntegerField(
         help_text="Players in the cohort now (one without a score is not among the entries)."
     )
-    tier = serializers.IntegerField(
-        allow_null=True, help_text="The league tier of its members; null without tiers."
+    tier = serializers.CharField(
+        allow_null=True,
+        help_text="The league tier of its members (e.g. gold) on a league board; null elsewhere.",
     )
     entries = CohortEntrySerializer(many=True)
 
@@ -316,6 +369,8 @@ class CohortSerializer(serializers.Serializer):
             body = entry_body(item.entry)
             body["rank"] = item.rank
             body["globalRank"] = item.global_rank
+            if item.movement is not None:
+                body["movement"] = item.movement
             entries.append(body)
         return {
             "cohort": instance.number,

@@ -34,6 +34,7 @@ from .selectors.boards import (
     season_list_with_main_rule,
 )
 from .selectors.cohorts import board_cohorts_last, cohort_standing_get, player_cohort_get
+from .selectors.leagues import league_waiting_for
 from .selectors.pages import (
     BoardPage,
     board_daily_page_get,
@@ -72,6 +73,8 @@ def season_board_page(
     )
     if ref.cohort_size is not None and page.lookup is not None and page.lookup.standing:
         context["cohort"] = player_cohort_get(board=ref, player_id=page.lookup.player_id)
+    if ref.tiers and ref.league_waiting:
+        context["waiting_for"] = league_waiting_for(board=ref)
     return render(
         request, "leaderboard/season_board.html", context, status=400 if form.errors else 200
     )

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
 from .cron import CronError, cron_check, timezone_check
+from .leagues import league_spec_check
 
 # Schedule has a field named timezone, which would shadow the module in its class body.
 _now = timezone.now
@@ -111,11 +113,39 @@ class Schedule(models.Model):
     # Occurrences whose whole season had passed before any run reached them (beat down): not
     # created (docs/schedules.md says why).
     occurrences_skipped = models.PositiveIntegerField(default=0, editable=False)
+    # A tiered league (contract 0.3, docs/leagues.md): its tiers, lowest first, and the percent
+    # of each cohort that moves up and down one tier at each close-out. Copied onto the league
+    # boards of each season created from now on (its boards with cohorts); empty: no league.
+    tiers = ArrayField(
+        models.CharField(max_length=32),
+        default=list,
+        blank=True,
+        help_text="League tiers, lowest first (e.g. bronze, silver, gold); empty: no league.",
+    )
+    promote_percent = models.PositiveSmallIntegerField(
+        default=0,
+        validators=[MaxValueValidator(100)],
+        help_text="Percent of each cohort moving up one tier at each close-out.",
+    )
+    relegate_percent = models.PositiveSmallIntegerField(
+        default=0,
+        validators=[MaxValueValidator(100)],
+        help_text="Percent of each cohort moving down one tier at each close-out.",
+    )
     created_at = models.DateTimeField(default=_now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(promote_percent__lte=100, relegate_percent__lte=100)
+                & models.Q(
+                    promote_percent__lte=100 - models.F("relegate_percent"),
+                ),
+                name="schedule_league_percents",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.slug})"
@@ -130,5 +160,13 @@ class Schedule(models.Model):
             timezone_check(self.timezone)
         except CronError as exc:
             errors["timezone"] = str(exc)
+        try:
+            league_spec_check(
+                tiers=self.tiers or (),
+                promote_percent=self.promote_percent,
+                relegate_percent=self.relegate_percent,
+            )
+        except ValidationError as exc:
+            errors["tiers"] = "; ".join(exc.messages)
         if errors:
             raise ValidationError(errors)

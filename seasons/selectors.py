@@ -101,6 +101,11 @@ class ScheduleView:
     # current season's end; with none running, the next occurrence (null when paused).
     next_reset_at: datetime | None
     last_occurrence: int
+    # A tiered league: its tiers (lowest first) and the percent of each cohort moving up and
+    # down at each close-out; () and zeros for a schedule without one.
+    tiers: tuple[str, ...] = ()
+    promote_percent: int = 0
+    relegate_percent: int = 0
 
 
 def schedule_next_occurrences(*, schedule: Schedule, after: datetime, count: int) -> list[datetime]:
@@ -130,6 +135,9 @@ def schedule_view(*, schedule: Schedule, now: datetime | None = None) -> Schedul
         current_season_id=current.id if current is not None else None,
         next_reset_at=next_reset,
         last_occurrence=schedule.last_occurrence,
+        tiers=tuple(schedule.tiers),
+        promote_percent=schedule.promote_percent,
+        relegate_percent=schedule.relegate_percent,
     )
 
 

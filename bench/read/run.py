@@ -37,6 +37,16 @@ written straight into Redis. The selectors run on main, then on that board, back
 report gives each figure against main's, and each board's Redis bytes per player (MEMORY USAGE
 of its keys, SAMPLES 0, over its players).
 
+Cohorts (``--cohort-size N``, 2..1000): a league board of the season (``league``: cohorts of N,
+tiers bronze, silver and gold, docs/leagues.md) gets main's scores under the same player ids, and
+every player a cohort in PostgreSQL (``Cohort`` and ``CohortMember`` rows by COPY, players in id
+order, the cohorts' tiers in turn), as ingestion and the close-out would have left them. The
+player entry runs on main, then the player entry, the player's cohort (``.../cohort``: the
+cohort's members from PostgreSQL, their entries from the board in one script) and a cohort's
+top on the league board, back to back, each for random players (cold reads: a process memoizes
+a full cohort, and a player's cohort, for good, but rarely meets the same player twice here);
+over HTTP too. The report gives the cohort read against the player entry.
+
 Results are printed as Markdown and saved under bench/results/. Nothing here runs in the test
 suite. It uses Redis db ``--redis-db`` (default 12: the benchmark's own) of the Redis that
 ``REDIS_URL`` names and the PostgreSQL database ``--database`` (created if missing) on the
@@ -91,8 +101,13 @@ WITH_METADATA = " · metadata"
 # --tiebreak: a board with tie-break columns, with main's points and times.
 TIEBREAK_BOARD = "tiebreak"
 WITH_TIEBREAK = " · tie-break columns"
-# As in leaderboard_project/settings.py when REDIS_URL is not set.
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+# --cohort-size: a league board with cohorts, with main's scores.
+LEAGUE_BOARD = "league"
+WITH_LEAGUE = " · league board"
+LEAGUE_TIERS = ("bronze", "silver", "gold")
+# As in leaderboard_project/settings.py when REDIS_URL is not set: the local Redis, on the port
+# devservices started it on (LB_REDIS_PORT, as the settings read it).
+DEFAULT_REDIS_URL = f"redis://127.0.0.1:{os.environ.get('LB_REDIS_PORT') or 6379}/0"
 
 
 def parse_args() -> argparse.Namespace:
@@ -130,6 +145,13 @@ def parse_args() -> argparse.Namespace:
         default=0,
         help="also measure the selectors on a board ranked by points and this many tie-break "
         "columns (main's points and times, random column values)",
+    )
+    parser.add_argument(
+        "--cohort-size",
+        type=int,
+        default=0,
+        help="also measure the cohort reads on a league board of cohorts of this many (main's "
+        "scores, every player in a cohort), against the player entry",
     )
     parser.add_argument(
         "--cluster",
@@ -300,6 +322,92 @@ def tiebreak_load(args: argparse.Namespace) -> None:
             if cursor == 0:
                 break
     print(f"tie-break board loaded in {time.perf_counter() - started:.0f}s")
+
+
+def league_board(args: argparse.Namespace) -> Any:
+    """With --cohort-size: the season's league board of cohorts of that many."""
+    if not args.cohort_size:
+        return None
+    from leaderboard.models import Board
+    from leaderboard.selectors.boards import BoardRef
+    from leaderboard.services import board_create
+    from seasons.leagues import LeagueSpec
+
+    board = Board.objects.filter(season_id=SEASON_ID, slug=LEAGUE_BOARD).first()
+    if board is not None and board.cohort_size != args.cohort_size:
+        board.delete()
+        board = None
+    if board is None:
+        board = board_create(
+            season_id=SEASON_ID,
+            slug=LEAGUE_BOARD,
+            name="League",
+            cohort_size=args.cohort_size,
+            league=LeagueSpec(LEAGUE_TIERS, 20, 20),
+        )
+    return BoardRef.from_model(Board.objects.select_related("season").get(id=board.id))
+
+
+def league_load(args: argparse.Namespace) -> None:
+    """With --cohort-size: main's scores on the league board, and every player in a cohort
+    (players in id order; cohort n in tier n mod 3), written as the assignment writes them."""
+    import psycopg
+    from django.conf import settings
+    from tqdm import tqdm
+
+    from leaderboard import keys
+    from leaderboard.models import Cohort, CohortMember
+    from leaderboard.redis import get_board_redis
+    from leaderboard.selectors.boards import main_board_get
+    from leaderboard.services import board_mark_intact
+
+    board = league_board(args)
+    if board is None:
+        return
+    client = get_board_redis()
+    main_key, key = (
+        keys.board(board_id=main_board_get(season_id=SEASON_ID).id),
+        keys.board(board_id=board.id),
+    )
+    board_mark_intact(board_id=board.id)
+    size = args.cohort_size
+    cohorts = -(-args.players // size)
+    members = CohortMember.objects.filter(board_id=board.id).count()
+    if client.zcard(key) == args.players and members == args.players and not args.reload:
+        print(f"reusing the league board of {args.players:,} players")
+        return
+    client.unlink(key)
+    Cohort.objects.filter(board_id=board.id).delete()
+    started = time.perf_counter()
+    pg = psycopg.connect(settings.DATABASE_URL, autocommit=True)
+    with pg.cursor().copy(
+        f"COPY {Cohort._meta.db_table} (board_id, number, tier, members, opened_at) FROM STDIN"
+    ) as copy:
+        for number in range(1, cohorts + 1):
+            fill = min(size, args.players - (number - 1) * size)
+            copy.write_row((board.id, number, (number - 1) % 3, fill, "now"))
+    ids = dict(Cohort.objects.filter(board_id=board.id).values_list("number", "id"))
+    with (
+        tqdm(total=args.players, unit="player", desc="league board") as progress,
+        pg.cursor().copy(
+            f"COPY {CohortMember._meta.db_table} (board_id, cohort_id, player_id, joined_at) "
+            "FROM STDIN"
+        ) as copy,
+    ):
+        for player in range(1, args.players + 1):
+            copy.write_row((board.id, ids[(player - 1) // size + 1], player, "now"))
+            if player % 100_000 == 0:
+                progress.update(100_000)
+    pg.execute(f"VACUUM ANALYZE {CohortMember._meta.db_table}")
+    pg.close()
+    cursor = 0
+    while True:
+        cursor, chunk = client.zscan(main_key, cursor, count=20_000)
+        if chunk:
+            client.zadd(key, {str(int(member)): float(score) for member, score in chunk})
+        if cursor == 0:
+            break
+    print(f"league board loaded in {time.perf_counter() - started:.0f}s")
 
 
 def bytes_per_player(board_keys: list[str]) -> float:
@@ -600,6 +708,25 @@ def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[s
     for name, make, iterations in selectors:
         for suffix, board, board_key, offset in targets:
             results[name + suffix] = timed(make(board, board_key, offset), iterations)
+    league = league_board(args)
+    if league is not None:
+        from leaderboard.selectors import cohorts
+
+        # Back to back, so the four share the minute's load: the player entry on main and on
+        # the league board, then the player's cohort and a cohort's top on the league board.
+        ref_cohorts = -(-args.players // args.cohort_size)
+        results["selector: player entry (Lua)" + WITH_LEAGUE] = timed(
+            lambda: rankings.board_player_get(board=league, player_id=player()), n
+        )
+        results["selector: player's cohort" + WITH_LEAGUE] = timed(
+            lambda: cohorts.player_cohort_get(board=league, player_id=player()), n
+        )
+        results["selector: cohort top" + WITH_LEAGUE] = timed(
+            lambda: cohorts.cohort_standing_get(
+                board=league, number=rng.randint(1, ref_cohorts), limit=50
+            ),
+            n,
+        )
     # The names' own round trip, which each of the reads above includes (rankings.entries_named).
     results["names: 1 id (HMGET)"] = timed(lambda: player_names_get(player_ids=[player()]), n)
     results["names: 11 ids in a row"] = timed(
@@ -770,6 +897,16 @@ def http_benchmarks(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             }
 
         named = board_runs(board, 0)
+        if args.cohort_size:
+            league = f"/api/seasons/{SEASON_ID}/boards/{LEAGUE_BOARD}"
+            named["player entry" + WITH_LEAGUE] = (
+                [""],
+                [f"{league}/players/{{id}}", str(args.players), "0"],
+            )
+            named["player's cohort" + WITH_LEAGUE] = (
+                [""],
+                [f"{league}/players/{{id}}/cohort", str(args.players), "0"],
+            )
         unnamed = (
             board_runs(f"/api/seasons/{SEASON_ID}/boards/{UNNAMED_BOARD}", UNNAMED_OFFSET)
             if args.names
@@ -919,6 +1056,35 @@ def summarize_tiebreak(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def summarize_cohorts(report: dict[str, Any]) -> list[str]:
+    """The cohort read against the player entry (on main, and on the league board itself)."""
+    python = report["python"]
+    cohort = python["selector: player's cohort" + WITH_LEAGUE]["p50_ms"]
+    lines = []
+    for label, operation in (
+        ("main", "selector: player entry (Lua)"),
+        ("the league board", "selector: player entry (Lua)" + WITH_LEAGUE),
+    ):
+        entry = python[operation]["p50_ms"]
+        lines.append(
+            f"cohorts: selector player's cohort p50 {cohort:.3f} ms vs player entry on {label} "
+            f"{entry:.3f} ms = {cohort / entry:.2f}x (target <= 1.5x)"
+        )
+    http = report.get("http")
+    if http:
+        cohort = http["player's cohort" + WITH_LEAGUE + " · 1 conn"]["p50_ms"]
+        for label, operation in (
+            ("main", "player entry · 1 conn"),
+            ("the league board", "player entry" + WITH_LEAGUE + " · 1 conn"),
+        ):
+            entry = http[operation]["p50_ms"]
+            lines.append(
+                f"cohorts: HTTP player's cohort p50 (1 conn) {cohort:.3f} ms vs player entry "
+                f"on {label} {entry:.3f} ms = {cohort / entry:.2f}x (target <= 1.5x)"
+            )
+    return lines
+
+
 def describe_redis() -> str:
     """Where the board lives, for the report's heading."""
     from django.conf import settings
@@ -950,6 +1116,7 @@ def main() -> None:
         names_load(args)
     metadata_load(args, season)
     tiebreak_load(args)
+    league_load(args)
     if args.tiebreak:
         from leaderboard import keys
         from leaderboard.selectors.boards import main_board_get
@@ -989,6 +1156,8 @@ def main() -> None:
         summary += summarize_against_main(report, suffix=WITH_METADATA, label="metadata")
     if args.tiebreak:
         summary += summarize_tiebreak(report)
+    if args.cohort_size:
+        summary += summarize_cohorts(report)
     print()
     print("\n".join(f"- {line}" for line in summary))
     report["summary"] = summary

@@ -2,8 +2,8 @@
 grants, dropping the keys), ``rewards`` (tiers, grant status), ``standings`` (a closed season's
 corrections, reviewed before they apply), ``schedules`` (the seasons of recurring
 competitions, created ahead of each occurrence), ``history`` (every player's final entries,
-archived after the close-out), ``final_events`` (the season_final rank events). Callers import
-from here.
+archived after the close-out), ``final_events`` (the season_final rank events), ``leagues`` (a
+league board's movements and its grants by rank within each cohort). Callers import from here.
 """
 
 from __future__ import annotations
@@ -30,12 +30,15 @@ from .history import (
     season_history_archive,
     seasons_history_due,
 )
+from .leagues import board_movements_decide, league_grants_create
 from .rewards import reward_grant_status_set, reward_tier_create
 from .schedules import (
     ScheduleAdvanced,
     SchedulesAdvanced,
     schedule_advance,
     schedule_create,
+    schedule_league_check,
+    schedule_league_set,
     schedule_set_active,
     schedules_advance,
 )
@@ -61,12 +64,16 @@ __all__ = [
     "StandingsReview",
     "board_final_events",
     "board_history_archive",
+    "board_movements_decide",
     "final_standings_replace",
     "history_prune",
+    "league_grants_create",
     "reward_grant_status_set",
     "reward_tier_create",
     "schedule_advance",
     "schedule_create",
+    "schedule_league_check",
+    "schedule_league_set",
     "schedule_set_active",
     "schedules_advance",
     "season_close",

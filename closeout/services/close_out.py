@@ -11,12 +11,14 @@ from enum import StrEnum
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from kafka.errors import KafkaError
 
+from leaderboard.models import Board
 from leaderboard.selectors.boards import BoardRef, board_list
-from leaderboard.services import season_keys_unlink
+from leaderboard.selectors.leagues import league_previous_open
+from leaderboard.services import league_boards_open, season_keys_unlink
 from seasons.models import Season, SeasonStatus
 
 from ..models import FinalStanding, RewardGrant, RewardTier
@@ -28,6 +30,7 @@ from ..selectors import (
     topic_end_offsets_get,
 )
 from .final_events import season_final_events_publish
+from .leagues import board_movements_decide, league_grants_create
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +43,9 @@ class CloseOutcome(StrEnum):
     ALREADY_CLOSED = "already_closed"
     DRAINING = "draining"  # within the grace after the switch to closing
     LAGGING = "lagging"  # the consumer has not drained the topic within the drain timeout
+    # A league board of the season still waits for the previous season of its league to close:
+    # that close-out decides who plays in which tier here (docs/leagues.md).
+    LEAGUE_WAITING = "league_waiting"
     IN_PROGRESS = "in_progress"
 
 
@@ -52,6 +58,7 @@ class SeasonCloseResult:
     keys_unlinked: int = 0
     drain_until: datetime | None = None
     lagging: str = ""  # what the consumer has not drained yet (LAGGING)
+    waiting_for_season: int | None = None  # the league's previous season (LEAGUE_WAITING)
 
     @property
     def closed(self) -> bool:
@@ -64,6 +71,13 @@ class SeasonCloseResult:
                 f"season {self.season_id} is closing but NOT finalized: {self.lagging}. "
                 "Nothing was copied or granted; the periodic close-out tries again (or run "
                 "close_season again; --force finalizes without the queued results)"
+            )
+        if self.outcome == CloseOutcome.LEAGUE_WAITING:
+            return (
+                f"season {self.season_id} is closing but NOT finalized: its league boards wait "
+                f"for season {self.waiting_for_season}, the previous season of their league, to "
+                "be closed (its close-out decides every player's tier here). The periodic "
+                "close-out tries again"
             )
         if self.outcome == CloseOutcome.DRAINING:
             assert self.drain_until is not None
@@ -160,12 +174,28 @@ def season_close(
                 )
                 logger.warning(result.describe())
                 return result
-        finalized = _season_finalize(season_id=season_id, now=now)
+        # A league board waiting for the previous season's close-out is opened first, when that
+        # season has closed meanwhile; one still waiting holds the close-out back.
+        league_boards_open(season_id=season_id)
+        try:
+            finalized = _season_finalize(season_id=season_id, now=now)
+        except _LeagueWaiting as waiting:
+            result = SeasonCloseResult(
+                season_id=season_id,
+                outcome=CloseOutcome.LEAGUE_WAITING,
+                waiting_for_season=waiting.season_id,
+            )
+            logger.warning(result.describe())
+            return result
         if finalized is None:
             return in_progress
         standings, grants_created = finalized
         if standings is None:  # someone else finalized it between our two transactions
             already_closed = True
+        else:
+            # The movements just committed decide the tiers of the league's next season: its
+            # boards waiting for them form their cohorts now (the sweep does it after a crash).
+            league_boards_open()
     if not already_closed:
         _season_final_events(season_id=season_id)
     keys_unlinked = season_keys_unlink(season_id=season_id)
@@ -261,6 +291,8 @@ class CloseWaitingFor(StrEnum):
     GRACE = "grace"  # the fixed grace after the switch to closing
     DRAIN = "drain"  # the consumer group to commit up to the recorded end offsets
     OTHER_RUN = "other_run"  # another close-out holding the season (a sweep's task, staff)
+    # The previous season of a league of this season to be closed (docs/leagues.md).
+    PREVIOUS_SEASON = "previous_season"
 
 
 @dataclass(frozen=True)
@@ -394,6 +426,12 @@ def season_close_wait(
             pause = min(progress_every_seconds, until_drain)
         elif result.outcome == CloseOutcome.IN_PROGRESS:
             report(CloseWaitingFor.OTHER_RUN, "another close-out of it to finish")
+        elif result.outcome == CloseOutcome.LEAGUE_WAITING:
+            report(
+                CloseWaitingFor.PREVIOUS_SEASON,
+                f"season {result.waiting_for_season} (the previous season of its league) to be "
+                "closed",
+            )
         else:  # LAGGING before the time is up: Kafka could not tell; ask it again
             report(CloseWaitingFor.DRAIN, result.lagging)
             pause = progress_every_seconds
@@ -419,9 +457,13 @@ def final_standings_replace(*, board: BoardRef, rows: Sequence[StandingRow]) -> 
 
 
 def _board_finalize(*, board: BoardRef) -> tuple[int, int]:
-    """Final standings and grants of one board; (standings, grants created)."""
+    """Final standings and grants of one board (on a league board, its movements, and grants
+    by rank within each cohort); (standings, grants created)."""
     rows = board_standings_compute(board=board, limit=settings.FINAL_STANDINGS_SIZE)
     final_standings_replace(board=board, rows=rows)
+    if board.tiers:
+        board_movements_decide(board=board)
+        return len(rows), league_grants_create(board=board)
     already_granted = set(
         RewardGrant.objects.filter(board_id=board.id).values_list("player_id", flat=True)
     )
@@ -435,12 +477,22 @@ def _board_finalize(*, board: BoardRef) -> tuple[int, int]:
             reward_name=tier.reward_name,
             quantity=tier.quantity,
         )
-        for tier in RewardTier.objects.filter(board_id=board.id).order_by("rank_from")
+        for tier in RewardTier.objects.filter(board_id=board.id, league_tier="").order_by(
+            "rank_from"
+        )
         for row in rows[tier.rank_from - 1 : tier.rank_to]
         if row.player_id not in already_granted
     ]
     RewardGrant.objects.bulk_create(grants)
     return len(rows), len(grants)
+
+
+class _LeagueWaiting(Exception):
+    """A league board of the season waits for the previous season of its league to close."""
+
+    def __init__(self, season_id: int | None) -> None:
+        super().__init__(f"waiting for season {season_id}")
+        self.season_id = season_id
 
 
 @transaction.atomic
@@ -454,6 +506,16 @@ def _season_finalize(*, season_id: int, now: datetime) -> tuple[int | None, int]
         return None
     if season.status != SeasonStatus.CLOSING:
         return None, 0
+    waiting = Board.objects.filter(season_id=season_id, league_waiting=True).first()
+    if waiting is not None:
+        with connection.cursor() as cursor:
+            previous = league_previous_open(
+                cursor=cursor,
+                schedule_id=season.schedule_id,
+                occurrence=season.occurrence,
+                slug=waiting.slug,
+            )
+        raise _LeagueWaiting(previous)
     standings = grants = 0
     for board in board_list(season_id=season_id):
         board_standings, board_grants = _board_finalize(board=board)

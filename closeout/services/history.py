@@ -7,7 +7,9 @@ with one set-based ``INSERT ... SELECT`` (the ranking runs inside PostgreSQL, fr
 results the standings come from) together with the board's ``HistoryArchive`` marker. The
 close-out's sweep (closeout/tasks.py) archives every closed board without a marker: after a
 crash, the board's work is redone whole, never twice. Ranks are the standings' ranks (the
-board's order, then the lower player id on an exact tie) and the reward is the player's grant.
+board's order, then the lower player id on an exact tie) and the reward is the player's grant;
+on a league board, each row also carries the tier the player played in and their movement
+(decided by the close-out: closeout/services/leagues.py).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
-from leaderboard.models import Board
+from leaderboard.models import Board, LeagueMovement
 from leaderboard.selectors.boards import BoardRef, board_list
 from leaderboard.selectors.scores import board_ranks_sql
 from seasons.models import Season, SeasonStatus
@@ -83,15 +85,24 @@ def board_history_archive(*, board: BoardRef, season_ends_at: datetime) -> int |
         if HistoryArchive.objects.filter(board_id=board.id).exists():
             return None
         ranks, params = board_ranks_sql(board=board)
+        # A league board's rows carry the tier each player played in and their movement.
+        league_columns, league_join = "NULL, NULL", ""
+        if board.tiers:
+            league_columns = "(%(history_tiers)s::text[])[mv.tier + 1], mv.movement"
+            league_join = f"""
+                LEFT JOIN {LeagueMovement._meta.db_table} mv
+                       ON mv.board_id = %(history_board)s AND mv.player_id = r.player_id
+            """
         sql = f"""
             INSERT INTO {HistoryEntry._meta.db_table}
                 (season_id, board_id, player_id, rank, points, total, reward_name,
-                 reward_quantity, season_ends_at)
+                 reward_quantity, season_ends_at, tier, movement)
             SELECT %(history_season)s, %(history_board)s, r.player_id, r.rank, r.points, r.total,
-                   g.reward_name, g.quantity, %(history_ends_at)s
+                   g.reward_name, g.quantity, %(history_ends_at)s, {league_columns}
             FROM ({ranks}) r
             LEFT JOIN {RewardGrant._meta.db_table} g
                    ON g.board_id = %(history_board)s AND g.player_id = r.player_id
+            {league_join}
             -- In player order, the indexes led by the player grow at their end instead of at
             -- random places: 10,000,000 rows in a third of the time (docs/benchmarks.md).
             ORDER BY r.player_id
@@ -104,6 +115,7 @@ def board_history_archive(*, board: BoardRef, season_ends_at: datetime) -> int |
                     "history_season": board.season_id,
                     "history_board": board.id,
                     "history_ends_at": season_ends_at,
+                    "history_tiers": list(board.tiers),
                 },
             )
             rows = max(cursor.rowcount, 0)

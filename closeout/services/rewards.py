@@ -20,10 +20,12 @@ def reward_tier_create(
     reward_name: str,
     quantity: int = 1,
     board_slug: str = MAIN_BOARD,
+    league_tier: str = "",
 ) -> RewardTier:
     """Add a tier to a board; ranks start at 1, rank_from <= rank_to, and tiers of a board never
     overlap (checked here with the season locked, and by an exclusion constraint in the
-    database)."""
+    database). ``league_tier``: on a league board (or a league schedule's template board), pay
+    only the cohorts of that league tier, by rank within the cohort (docs/leagues.md)."""
     season = Season.objects.select_for_update(no_key=True).filter(id=season_id).first()
     if season is None:
         raise ValidationError(f"season {season_id} does not exist")
@@ -39,6 +41,7 @@ def reward_tier_create(
         rank_to=rank_to,
         reward_name=reward_name,
         quantity=quantity,
+        league_tier=league_tier,
     )
     tier.full_clean()
     tier.save(force_insert=True)

@@ -22,6 +22,7 @@ occurrence numbers stay the count of cron ticks since the schedule began.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -31,8 +32,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from leaderboard.models import Board
-from leaderboard.services import board_create
+from leaderboard.services import board_create, league_boards_open
 from seasons.cron import CronError, cron_check, cron_ticks, timezone_check
+from seasons.leagues import NO_LEAGUE, LeagueSpec, league_spec_check
 from seasons.models import Schedule, Season, SeasonStatus
 
 from ..models import RewardTier
@@ -74,13 +76,26 @@ def schedule_create(
     timezone_name: str = "UTC",
     lead_minutes: int = 60,
     starts_from: datetime | None = None,
+    tiers: Sequence[str] = (),
+    promote_percent: int = 0,
+    relegate_percent: int = 0,
 ) -> Schedule:
-    """A new schedule; its first occurrence is the first tick after ``starts_from`` (now)."""
+    """A new schedule; its first occurrence is the first tick after ``starts_from`` (now).
+
+    With ``tiers`` (lowest first) it is a tiered league: each of its seasons' boards with
+    cohorts is a league board, and each close-out moves ``promote_percent`` of every cohort up
+    one tier and ``relegate_percent`` down one for the next season (docs/leagues.md)."""
     template = Season.objects.filter(id=template_season_id).first()
     if template is None:
         raise ValidationError(f"template season {template_season_id} does not exist")
     if not Board.objects.filter(season_id=template.id).exists():
         raise ValidationError(f"template season {template.id} has no board to copy")
+    league = schedule_league_check(
+        template_season_id=template.id,
+        tiers=tiers,
+        promote_percent=promote_percent,
+        relegate_percent=relegate_percent,
+    )
     if not 0 <= lead_minutes <= MAX_LEAD_MINUTES:
         raise ValidationError(f"lead minutes must be within 0..{MAX_LEAD_MINUTES}")
     try:
@@ -98,10 +113,72 @@ def schedule_create(
         template_season=template,
         lead_minutes=lead_minutes,
         starts_from=starts_from or timezone.now(),
+        tiers=list(league.tiers),
+        promote_percent=league.promote_percent,
+        relegate_percent=league.relegate_percent,
     )
     schedule.full_clean()
     schedule.save(force_insert=True)
-    logger.info("schedule %s created (%s, %s)", slug, cron, timezone_name)
+    logger.info(
+        "schedule %s created (%s, %s)%s",
+        slug,
+        cron,
+        timezone_name,
+        f", a league of tiers {', '.join(league.tiers)}" if league.is_league else "",
+    )
+    return schedule
+
+
+def schedule_league_check(
+    *, template_season_id: int, tiers: Sequence[str], promote_percent: int, relegate_percent: int
+) -> LeagueSpec:
+    """The league a schedule of this template may run, checked: a league needs a template board
+    with cohorts (its league boards), and the template's reward tiers may name only its tiers."""
+    league = league_spec_check(
+        tiers=tiers, promote_percent=promote_percent, relegate_percent=relegate_percent
+    )
+    if (
+        league.is_league
+        and not Board.objects.filter(
+            season_id=template_season_id, cohort_size__isnull=False
+        ).exists()
+    ):
+        raise ValidationError(
+            f"template season {template_season_id} has no board with cohorts: a league ranks "
+            "its players in cohorts (create_board --cohort-size)"
+        )
+    named = set(
+        RewardTier.objects.filter(season_id=template_season_id)
+        .exclude(league_tier="")
+        .values_list("league_tier", flat=True)
+    )
+    unknown = sorted(named - set(league.tiers))
+    if unknown:
+        raise ValidationError(
+            f"the template's reward tiers name league tier(s) {', '.join(unknown)}, not among "
+            f"the schedule's tiers ({', '.join(league.tiers) or 'none'})"
+        )
+    return league
+
+
+def schedule_league_set(
+    *, schedule_id: int, tiers: Sequence[str], promote_percent: int, relegate_percent: int
+) -> Schedule:
+    """Change a schedule's league (its tiers, promotion and relegation): for the seasons it
+    creates from now on; each season keeps the league it was created with."""
+    with transaction.atomic():
+        schedule = Schedule.objects.select_for_update().get(pk=schedule_id)
+        league = schedule_league_check(
+            template_season_id=schedule.template_season_id,
+            tiers=tiers,
+            promote_percent=promote_percent,
+            relegate_percent=relegate_percent,
+        )
+        schedule.tiers = list(league.tiers)
+        schedule.promote_percent = league.promote_percent
+        schedule.relegate_percent = league.relegate_percent
+        schedule.save(update_fields=["tiers", "promote_percent", "relegate_percent", "updated_at"])
+    logger.info("schedule %s: league set to %s", schedule.slug, league)
     return schedule
 
 
@@ -188,6 +265,10 @@ def schedule_advance(*, schedule_id: int, now: datetime | None = None) -> Schedu
         )
     if created:
         logger.info("schedule %s: created seasons %s", schedule.slug, created)
+        # A league board created waiting, whose previous season closed while this transaction
+        # ran, is not waited on by that close-out (it could not see the board): opened here.
+        if schedule.tiers:
+            league_boards_open()
     return ScheduleAdvanced(schedule.slug, tuple(created), tuple(skipped))
 
 
@@ -196,6 +277,11 @@ def _occurrence_create(
 ) -> int:
     """The occurrence's season with a copy of the template's boards and reward tiers."""
     template = schedule.template_season
+    league = league_spec_check(
+        tiers=schedule.tiers,
+        promote_percent=schedule.promote_percent,
+        relegate_percent=schedule.relegate_percent,
+    )
     season = _season_insert(
         schedule=schedule,
         number=number,
@@ -218,6 +304,8 @@ def _occurrence_create(
             cohort_size=board.cohort_size,
             rank_events=board.rank_events,
             event_top_n=board.event_top_n,
+            # Its boards with cohorts are the league's boards (docs/leagues.md).
+            league=league if board.cohort_size is not None else NO_LEAGUE,
         )
     tiers = [
         RewardTier(
@@ -227,9 +315,17 @@ def _occurrence_create(
             rank_to=tier.rank_to,
             reward_name=tier.reward_name,
             quantity=tier.quantity,
+            league_tier=tier.league_tier,
         )
         for tier in RewardTier.objects.filter(season_id=template.id).select_related("board")
     ]
+    for tier in tiers:
+        if tier.league_tier and tier.league_tier not in tier.board.tiers:
+            raise ValidationError(
+                f"reward tier {tier.rank_from}-{tier.rank_to} ({tier.reward_name}) of board "
+                f"{tier.board.slug!r} names league tier {tier.league_tier!r}, which the "
+                f"schedule's league ({', '.join(league.tiers) or 'none'}) does not have"
+            )
     RewardTier.objects.bulk_create(tiers)
     return season.id
 

@@ -95,8 +95,12 @@ def _board_plan(board: BoardRef) -> _BoardPlan:
             )
         )
     standing_changes.sort(key=lambda c: (c.new_rank or 10**12, c.old_rank or 10**12))
+    if board.tiers:
+        # A league board's grants, like its movements, are final at the close-out: the next
+        # season's cohorts were formed from those movements (docs/leagues.md).
+        return _BoardPlan(board, rows, {}, standing_changes, [])
     wanted: dict[int, tuple[RewardTier, StandingRow]] = {}
-    for tier in RewardTier.objects.filter(board_id=board.id).order_by("rank_from"):
+    for tier in RewardTier.objects.filter(board_id=board.id, league_tier="").order_by("rank_from"):
         for row in rows[tier.rank_from - 1 : tier.rank_to]:
             wanted[row.player_id] = (tier, row)
     grants = {g.player_id: g for g in RewardGrant.objects.filter(board_id=board.id)}

@@ -21,7 +21,7 @@ every value is a bound parameter.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -196,3 +196,9 @@ def board_params(
     if applied is not None:
         params["applied"] = _applied_array(applied)
     return params
+
+
+def array_literal(values: Sequence[int | None]) -> str:
+    """``values`` as a PostgreSQL array literal (``{1,2,NULL}``): a few thousand integers go in
+    several times faster as one text value than as a list psycopg adapts element by element."""
+    return "{" + ",".join("NULL" if v is None else str(int(v)) for v in values) + "}"

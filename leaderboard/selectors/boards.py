@@ -42,6 +42,14 @@ class BoardRef:
     # Rank events (docs/events.md): emitted or not, and the top N of entered_top/left_top.
     rank_events: bool = True
     event_top_n: int = EVENT_TOP_N_DEFAULT
+    # A league board's tiers, lowest first, and the percent of each cohort moving up and down
+    # at the close-out (docs/leagues.md); () elsewhere.
+    tiers: tuple[str, ...] = ()
+    promote_percent: int = 0
+    relegate_percent: int = 0
+    # A league board whose cohorts wait for the previous season's close-out (as read when
+    # this ref was made: memoized refs may lag by LEADERBOARD_SEASON_CACHE_SECONDS).
+    league_waiting: bool = False
 
     @property
     def season_id(self) -> int:
@@ -66,6 +74,12 @@ class BoardRef:
     def ascending(self) -> bool:
         return self.order == BoardOrder.ASC
 
+    def tier_name(self, tier: int | None) -> str | None:
+        """The name of a tier (a position in ``tiers``); None for none."""
+        if tier is None or not self.tiers:
+            return None
+        return self.tiers[min(tier, len(self.tiers) - 1)]
+
     @classmethod
     def from_model(cls, board: Board) -> BoardRef:
         return cls(
@@ -81,6 +95,10 @@ class BoardRef:
             cohort_size=board.cohort_size,
             rank_events=board.rank_events,
             event_top_n=board.event_top_n,
+            tiers=tuple(board.tiers),
+            promote_percent=board.promote_percent,
+            relegate_percent=board.relegate_percent,
+            league_waiting=board.league_waiting,
         )
 
 

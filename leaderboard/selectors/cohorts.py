@@ -22,6 +22,7 @@ from seasons.memo import process_state_register
 
 from ..models import Cohort, CohortMember
 from .boards import BoardRef
+from .leagues import cohort_movements_projected
 from .rankings import RankingEntry, board_friends_get
 
 # How long a cohort that still takes players is served as last read.
@@ -30,8 +31,10 @@ OPEN_COHORT_SECONDS = 1.0
 _COHORTS = Cohort._meta.db_table
 _MEMBERS = CohortMember._meta.db_table
 
+# A player's cohort with its tier and members: a cold read of the player's cohort asks once.
 _COHORT_OF_SQL = f"""
-    SELECT c.number FROM {_MEMBERS} m JOIN {_COHORTS} c ON c.id = m.cohort_id
+    SELECT c.number, c.tier, ARRAY(SELECT o.player_id FROM {_MEMBERS} o WHERE o.cohort_id = c.id)
+    FROM {_MEMBERS} m JOIN {_COHORTS} c ON c.id = m.cohort_id
     WHERE m.board_id = %s AND m.player_id = %s
 """  # noqa: S608 -- table names come from the models
 _MEMBERS_SQL = f"""
@@ -47,6 +50,8 @@ class CohortEntry:
 
     rank: int
     entry: RankingEntry
+    # On a league board, how the member would leave the tier if the season ended now.
+    movement: str | None = None
 
     @property
     def global_rank(self) -> int:
@@ -58,7 +63,7 @@ class CohortStanding:
     number: int
     size: int  # the board's cohort size: how many the cohort takes
     members: int  # players in it (those without a score now are not among the entries)
-    tier: int | None  # its league tier; None on a board without tiers
+    tier: str | None  # its league tier's name on a league board; None elsewhere
     entries: list[CohortEntry]
 
 
@@ -98,9 +103,12 @@ def player_cohort_number(*, board: BoardRef, player_id: int) -> int | None:
         row = cursor.fetchone()
     if row is None:
         return None  # not memoized: the player may join at their next result
+    number = int(row[0])
     with _lock:
-        _cohort_of[key] = int(row[0])
-    return int(row[0])
+        _cohort_of[key] = number
+    # The members came with it: the cohort read that follows finds them memoized.
+    _members_memoize(board, number, _Members(row[1], tuple(row[2])))
+    return number
 
 
 def _members(board: BoardRef, number: int) -> _Members | None:
@@ -115,12 +123,16 @@ def _members(board: BoardRef, number: int) -> _Members | None:
     if row is None:
         return None
     members = _Members(row[0], tuple(row[1]))
+    _members_memoize(board, number, members)
+    return members
+
+
+def _members_memoize(board: BoardRef, number: int, members: _Members) -> None:
     with _lock:
         if board.cohort_size is not None and len(members.players) >= board.cohort_size:
-            _full[key] = members
+            _full[(board.id, number)] = members
         else:
-            _open[key] = members
-    return members
+            _open[(board.id, number)] = members
 
 
 def cohort_ranked(entries: Sequence[RankingEntry]) -> list[CohortEntry]:
@@ -146,12 +158,29 @@ def cohort_standing_get(
     members = _members(board, number)
     if members is None:
         return None
-    entries = cohort_ranked(board_friends_get(board=board, player_ids=list(members.players)))
+    if not board.tiers:
+        entries = cohort_ranked(board_friends_get(board=board, player_ids=list(members.players)))
+    else:
+        # Every member plays in the cohort's tier: known without a lookup per entry.
+        entries = cohort_ranked(
+            board_friends_get(
+                board=board,
+                player_ids=list(members.players),
+                tier=board.tier_name(members.tier),
+            )
+        )
+        movements = cohort_movements_projected(
+            board=board, tier=members.tier, ranks=[e.rank for e in entries]
+        )
+        entries = [
+            CohortEntry(e.rank, e.entry, movement)
+            for e, movement in zip(entries, movements, strict=True)
+        ]
     return CohortStanding(
         number=number,
         size=board.cohort_size,
         members=len(members.players),
-        tier=members.tier,
+        tier=board.tier_name(members.tier),
         entries=entries if limit is None else entries[:limit],
     )
 

@@ -23,13 +23,15 @@ from ..redis import get_board_read_redis, reads_from_replicas, redis_unavailable
 from ..scripts import read_script_call
 from ._guards import guard_keys
 from .boards import BoardRef
+from .leagues import entries_with_tiers
 from .metadata import entries_with_metadata
 
 logger = logging.getLogger(__name__)
 
 
 class _NotKept:
-    """The metadata of an entry of a board that keeps none (the field is left out)."""
+    """The metadata of an entry of a board that keeps none, or the tier of an entry of a board
+    that is no league board (the field is left out)."""
 
     def __repr__(self) -> str:
         return "NOT_KEPT"
@@ -53,6 +55,9 @@ class RankingEntry:
     # On a board with tie-break columns, the player's value of each column (name -> value, in
     # the board's column order); None elsewhere.
     tiebreakers: dict[str, int] | None = None
+    # On a league board, the name of the player's league tier (None while they are in no
+    # cohort yet: selectors/leagues.py); NOT_KEPT elsewhere.
+    tier: Any = NOT_KEPT
     # The encoded score as Redis answered it (a board with tie-break columns: the wide key),
     # where the entry was read from Redis: the metadata's memo key (one score is one deciding
     # result). Not part of the entry's value.
@@ -88,12 +93,15 @@ def entries_adorned(
     entries: Sequence[RankingEntry],
     since: datetime | None = None,
     until: datetime | None = None,
+    with_tiers: bool = True,
 ) -> list[RankingEntry]:
-    """``entries`` with their names and, on a board that keeps metadata, their metadata (for
-    the results from ``since`` to before ``until``: a daily or weekly board)."""
-    return entries_with_metadata(
+    """``entries`` with their names, on a board that keeps metadata their metadata (for the
+    results from ``since`` to before ``until``: a daily or weekly board), and on a league board
+    their tiers (unless ``with_tiers`` is False: the caller set them)."""
+    adorned = entries_with_metadata(
         board=board, entries=entries_named(entries), since=since, until=until
     )
+    return entries_with_tiers(board=board, entries=adorned) if with_tiers else adorned
 
 
 def day_bounds(day: date) -> tuple[datetime, datetime]:
@@ -332,8 +340,12 @@ def board_around_get(*, board: BoardRef, player_id: int, radius: int) -> list[Ra
     )
 
 
-def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[RankingEntry]:
-    """The listed players' global entries, best first; players without a score left out."""
+def board_friends_get(
+    *, board: BoardRef, player_ids: list[int], tier: Any = NOT_KEPT
+) -> list[RankingEntry]:
+    """The listed players' global entries, best first; players without a score left out.
+    ``tier``: the tier name every one of them plays in on this league board (a cohort's
+    members), so it is not looked up per player."""
     if not player_ids:
         return []
     flat: list[bytes] = _board_read(
@@ -360,12 +372,15 @@ def board_friends_get(*, board: BoardRef, player_ids: list[int]) -> list[Ranking
                 player_id=int(flat[offset]),
                 points=codec.decode_points(flat[offset + 1]),
                 score=flat[offset + 1],
+                tier=tier,
             )
             for offset in range(0, len(flat), 3)
         ]
+    if tier is not NOT_KEPT and board.tiebreaks:
+        entries = [replace(entry, tier=tier) for entry in entries]
     # Within a shared rank, the board's own order, so the friends list agrees with the top
     # list and the pages: ZREVRANGE orders member bytes descending; a board with tie-break
     # columns (ZRANGE of key .. player) the player ids as text, ascending.
     entries.sort(key=lambda entry: str(entry.player_id), reverse=not board.tiebreaks)
     entries.sort(key=lambda entry: entry.rank)
-    return entries_adorned(board=board, entries=entries)
+    return entries_adorned(board=board, entries=entries, with_tiers=tier is NOT_KEPT)

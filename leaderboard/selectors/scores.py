@@ -12,6 +12,7 @@ from typing import Any
 from django.db import connection
 
 from ..codec import CodecError
+from ..models import Cohort, CohortMember
 from ._sql import RESULTS, board_params, scored_sql
 from .boards import BoardRef
 
@@ -244,6 +245,27 @@ def board_ranks_sql(*, board: BoardRef) -> tuple[str, dict[str, Any]]:
                COUNT(*) OVER () AS total
         FROM ({scored_sql(board=board, day=None)}) s
         WHERE s.score IS NOT NULL
+    """  # noqa: S608
+    return sql, board_params(board=board, day=None)
+
+
+def board_cohort_ranks_sql(*, board: BoardRef) -> tuple[str, dict[str, Any]]:
+    """The SQL, and its parameters, of every cohort member's place in their cohort (a board
+    with cohorts), for the close-out's league movements: rows (player_id, tier, cohort_rank,
+    shared_rank, players). ``cohort_rank`` is the final standings' rank within the cohort (the
+    board's order, then the lower player id on an exact tie); ``shared_rank`` gives an exact
+    tie one rank (1 + the members strictly better); ``players``: the cohort's members with a
+    score now (a member whose results were all voided, or who was banned, has none)."""
+    order = best_first(board)
+    sql = f"""
+        SELECT m.player_id, c.tier,
+               ROW_NUMBER() OVER (PARTITION BY c.id ORDER BY {order}, s.player_id) AS cohort_rank,
+               RANK() OVER (PARTITION BY c.id ORDER BY {order}) AS shared_rank,
+               COUNT(*) OVER (PARTITION BY c.id) AS players
+        FROM {CohortMember._meta.db_table} m
+        JOIN {Cohort._meta.db_table} c ON c.id = m.cohort_id
+        JOIN ({scored_sql(board=board, day=None)}) s ON s.player_id = m.player_id
+        WHERE m.board_id = %(board_id)s AND s.score IS NOT NULL
     """  # noqa: S608
     return sql, board_params(board=board, day=None)
 

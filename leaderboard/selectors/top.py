@@ -95,15 +95,17 @@ def board_top_read(*, board: BoardRef, count: int) -> TopRead:
 def top_snapshot_row(entry: RankingEntry) -> list[Any]:
     """One entry as the snapshot stores it: ``[rank, player, points, name, country]``, then
     the metadata on a board that keeps metadata, then the tie-break values on a board with
-    columns (the metadata's place then holds false where none is kept: metadata is an object
-    or null, never false)."""
+    columns, then the tier on a league board (a slot before one that is used holds false for
+    metadata where none is kept, null for tie-break values where there are none: metadata is
+    an object or null, never false)."""
     row: list[Any] = [entry.rank, entry.player_id, entry.points, entry.display_name, entry.country]
-    if entry.metadata is not NOT_KEPT:
-        row.append(entry.metadata)
-    if entry.tiebreakers is not None:
-        if entry.metadata is NOT_KEPT:
-            row.append(False)
+    league = entry.tier is not NOT_KEPT
+    if entry.metadata is not NOT_KEPT or entry.tiebreakers is not None or league:
+        row.append(False if entry.metadata is NOT_KEPT else entry.metadata)
+    if entry.tiebreakers is not None or league:
         row.append(entry.tiebreakers)
+    if league:
+        row.append(entry.tier)
     return row
 
 
@@ -113,6 +115,7 @@ def _top_snapshot_entry(row: list[Any]) -> RankingEntry:
     rank, player, points, *named = row
     name, country = [*named, None, None][:2]
     metadata = named[2] if len(named) > 2 else False
+    tiebreakers = named[3] if len(named) > 3 else None
     return RankingEntry(
         rank=int(rank),
         player_id=int(player),
@@ -120,7 +123,10 @@ def _top_snapshot_entry(row: list[Any]) -> RankingEntry:
         display_name=None if name is None else str(name),
         country=None if country is None else str(country),
         metadata=NOT_KEPT if metadata is False else metadata,
-        tiebreakers={str(k): int(v) for k, v in named[3].items()} if len(named) > 3 else None,
+        tiebreakers=None
+        if tiebreakers is None
+        else {str(k): int(v) for k, v in tiebreakers.items()},
+        tier=named[4] if len(named) > 4 else NOT_KEPT,
     )
 
 

@@ -2,7 +2,8 @@
 ``reconcile``, ``corrections`` (voids, bans), ``derived`` (top-list snapshots, weekly boards),
 ``unlink`` (dropping a closed season's keys), ``recovery`` (boards Redis lost), ``boards``
 (creating boards and seasons with their main board), ``results`` (storing ingested match
-results). Callers import from here.
+results), ``cohorts`` (who joins which cohort), ``leagues`` (a league board's tiers, and when
+its cohorts form). Callers import from here.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from .events import (
     rank_events_outbox_trim,
     rank_events_publish,
 )
+from .leagues import league_board_open, league_boards_open
 from .rebuild import (
     DEFAULT_ZADD_BATCH,
     DELTA_MERGE_BATCH,
@@ -161,6 +163,8 @@ __all__ = [
     "daily_board_expire_at",
     "daily_boards_existing",
     "event_top_n_check",
+    "league_board_open",
+    "league_boards_open",
     "match_result_void",
     "match_results_store",
     "player_ban",

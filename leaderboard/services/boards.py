@@ -8,9 +8,10 @@ from datetime import datetime
 from functools import partial
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from redis.exceptions import RedisError
 
+from seasons.leagues import NO_LEAGUE, LeagueSpec
 from seasons.models import Season, SeasonStatus
 from seasons.services import season_create
 
@@ -28,6 +29,7 @@ from ..models import (
     TiebreakSpecError,
     tiebreak_columns_check,
 )
+from ..selectors.leagues import league_previous_open
 from .reconcile import watermark_raise
 from .recovery import board_mark_intact
 
@@ -48,12 +50,17 @@ def board_create(
     cohort_size: int | None = None,
     rank_events: bool = True,
     event_top_n: int = EVENT_TOP_N_DEFAULT,
+    league: LeagueSpec = NO_LEAGUE,
 ) -> Board:
     """Add a board to a season; its codec split is fixed now from the season's length and the
     time resolution, and never changes once the board has results (nor do ``keeps_metadata``,
     since the results stored before would have none, and ``tiebreaks``, the columns ranked after
     points: every stored key depends on them; nor ``cohort_size``, which every cohort was
-    filled to)."""
+    filled to).
+
+    ``league``: the board is a league board (its schedule's tiers, docs/leagues.md), which needs
+    cohorts; it waits for the close-out of the league's previous season when that season is not
+    closed yet (services/leagues.py)."""
     season = Season.objects.select_for_update(no_key=True).filter(id=season_id).first()
     if season is None:
         raise ValidationError(f"season {season_id} does not exist")
@@ -85,7 +92,23 @@ def board_create(
         cohort_size=cohort_size_check(cohort_size),
         rank_events=rank_events,
         event_top_n=event_top_n_check(event_top_n),
+        tiers=list(league.tiers),
+        promote_percent=league.promote_percent,
+        relegate_percent=league.relegate_percent,
     )
+    if league.is_league:
+        if cohort_size is None:
+            raise ValidationError(f"board {slug!r}: a league ranks its players in cohorts")
+        with connection.cursor() as cursor:
+            board.league_waiting = (
+                league_previous_open(
+                    cursor=cursor,
+                    schedule_id=season.schedule_id,
+                    occurrence=season.occurrence,
+                    slug=slug,
+                )
+                is not None
+            )
     board.full_clean()
     board.save(force_insert=True)
     transaction.on_commit(partial(_new_board_mark_intact, board_id=board.id))

@@ -19,6 +19,8 @@ from django.db.backends.utils import CursorWrapper
 from leaderboard.models import Board, CohortMember, MatchResult, PlayerBan
 from seasons.models import Season
 
+from ..selectors._sql import array_literal
+from ..selectors.leagues import LeaguePlace, league_tiers_get
 from .cohorts import CohortCandidate, cohort_members_assign, cohorts_lock
 
 
@@ -138,7 +140,9 @@ _COHORT_MEMBERS = CohortMember._meta.db_table
 # one those checks took. A season or board being deleted waits for the batch, and then its
 # trigger sees the batch's rows and refuses. Ordered, so two consumers lock in the same order.
 LOCK_BOARDS_SQL = f"""
-    SELECT b.id, b.cohort_size FROM {_BOARDS} b JOIN {_SEASONS} s ON s.id = b.season_id
+    SELECT b.id, b.cohort_size, b.league_waiting, cardinality(b.tiers), b.slug, s.schedule_id,
+           s.occurrence, b.cohort_members
+    FROM {_BOARDS} b JOIN {_SEASONS} s ON s.id = b.season_id
     WHERE b.id = ANY(%s) ORDER BY b.id FOR KEY SHARE OF b, s
 """  # noqa: S608
 
@@ -233,6 +237,27 @@ _COHORT_CANDIDATES_SQL = f"""
 """  # noqa: S608
 
 
+# The candidates found before the boards' cohort locks, still without a cohort under them (a
+# batch that committed meanwhile may have assigned some), in the same order: index probes only.
+_STILL_NEW_SQL = f"""
+    SELECT f.board_id, f.player_id
+    FROM unnest(%s::text::bigint[], %s::text::bigint[])
+         WITH ORDINALITY AS f(board_id, player_id, position)
+    WHERE NOT EXISTS (
+        SELECT 1 FROM {_COHORT_MEMBERS} m
+        WHERE m.board_id = f.board_id AND m.player_id = f.player_id
+    )
+    AND NOT EXISTS (
+        SELECT 1 FROM {_BANS} x JOIN {_BOARDS} b ON b.season_id = x.season_id
+        WHERE b.id = f.board_id AND x.player_id = f.player_id
+    )
+    ORDER BY f.position
+"""  # noqa: S608
+
+
+_COHORT_MEMBERS_SQL = f"SELECT id, cohort_members FROM {_BOARDS} WHERE id = ANY(%s)"  # noqa: S608
+
+
 class BoardsDeleted(Exception):
     """Boards (or seasons) of the batch were deleted after it was validated; nothing stored."""
 
@@ -278,23 +303,57 @@ def match_results_store(*, results: ResultColumns) -> StoredBatch:
                     continue
                 same_message = (stored_partition, stored_offset) == (partition, offset)
                 others[(partition, offset)] = RowStored(stored_xid, same_message, bool(excluded))
-        cohort_sizes = {board_id: size for board_id, size in locked if size}
+        # A league board waiting for its previous season's close-out takes no one into a
+        # cohort yet (services/leagues.py); the lock above holds the flag read here until the
+        # commit, against the close-out that clears it.
+        cohort_sizes = {row[0]: row[1] for row in locked if row[1] and not row[2]}
         if cohort_sizes:
-            _cohorts_assign(cursor, cohort_sizes)
+            leagues = {
+                row[0]: LeaguePlace(row[0], row[4], row[5], row[6], row[3])
+                for row in locked
+                if row[0] in cohort_sizes and row[3]
+            }
+            members = {row[0]: row[7] for row in locked if row[0] in cohort_sizes}
+            _cohorts_assign(cursor, cohort_sizes, leagues, members)
     return StoredBatch(int(xid), others, banned)
 
 
-def _cohorts_assign(cursor: CursorWrapper, sizes: dict[int, int]) -> None:
-    """Assign the batch's players new to its boards with cohorts (services/cohorts.py). Asked
-    once without a lock (the usual batch brings nobody new), then again under the boards' locks:
-    a batch that committed while this one waited may have assigned some of them."""
+def _cohorts_assign(
+    cursor: CursorWrapper,
+    sizes: dict[int, int],
+    leagues: dict[int, LeaguePlace],
+    members: dict[int, int],
+) -> None:
+    """Assign the batch's players new to its boards with cohorts (services/cohorts.py), each
+    into their tier on a league board. Asked once without a lock (the usual batch brings nobody
+    new); then, under the boards' locks, those found are asked again only if another batch
+    assigned players meanwhile: ``members``, each board's ``cohort_members`` as the batch read
+    it before looking for newcomers, still holds if nobody did."""
     boards = sorted(sizes)
     cursor.execute(_COHORT_CANDIDATES_SQL, [boards])
     found = cursor.fetchall()
     if not found:
         return
-    cohorts_lock(cursor=cursor, board_ids=sorted({board_id for board_id, _ in found}))
-    cursor.execute(_COHORT_CANDIDATES_SQL, [boards])
-    candidates = [CohortCandidate(board_id, player_id) for board_id, player_id in cursor]
-    if candidates:
-        cohort_members_assign(cursor=cursor, candidates=candidates, sizes=sizes)
+    # Their tiers before the locks (an open league board's tiers no longer change): the locks
+    # are held to the commit, and every other assigner of the board waits for them.
+    tiers: dict[int, dict[int, int]] = {}
+    for board_id, place in leagues.items():
+        players = [player_id for board, player_id in found if board == board_id]
+        if players:
+            tiers[board_id] = league_tiers_get(cursor=cursor, place=place, player_ids=players)
+    locked = sorted({board_id for board_id, _ in found})
+    cohorts_lock(cursor=cursor, board_ids=locked)
+    cursor.execute(_COHORT_MEMBERS_SQL, [locked])
+    if any(members[board_id] != count for board_id, count in cursor.fetchall()):
+        cursor.execute(
+            _STILL_NEW_SQL,
+            [array_literal([b for b, _ in found]), array_literal([p for _, p in found])],
+        )
+        found = cursor.fetchall()
+        if not found:
+            return
+    candidates = [
+        CohortCandidate(board_id, player_id, tiers.get(board_id, {}).get(player_id))
+        for board_id, player_id in found
+    ]
+    cohort_members_assign(cursor=cursor, candidates=candidates, sizes=sizes)

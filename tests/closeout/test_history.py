@@ -292,6 +292,7 @@ def test_the_history_api_lists_newest_first_with_filters_and_pages(client: Clien
         "total": 4,
         "endsAt": "2026-10-31T00:00:00Z",
         "tier": None,
+        "movement": None,
         "reward": {"name": "gems", "quantity": 5},
     }
     assert (body[1]["schedule"], body[1]["occurrence"], body[1]["reward"]) == ("daily-cup", 3, None)

@@ -74,6 +74,9 @@ def test_schedules_list_names_the_current_season_and_the_next_reset(client: Clie
             "active": True,
             "currentSeasonId": current.id,
             "nextResetAt": current.ends_at.isoformat().replace("+00:00", "Z"),
+            "tiers": None,
+            "promotePercent": None,
+            "relegatePercent": None,
         }
     ]
     assert current.starts_at <= timezone.now() < current.ends_at

@@ -54,6 +54,7 @@ def test_schema_is_valid_openapi_3_and_documents_every_read_operation(client):
         "country",
         "tiebreakers",
         "metadata",
+        "tier",
     }
     assert entry["tiebreakers"]["additionalProperties"] == {"type": "integer"}
     assert entry["displayName"]["nullable"] is True
@@ -62,6 +63,9 @@ def test_schema_is_valid_openapi_3_and_documents_every_read_operation(client):
     assert "metadata" not in required
     assert entry["metadata"]["nullable"] is True
     assert entry["country"]["nullable"] is True
+    # Only league boards carry the tier: not required, null while the player is in no cohort.
+    assert "tier" not in required
+    assert entry["tier"]["nullable"] is True
     standing = schema["components"]["schemas"]["PlayerStanding"]["properties"]
     assert {"displayName", "country"} <= set(standing)
 

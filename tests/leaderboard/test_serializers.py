@@ -60,6 +60,23 @@ def test_metadata_is_there_on_boards_that_keep_it_and_left_out_elsewhere():
     assert standing_serializer.to_representation(standing)["metadata"] == {"car": "Aster GT"}
 
 
+def test_tier_is_there_on_league_boards_and_left_out_elsewhere():
+    league = RankingEntry(rank=1, player_id=7, points=9, tier="gold")
+    waiting = RankingEntry(rank=2, player_id=8, points=8, tier=None)
+    plain = RankingEntry(rank=3, player_id=9, points=7)
+    serializer = RankingEntrySerializer()
+    for entry in (league, waiting, plain):
+        assert serializer.to_representation(entry) == declared(serializer, entry)
+        standing = PlayerStanding(entry=entry, total=3, percentile=1.0, points_to_next_rank=None)
+        standing_serializer = PlayerStandingSerializer()
+        assert standing_serializer.to_representation(standing) == declared(
+            standing_serializer, standing
+        )
+    assert serializer.to_representation(league)["tier"] == "gold"
+    assert serializer.to_representation(waiting)["tier"] is None
+    assert "tier" not in serializer.to_representation(plain)
+
+
 def test_cohort_matches_its_declared_fields():
     entries = [
         CohortEntry(1, RankingEntry(rank=12, player_id=7, points=9, display_name="A")),
@@ -75,3 +92,24 @@ def test_cohort_matches_its_declared_fields():
         "entries": [declared(entry, e) for e in entries],
     }
     assert [(e["rank"], e["globalRank"]) for e in direct["entries"]] == [(1, 12), (1, 12), (3, 40)]
+    assert all("tier" not in e and "movement" not in e for e in direct["entries"])
+
+
+def test_a_league_cohort_matches_its_declared_fields():
+    entries = [
+        CohortEntry(1, RankingEntry(rank=3, player_id=7, points=9, tier="gold"), "stayed"),
+        CohortEntry(2, RankingEntry(rank=8, player_id=8, points=5, tier="gold"), "relegated"),
+    ]
+    standing = CohortStanding(number=2, size=20, members=2, tier="gold", entries=entries)
+    serializer = CohortSerializer()
+    direct = serializer.to_representation(standing)
+    entry = CohortEntrySerializer()
+    assert direct == {
+        **{k: v for k, v in declared(serializer, standing).items() if k != "entries"},
+        "entries": [declared(entry, e) for e in entries],
+    }
+    assert direct["tier"] == "gold"
+    assert [(e["tier"], e["movement"]) for e in direct["entries"]] == [
+        ("gold", "stayed"),
+        ("gold", "relegated"),
+    ]

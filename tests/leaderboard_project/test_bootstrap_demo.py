@@ -12,10 +12,14 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from closeout.models import RewardTier
+from leaderboard.models import Board
 from leaderboard_project.management.commands.bootstrap_demo import (
     DEMO_CUP,
     DEMO_CUP_TEMPLATE_ID,
     DEMO_CUP_TIERS,
+    DEMO_LEAGUE_BOARD,
+    DEMO_LEAGUE_REWARDS,
+    DEMO_LEAGUE_TIERS,
     DEMO_WEBHOOK_NAME,
 )
 from seasons.models import Schedule, Season
@@ -34,13 +38,29 @@ def test_the_demo_cup_runs_at_once_and_a_rerun_changes_nothing(tmp_path: Path) -
     [current] = Season.objects.filter(schedule=schedule, starts_at__lte=now, ends_at__gt=now)
     assert Season.objects.filter(schedule=schedule).count() in (1, 2)
     assert sorted(
-        (t.rank_from, t.rank_to, t.reward_name) for t in RewardTier.objects.filter(season=current)
+        (t.rank_from, t.rank_to, t.reward_name)
+        for t in RewardTier.objects.filter(season=current, board__slug="main")
     ) == sorted(DEMO_CUP_TIERS)
+    # The cup is a league: bronze, silver, gold in groups of 20, 20% up and down at each reset,
+    # its rewards by rank within each group (gold's podium more).
+    assert (schedule.tiers, schedule.promote_percent, schedule.relegate_percent) == (
+        list(DEMO_LEAGUE_TIERS),
+        20,
+        20,
+    )
+    league = Board.objects.get(season=current, slug=DEMO_LEAGUE_BOARD)
+    assert (league.tiers, league.cohort_size) == (["bronze", "silver", "gold"], 20)
+    assert sorted(
+        (t.rank_from, t.rank_to, t.reward_name, t.quantity, t.league_tier)
+        for t in RewardTier.objects.filter(season=current, board=league)
+    ) == sorted(DEMO_LEAGUE_REWARDS)
 
     call_command("bootstrap_demo", "--password-file", password, stdout=StringIO())
     assert Schedule.objects.filter(slug=DEMO_CUP).count() == 1
     assert Season.objects.filter(schedule=schedule).count() in (1, 2, 3)  # resets came between
-    assert RewardTier.objects.filter(season_id=DEMO_CUP_TEMPLATE_ID).count() == len(DEMO_CUP_TIERS)
+    assert RewardTier.objects.filter(season_id=DEMO_CUP_TEMPLATE_ID).count() == len(
+        DEMO_CUP_TIERS
+    ) + len(DEMO_LEAGUE_REWARDS)
 
 
 @pytest.mark.django_db

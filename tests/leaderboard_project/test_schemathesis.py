@@ -76,11 +76,14 @@ def door_token(_wsgi_keeps_the_test_transaction, settings, board_redis, kafka_to
     write_season_board(board_redis, season)
     write_daily_board(board_redis, season, START.date(), {1: (10, 0), 2: (20, 0)})
     # The main board ranks in cohorts of 4 too (players 1 and 2 in cohort 1, as ingestion
-    # would have put them), so the cohort reads reach 200s.
+    # would have put them), so the cohort reads reach 200s; and it is a league board (its
+    # cohort in the silver tier), so every entry carries a tier and cohort entries a movement.
     main = Board.objects.get(season=season, slug="main")
     main.cohort_size = 4
-    main.save(update_fields=["cohort_size"])
-    cohort = Cohort.objects.create(board=main, number=1, members=2)
+    main.tiers = ["bronze", "silver"]
+    main.promote_percent = main.relegate_percent = 50
+    main.save(update_fields=["cohort_size", "tiers", "promote_percent", "relegate_percent"])
+    cohort = Cohort.objects.create(board=main, number=1, tier=1, members=2)
     CohortMember.objects.bulk_create(
         [CohortMember(board=main, cohort=cohort, player_id=p) for p in (1, 2)]
     )

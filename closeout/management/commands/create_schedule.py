@@ -1,5 +1,6 @@
 """``python manage.py create_schedule --slug weekly-cup --name "Weekly cup" --cron "0 0 * * 1"
---template-season 12 [--timezone Europe/Paris] [--lead-minutes 60]``."""
+--template-season 12 [--timezone Europe/Paris] [--lead-minutes 60] [--tiers bronze,silver,gold
+--promote 20 --relegate 20]``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from closeout.services import schedule_create
+from seasons.leagues import league_tiers_parse
 from seasons.selectors import schedule_next_occurrences
 
 
@@ -34,6 +36,24 @@ class Command(BaseCommand):
             default=60,
             help="how long before each occurrence its season is created (default 60)",
         )
+        parser.add_argument(
+            "--tiers",
+            default="",
+            help="a tiered league: its tiers, lowest first (e.g. bronze,silver,gold); the "
+            "template's boards with cohorts become league boards (docs/leagues.md)",
+        )
+        parser.add_argument(
+            "--promote",
+            type=int,
+            default=0,
+            help="percent of each cohort moving up one tier at each close-out (with --tiers)",
+        )
+        parser.add_argument(
+            "--relegate",
+            type=int,
+            default=0,
+            help="percent of each cohort moving down one tier at each close-out (with --tiers)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -44,6 +64,9 @@ class Command(BaseCommand):
                 template_season_id=options["template"],
                 timezone_name=options["timezone"],
                 lead_minutes=options["lead_minutes"],
+                tiers=league_tiers_parse(options["tiers"]),
+                promote_percent=options["promote"],
+                relegate_percent=options["relegate"],
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
@@ -54,5 +77,12 @@ class Command(BaseCommand):
                 f"{schedule.timezone}, template season {schedule.template_season_id}; next "
                 f"occurrences {', '.join(t.isoformat() for t in upcoming)} (each season created "
                 f"{schedule.lead_minutes} minutes before)"
+                + (
+                    f"; a league of tiers {', '.join(schedule.tiers)}: the top "
+                    f"{schedule.promote_percent}% of each cohort move up, the bottom "
+                    f"{schedule.relegate_percent}% down at each close-out"
+                    if schedule.tiers
+                    else ""
+                )
             )
         )

@@ -22,6 +22,8 @@
   var playerUrl = table.getAttribute("data-player-url") || "";
   var highlight = table.getAttribute("data-highlight");
   var withMetadata = table.hasAttribute("data-metadata");
+  // A league board: a cell with each entry's tier after the player's.
+  var withTier = table.hasAttribute("data-tiers");
   // The board's tie-break columns, in order: one cell each after the points.
   var tiebreakers = (table.getAttribute("data-tiebreakers") || "").split(",").filter(Boolean);
   var statusEl = document.getElementById("live-status");
@@ -134,6 +136,11 @@
       if (classes.length) { tr.className = classes.join(" "); }
       tr.appendChild(cell(String(entry.rank), true));
       tr.appendChild(playerCell(entry, player));
+      if (withTier) {
+        var tier = cell(entry.tier || "", false);
+        tier.className = "tier";
+        tr.appendChild(tier);
+      }
       tr.appendChild(cell(String(entry.points), true));
       tiebreakers.forEach(function (name) {
         var values = entry.tiebreakers || {};
@@ -150,7 +157,7 @@
       var empty = document.createElement("tr");
       empty.className = "empty";
       var td0 = cell("No scores yet.", false);
-      td0.colSpan = 3 + tiebreakers.length + (withMetadata ? 1 : 0);
+      td0.colSpan = 3 + tiebreakers.length + (withMetadata ? 1 : 0) + (withTier ? 1 : 0);
       empty.appendChild(td0);
       fragment.appendChild(empty);
     }

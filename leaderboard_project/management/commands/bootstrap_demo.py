@@ -12,10 +12,15 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand
 
 from closeout.models import RewardTier
-from closeout.services import reward_tier_create, schedule_create, schedules_advance
-from leaderboard.models import Board, BoardOrder, ScoringRule, TiebreakColumn
+from closeout.services import (
+    reward_tier_create,
+    schedule_create,
+    schedule_league_set,
+    schedules_advance,
+)
+from leaderboard.models import MAIN_BOARD, Board, BoardOrder, ScoringRule, TiebreakColumn
 from leaderboard.services import board_create, season_setup
-from seasons.models import Schedule, Season
+from seasons.models import Schedule, Season, SeasonStatus
 from webhooks.models import WebhookEndpoint
 from webhooks.services import webhook_endpoint_create, webhook_endpoint_url_set
 
@@ -39,10 +44,20 @@ DEMO_BOARDS = (
 
 
 # The demo cup: a competition that resets every 10 minutes (make run's "cup" process plays
-# it), copying its template season's board and reward tiers into each new season.
+# it), copying its template season's boards and reward tiers into each new season.
 DEMO_CUP_TEMPLATE_ID = 2
 DEMO_CUP = "demo-cup"
 DEMO_CUP_TIERS = ((1, 1, "Cup trophy"), (2, 3, "Cup medal"), (4, 10, "Cup badge"))
+# The cup is also a league (docs/leagues.md): its "league" board ranks players in groups of 20,
+# each in one tier; at every reset the top 20% of each group move up a tier, the bottom 20%
+# down. Its rewards go by rank within the group: every group's winner gets a chest, gold's
+# podium more.
+DEMO_LEAGUE_BOARD = "league"
+DEMO_LEAGUE_TIERS = ("bronze", "silver", "gold")
+DEMO_LEAGUE_COHORT = 20
+DEMO_LEAGUE_PERCENT = 20
+# (rank from, rank to, reward, quantity, league tier or "" for every tier)
+DEMO_LEAGUE_REWARDS = ((1, 1, "Group winner's chest", 1, ""), (1, 3, "Gold chest", 3, "gold"))
 
 # The demo webhook: every rank event of every board, POSTed to the web process's own demo
 # receiver (webhooks/views.py), which checks the signatures and shows what arrived.
@@ -56,8 +71,9 @@ def demo_receiver_url(*, port: int, endpoint_id: int | str) -> str:
 class Command(BaseCommand):
     help = (
         "Create the demo season (boards: score, kills, lap times, arena), the demo cup (a "
-        "schedule resetting every 10 minutes), the demo webhook (to the web process's demo "
-        "receiver) and a staff user for `make run` (idempotent)."
+        "schedule resetting every 10 minutes, with a league in bronze, silver and gold), the "
+        "demo webhook (to the web process's demo receiver) and a staff user for `make run` "
+        "(idempotent)."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
@@ -136,7 +152,16 @@ class Command(BaseCommand):
                 main_board_name="Cup points",
             )
             self.stdout.write(f"created the demo cup's template season {DEMO_CUP_TEMPLATE_ID}")
-        if not RewardTier.objects.filter(season_id=DEMO_CUP_TEMPLATE_ID).exists():
+        template = Season.objects.get(id=DEMO_CUP_TEMPLATE_ID)
+        # A template the close-out has closed takes no new board or tier (a demo database made
+        # before the cup had its league keeps the cup as it was: `make clean` starts afresh).
+        editable = template.status != SeasonStatus.CLOSED
+        if (
+            editable
+            and not RewardTier.objects.filter(
+                season_id=DEMO_CUP_TEMPLATE_ID, board__slug=MAIN_BOARD
+            ).exists()
+        ):
             for rank_from, rank_to, reward in DEMO_CUP_TIERS:
                 reward_tier_create(
                     season_id=DEMO_CUP_TEMPLATE_ID,
@@ -144,6 +169,21 @@ class Command(BaseCommand):
                     rank_to=rank_to,
                     reward_name=reward,
                 )
+        if (
+            editable
+            and not Board.objects.filter(
+                season_id=DEMO_CUP_TEMPLATE_ID, slug=DEMO_LEAGUE_BOARD
+            ).exists()
+        ):
+            board_create(
+                season_id=DEMO_CUP_TEMPLATE_ID,
+                slug=DEMO_LEAGUE_BOARD,
+                name="League points",
+                cohort_size=DEMO_LEAGUE_COHORT,
+            )
+            self.stdout.write("created the demo league's board on the cup's template")
+        league_board = Board.objects.filter(season_id=DEMO_CUP_TEMPLATE_ID, slug=DEMO_LEAGUE_BOARD)
+        league = league_board.exists()
         if not Schedule.objects.filter(slug=DEMO_CUP).exists():
             # From ten minutes ago: the occurrence running now is the first, created at once.
             schedule_create(
@@ -153,8 +193,37 @@ class Command(BaseCommand):
                 template_season_id=DEMO_CUP_TEMPLATE_ID,
                 lead_minutes=5,
                 starts_from=now - timedelta(minutes=10),
+                tiers=DEMO_LEAGUE_TIERS if league else (),
+                promote_percent=DEMO_LEAGUE_PERCENT if league else 0,
+                relegate_percent=DEMO_LEAGUE_PERCENT if league else 0,
             )
             self.stdout.write(f"created the demo schedule {DEMO_CUP} (every 10 minutes)")
+        cup = Schedule.objects.get(slug=DEMO_CUP)
+        if not cup.tiers and league:
+            # A demo made before the cup was a league becomes one from its next season.
+            schedule_league_set(
+                schedule_id=cup.id,
+                tiers=DEMO_LEAGUE_TIERS,
+                promote_percent=DEMO_LEAGUE_PERCENT,
+                relegate_percent=DEMO_LEAGUE_PERCENT,
+            )
+        if (
+            editable
+            and league
+            and not RewardTier.objects.filter(
+                season_id=DEMO_CUP_TEMPLATE_ID, board__slug=DEMO_LEAGUE_BOARD
+            ).exists()
+        ):
+            for rank_from, rank_to, reward, quantity, league_tier in DEMO_LEAGUE_REWARDS:
+                reward_tier_create(
+                    season_id=DEMO_CUP_TEMPLATE_ID,
+                    rank_from=rank_from,
+                    rank_to=rank_to,
+                    reward_name=reward,
+                    quantity=quantity,
+                    board_slug=DEMO_LEAGUE_BOARD,
+                    league_tier=league_tier,
+                )
         # Its season running now at once, not at beat's first run.
         schedules_advance()
 
