@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -14,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,22 @@ class Result:
             partition,
             offset,
         )
+
+
+def seeded_results(season: Season, count: int, *, players: int, seed: int) -> list[Result]:
+    """``count`` results of up to ``players`` players, one a second from a minute into the
+    season, drawn from ``seed``: the same list on every run."""
+    rng = random.Random(seed)
+    return [
+        Result(
+            uuid.UUID(int=rng.getrandbits(128), version=4),
+            rng.randint(1, players),
+            season.id,
+            rng.randint(0, 1000),
+            season.starts_at + timedelta(seconds=60 + i),
+        )
+        for i in range(count)
+    ]
 
 
 def consumer_options(*, topic: str, dead_letter_topic: str, **overrides: Any) -> ConsumerOptions:

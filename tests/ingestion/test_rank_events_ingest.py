@@ -5,10 +5,8 @@ the same ids, and nothing new on a replay; through the real consumer and Kafka."
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -23,7 +21,7 @@ from seasons.models import SeasonStatus
 from tests.helpers import make_season
 from tests.leaderboard.rank_events_reference import EventsReference, RefResult
 
-from .ingest_helpers import LetterSink, Result, consumer_options, publish_results
+from .ingest_helpers import LetterSink, Result, consumer_options, publish_results, seeded_results
 from .topic_reader import topic_read
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,22 +43,6 @@ class ListSink:
 
     def events(self) -> list[dict[str, Any]]:
         return [json.loads(value) for _, value in self.messages]
-
-
-def _results(season: Any, count: int, *, players: int, seed: int) -> list[Result]:
-    import random
-
-    rng = random.Random(seed)
-    return [
-        Result(
-            uuid.UUID(int=rng.getrandbits(128), version=4),
-            rng.randint(1, players),
-            season.id,
-            rng.randint(0, 1000),
-            season.starts_at + timedelta(seconds=60 + i),
-        )
-        for i in range(count)
-    ]
 
 
 def _reference(board: Board, topic: str, results: list[Result]) -> list[dict[str, Any]]:
@@ -99,7 +81,7 @@ def test_a_failed_publish_keeps_the_events_for_the_redelivery(board_redis) -> No
     board = Board.objects.get(season=season, slug="main")
     board.event_top_n = 3
     board.save()
-    results = _results(season, 30, players=8, seed=3)
+    results = seeded_results(season, 30, players=8, seed=3)
     records = [ConsumedRecord(0, o, r.key(), r.value()) for o, r in enumerate(results)]
 
     # Kafka refuses the events: the batch does not return, so its offsets are not committed;
@@ -141,7 +123,7 @@ def test_events_through_the_consumer_and_kafka_and_none_new_on_a_replay(
     board.save()
     topic, dlq = topic_and_dlq("events", partitions=1)
     events_topic = kafka_topic_factory("rank-events", partitions=2)
-    results = _results(season, 300, players=40, seed=11)
+    results = seeded_results(season, 300, players=40, seed=11)
     publish_results(topic, results)
     options = consumer_options(
         topic=topic, dead_letter_topic=dlq, max_poll_records=50, rank_events_topic=events_topic
