@@ -271,6 +271,17 @@ class FakeClock:
             self.now += seconds
 
 
+def assert_received(receiver: Receiver, expected: Iterable[str], running: Running) -> None:
+    """``receiver`` accepted exactly the ``expected`` event ids, each once; or, after a
+    restart of the deliverer (one that ended as stalled before it could commit), each at least
+    once: what was not committed is read and sent again, as at-least-once promises."""
+    got = receiver.event_ids()
+    wanted = sorted(expected)
+    assert set(got) == set(wanted)
+    if not running.restarts:
+        assert sorted(got) == wanted
+
+
 def wait_for_events(receiver: Receiver, expected: set[str], *, timeout: float = 30) -> None:
     wait_until(
         lambda: expected <= set(receiver.event_ids()),
