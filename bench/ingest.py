@@ -43,7 +43,10 @@ the CPU of each.
 ``--tiebreak N`` (1..3) then drains a second backlog of the same size, to a board of the same
 season ranked by points and N tie-break columns (keys past 53 bits: wide keys, docs/scaling.md),
 with the same consumers: its results/s beside the plain drain's, and each board's Redis bytes per
-player (MEMORY USAGE of its keys over its players).
+player (MEMORY USAGE of its keys over its players). ``--tiebreak-rounds R`` then drains one
+backlog a round twice, as ``--cohort-rounds`` does: to a fresh plain board, and with the same
+players, points and order plus the tie-break values to a fresh board with the columns; rounds
+alternate which runs first, so neither board has the warmer machine or the emptier one.
 
 ``--events`` then drains a second backlog of the same size to a board of the same spec that
 emits rank events (every board before it emits none), with consumers of its own: its results/s
@@ -105,6 +108,7 @@ import django  # noqa: E402
 
 django.setup()
 
+import msgspec  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition  # noqa: E402
@@ -214,6 +218,9 @@ class Report:
     # one with cohorts of that size ("on-<round>"), each by fresh consumers of its own topic, in
     # --cohort-rounds rounds of fresh boards (asdict of Drain, by slug, in the order run).
     cohort_drains: dict[str, dict[str, object]] = field(default_factory=dict)
+    # --tiebreak-rounds: the same backlog drained to a plain board ("plain-<round>") and, with
+    # the tie-break values kept, to a board with --tiebreak columns ("wide-<round>"), as above.
+    tiebreak_drains: dict[str, dict[str, object]] = field(default_factory=dict)
     redis_bytes_per_player: dict[str, float] = field(default_factory=dict)
     # --events: the second drain, to a board that emits rank events (the baseline's boards do
     # not), the events it published, and produce-to-event in the steady and burst phases.
@@ -1001,6 +1008,14 @@ def run(args: argparse.Namespace) -> Report:
             cohort_boards[slug] = board_create(
                 season_id=e2e_id, slug=slug, name=slug, cohort_size=size, rank_events=False
             ).id
+    # --tiebreak-rounds: pairs of fresh boards, plain and with the columns, alternating as above.
+    tiebreak_pairs: dict[str, int] = {}
+    for round_number in range(1, args.tiebreak_rounds + 1 if tiebreak_columns else 1):
+        wide_pair = [(f"plain-{round_number}", ()), (f"wide-{round_number}", tiebreak_columns)]
+        for slug, columns in wide_pair if round_number % 2 else reversed(wide_pair):
+            tiebreak_pairs[slug] = board_create(
+                season_id=e2e_id, slug=slug, name=slug, tiebreaks=columns, rank_events=False
+            ).id
     extra_topics: list[str] = []
     ceiling_board = main_board_get(season_id=ceiling_id)
     # Every board of the run: each drain's topic gets an empty watermark on each of them.
@@ -1010,6 +1025,7 @@ def run(args: argparse.Namespace) -> Report:
         ceiling_board.id,
         *events_boards,
         *cohort_boards.values(),
+        *tiebreak_pairs.values(),
     )
     consumers: list[subprocess.Popen[bytes]] = []
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -1241,6 +1257,43 @@ def run(args: argparse.Namespace) -> Report:
                 report.notes.append(f"the consumers did not apply the {slug} backlog in time")
                 continue
             report.cohort_drains[slug] = asdict(drain_of)
+
+        # --- --tiebreak-rounds: the same results to a plain board and to a tie-break one -----
+        wide_backlogs: dict[str, list[MatchResultMessage]] = {}
+        for slug, board_id in tiebreak_pairs.items():
+            number = slug.rsplit("-", 1)[1]
+            if number not in wide_backlogs:
+                # One backlog a round, with tie-break values; the plain board gets it without
+                # them: the same players, points and order on both boards.
+                wide = Results(
+                    season_id=e2e_id,
+                    players=args.players,
+                    seed=10 + int(number),
+                    tiebreaks=[c.name for c in tiebreak_columns],
+                )
+                wide_backlogs[number] = [wide.one() for _ in range(args.backlog)]
+            backlog_of = [
+                msgspec.structs.replace(
+                    m, board=slug, tiebreakers=m.tiebreakers if slug.startswith("wide") else None
+                )
+                for m in wide_backlogs[number]
+            ]
+            drain_of = _board_drain(
+                args=args,
+                topic=f"{topic}-{slug}",
+                group=f"{group}-{slug}",
+                board_id=board_id,
+                backlog=backlog_of,
+                every_board=run_boards,
+                services=services,
+                label=slug,
+                desc=slug,
+                cleanup=extra_topics,
+            )
+            if drain_of is None:
+                report.notes.append(f"the consumers did not apply the {slug} backlog in time")
+                continue
+            report.tiebreak_drains[slug] = asdict(drain_of)
 
         # --- steady and burst: produce-to-visible latency ------------------------------------
         board = keys.board(board_id=main_board_get(season_id=e2e_id).id)
@@ -1554,7 +1607,8 @@ def render(report: Report) -> str:
             *(f"- {k}: {ms:,.1f}" for k, ms in report.redis_apply_only_cpu_ms_per_1000.items()),
         ]
     cohort_profiles = [
-        (f"{slug} drain", _profile_of(measured)) for slug, measured in report.cohort_drains.items()
+        (f"{slug} drain", _profile_of(measured))
+        for slug, measured in (report.cohort_drains | report.tiebreak_drains).items()
     ]
     for drain, profile in (
         ("drain", report.e2e_profile),
@@ -1617,47 +1671,75 @@ def render(report: Report) -> str:
                 f"{_fmt(latency.p50_ms, ' ms')}, p99 {_fmt(latency.p99_ms, ' ms')}, max "
                 f"{_fmt(latency.max_ms, ' ms')}"
             )
-    rounds = sorted({slug.rsplit("-", 1)[1] for slug in report.cohort_drains}, key=int)
-    if rounds:
-        size = report.args.get("cohort_size")
-        lines += [
-            "",
-            f"end-to-end drain of the same backlog to a board without cohorts and to one with "
-            f"cohorts of {size} (each its own topic and consumers; most results are a player's "
-            "first on the board, the case that assigns a cohort; rounds alternate which runs "
-            "first):",
-            "",
-            "| round | without: first batch on | with | ratio | without: a tenth on | with "
-            "| ratio | CPU without | CPU with |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        ]
-        for number in rounds:
-            off = report.cohort_drains.get(f"off-{number}")
-            on = report.cohort_drains.get(f"on-{number}")
-            if not off or not on:
-                continue
-            cells = [number]
-            for key in ("first_per_s", "steady_per_s"):
-                a, b = float(off[key]), float(on[key])  # type: ignore[arg-type]
-                cells += [_fmt(a), _fmt(b), f"{b / a if a else 0:.2f}x"]
-            for measured in (off, on):
-                cpu = measured["cpu_ms_per_1000"]
-                assert isinstance(cpu, dict)
-                cells.append(f"{sum(cpu.values()):,.1f} ms")
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append(
-            "(CPU: ms of CPU per 1,000 results over each drain, start-up included, every process "
-            "summed: the bench, the consumers, Kafka, PostgreSQL, Redis; target ratio >= 0.85x)"
-        )
-        for slug, measured in report.cohort_drains.items():
-            cpu = measured["cpu_ms_per_1000"]
-            assert isinstance(cpu, dict)
-            lines.append(f"- CPU {slug}: " + ", ".join(f"{k} {ms:,.1f}" for k, ms in cpu.items()))
+    lines += _pairs_table(
+        report.cohort_drains,
+        without="off",
+        within="on",
+        heading=f"end-to-end drain of the same backlog to a board without cohorts and to one with "
+        f"cohorts of {report.args.get('cohort_size')} (each its own topic and consumers; most "
+        "results are a player's first on the board, the case that assigns a cohort; rounds "
+        "alternate which runs first):",
+        target=0.85,
+    )
+    lines += _pairs_table(
+        report.tiebreak_drains,
+        without="plain",
+        within="wide",
+        heading=f"end-to-end drain of the same backlog to a plain board and, with the tie-break "
+        f"values, to a board with {report.args.get('tiebreak')} tie-break columns (each its own "
+        "topic and consumers; rounds alternate which runs first):",
+        target=0.8,
+    )
     if report.redis_bytes_per_player:
         sizes = ", ".join(f"{name} {n:,.1f}" for name, n in report.redis_bytes_per_player.items())
         lines.append(f"Redis bytes per player (MEMORY USAGE of the board's keys): {sizes}")
     lines += [f"note: {note}" for note in report.notes]
     return "\n".join(lines)
+
+
+def _pairs_table(
+    drains: dict[str, dict[str, object]], *, without: str, within: str, heading: str, target: float
+) -> list[str]:
+    """The report's table of paired drains ("<without>-<round>", "<within>-<round>"): each
+    round's rates, their ratio and the CPU of each, then the CPU of each drain by process."""
+    rounds = sorted({slug.rsplit("-", 1)[1] for slug in drains}, key=int)
+    if not rounds:
+        return []
+    lines = [
+        "",
+        heading,
+        "",
+        "| round | without: first batch on | with | ratio | without: a tenth on | with "
+        "| ratio | CPU without | CPU with | CPU ratio |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for number in rounds:
+        off = drains.get(f"{without}-{number}")
+        on = drains.get(f"{within}-{number}")
+        if not off or not on:
+            continue
+        cells = [number]
+        for key in ("first_per_s", "steady_per_s"):
+            a, b = float(off[key]), float(on[key])  # type: ignore[arg-type]
+            cells += [_fmt(a), _fmt(b), f"{b / a if a else 0:.2f}x"]
+        sums = []
+        for measured in (off, on):
+            cpu = measured["cpu_ms_per_1000"]
+            assert isinstance(cpu, dict)
+            sums.append(sum(cpu.values()))
+            cells.append(f"{sums[-1]:,.1f} ms")
+        cells.append(f"{sums[0] / sums[1] if sums[1] else 0:.2f}x")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append(
+        "(CPU: ms of CPU per 1,000 results over each drain, start-up included, every process "
+        "summed: the bench, the consumers, Kafka, PostgreSQL, Redis; CPU ratio: without over "
+        f"with; target ratio >= {target}x)"
+    )
+    for slug, measured in drains.items():
+        cpu = measured["cpu_ms_per_1000"]
+        assert isinstance(cpu, dict)
+        lines.append(f"- CPU {slug}: " + ", ".join(f"{k} {ms:,.1f}" for k, ms in cpu.items()))
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1684,6 +1766,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="after the end-to-end drain, drain as many results to a board ranked by points "
         "and this many tie-break columns (kills, deaths, assists), and compare",
+    )
+    parser.add_argument(
+        "--tiebreak-rounds",
+        type=int,
+        default=0,
+        help="with --tiebreak: then this many pairs of drains of one backlog, to a fresh plain "
+        "board and (with the tie-break values) to a fresh board with the columns, alternating "
+        "which runs first",
     )
     parser.add_argument(
         "--events",
