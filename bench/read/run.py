@@ -70,6 +70,7 @@ import json
 import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -159,7 +160,11 @@ def parse_args() -> argparse.Namespace:
         help="the board on the local Redis Cluster: the same as exporting "
         "LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3",
     )
-    return parser.parse_args()
+    args = parser.parse_args()
+    # Said before minutes of loading data, not as a traceback at the HTTP part.
+    if not args.skip_http and shutil.which("wrk") is None:
+        parser.error("the HTTP part needs wrk (Debian: apt-get install wrk); or pass --skip-http")
+    return args
 
 
 def _redis_db_url(url: str, db: int) -> str:
