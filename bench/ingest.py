@@ -1234,19 +1234,18 @@ def run(args: argparse.Namespace) -> Report:
             # From here on the main board emits too: the steady phase's probes measure
             # produce-to-event beside produce-to-visible.
             Board.objects.filter(id=e2e_boards[0]).update(rank_events=True)
-        # --- --cohort-size: the same drain to a board without, then one with cohorts ---------
-        for slug, board_id in cohort_boards.items():
-            # The same results (one seed a round) under each board's slug: most are a player's
-            # first on the board, the case where a board with cohorts assigns one.
-            seed = 3 + int(slug.rsplit("-", 1)[1])
-            same = Results(season_id=e2e_id, players=args.players, seed=seed, boards=[slug])
-            cohort_topic = f"{topic}-{slug}"
+
+        def paired_drain(
+            slug: str, board_id: int, backlog_of: list[MatchResultMessage], *, cohorts: bool
+        ) -> None:
+            """One drain of a --cohort-rounds or --tiebreak-rounds pair, from a topic of its own,
+            into the report's drains of that pair."""
             drain_of = _board_drain(
                 args=args,
-                topic=cohort_topic,
+                topic=f"{topic}-{slug}",
                 group=f"{group}-{slug}",
                 board_id=board_id,
-                backlog=[same.one() for _ in range(args.backlog)],
+                backlog=backlog_of,
                 every_board=run_boards,
                 services=services,
                 label=slug,
@@ -1255,8 +1254,16 @@ def run(args: argparse.Namespace) -> Report:
             )
             if drain_of is None:
                 report.notes.append(f"the consumers did not apply the {slug} backlog in time")
-                continue
-            report.cohort_drains[slug] = asdict(drain_of)
+                return
+            (report.cohort_drains if cohorts else report.tiebreak_drains)[slug] = asdict(drain_of)
+
+        # --- --cohort-size: the same drain to a board without, then one with cohorts ---------
+        for slug, board_id in cohort_boards.items():
+            # The same results (one seed a round) under each board's slug: most are a player's
+            # first on the board, the case where a board with cohorts assigns one.
+            seed = 3 + int(slug.rsplit("-", 1)[1])
+            same = Results(season_id=e2e_id, players=args.players, seed=seed, boards=[slug])
+            paired_drain(slug, board_id, [same.one() for _ in range(args.backlog)], cohorts=True)
 
         # --- --tiebreak-rounds: the same results to a plain board and to a tie-break one -----
         wide_backlogs: dict[str, list[MatchResultMessage]] = {}
@@ -1278,22 +1285,7 @@ def run(args: argparse.Namespace) -> Report:
                 )
                 for m in wide_backlogs[number]
             ]
-            drain_of = _board_drain(
-                args=args,
-                topic=f"{topic}-{slug}",
-                group=f"{group}-{slug}",
-                board_id=board_id,
-                backlog=backlog_of,
-                every_board=run_boards,
-                services=services,
-                label=slug,
-                desc=slug,
-                cleanup=extra_topics,
-            )
-            if drain_of is None:
-                report.notes.append(f"the consumers did not apply the {slug} backlog in time")
-                continue
-            report.tiebreak_drains[slug] = asdict(drain_of)
+            paired_drain(slug, board_id, backlog_of, cohorts=False)
 
         # --- steady and burst: produce-to-visible latency ------------------------------------
         board = keys.board(board_id=main_board_get(season_id=e2e_id).id)
