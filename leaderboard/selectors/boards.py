@@ -147,6 +147,12 @@ def board_get(*, board_id: int) -> BoardRef:
     return BoardRef.from_model(Board.objects.select_related("season").get(pk=board_id))
 
 
+def board_find(*, season_id: int, slug: str) -> BoardRef | None:
+    """The season's board ``slug`` fresh from PostgreSQL (writes: a join), or None."""
+    found = Board.objects.select_related("season").filter(season_id=season_id, slug=slug).first()
+    return BoardRef.from_model(found) if found is not None else None
+
+
 def main_board_get(*, season_id: int) -> BoardRef:
     """The season's main board, fresh from PostgreSQL (Board.DoesNotExist if none)."""
     board = Board.objects.select_related("season").get(season_id=season_id, slug=MAIN_BOARD)
