@@ -40,6 +40,13 @@ where ingestion assigns a cohort in the transaction that stores the result. ``--
 R`` repeats the pair on fresh boards, alternating which runs first. Both rates, the ratio, and
 the CPU of each.
 
+``--tournament`` then drains another backlog twice, the same results each time: to a plain board
+and to a tournament board (``--join-required``, ``--max-attempts`` ``--tournament-attempts``,
+default 1,000: every result is checked, none refused), every player of the backlog seated first
+(participants bulk-inserted: the join's own cost is not what is measured). Each of its results
+is decided in the storing transaction: joined, and within its attempts counted from PostgreSQL.
+``--tournament-rounds R`` repeats the pair on fresh boards, alternating which runs first.
+
 ``--tiebreak N`` (1..3) then drains a second backlog of the same size, to a board of the same
 season ranked by points and N tie-break columns (keys past 53 bits: wide keys, docs/scaling.md),
 with the same consumers: its results/s beside the plain drain's, and each board's Redis bytes per
@@ -124,6 +131,7 @@ from leaderboard.models import (  # noqa: E402
     Board,
     BoardOrder,
     MatchResult,
+    Participant,
     ScoringRule,
     TiebreakColumn,
 )
@@ -214,6 +222,9 @@ class Report:
     # one with cohorts of that size ("on-<round>"), each by fresh consumers of its own topic, in
     # --cohort-rounds rounds of fresh boards (asdict of Drain, by slug, in the order run).
     cohort_drains: dict[str, dict[str, object]] = field(default_factory=dict)
+    # --tournament: the same backlog drained to a plain board ("plain-<round>") and to a
+    # tournament board ("tournament-<round>"), as the cohort drains.
+    tournament_drains: dict[str, dict[str, object]] = field(default_factory=dict)
     redis_bytes_per_player: dict[str, float] = field(default_factory=dict)
     # --events: the second drain, to a board that emits rank events (the baseline's boards do
     # not), the events it published, and produce-to-event in the steady and burst phases.
@@ -795,6 +806,15 @@ class Drain:
     profile: Profile | None = None
 
 
+def _seat(board_id: int, players: set[int]) -> None:
+    """Seat ``players`` on a tournament board at once (setup, not measured: joins one by one
+    through the service would take minutes for a large backlog's players)."""
+    Participant.objects.bulk_create(
+        [Participant(board_id=board_id, player_id=p) for p in sorted(players)], batch_size=10_000
+    )
+    Board.objects.filter(id=board_id).update(participants=len(players))
+
+
 def _board_drain(
     *,
     args: argparse.Namespace,
@@ -1001,6 +1021,20 @@ def run(args: argparse.Namespace) -> Report:
             cohort_boards[slug] = board_create(
                 season_id=e2e_id, slug=slug, name=slug, cohort_size=size, rank_events=False
             ).id
+    # --tournament: two more boards of the season a round, plain and a tournament.
+    tournament_boards: dict[str, int] = {}
+    for round_number in range(1, args.tournament_rounds + 1 if args.tournament else 1):
+        plain = {"join_required": False, "max_attempts": None}
+        cup = {"join_required": True, "max_attempts": args.tournament_attempts}
+        pair = [(f"plain-{round_number}", plain), (f"tournament-{round_number}", cup)]
+        for slug, options in pair if round_number % 2 else reversed(pair):
+            tournament_boards[slug] = board_create(
+                season_id=e2e_id,
+                slug=slug,
+                name=slug,
+                rank_events=False,
+                **options,
+            ).id
     extra_topics: list[str] = []
     ceiling_board = main_board_get(season_id=ceiling_id)
     # Every board of the run: each drain's topic gets an empty watermark on each of them.
@@ -1010,6 +1044,7 @@ def run(args: argparse.Namespace) -> Report:
         ceiling_board.id,
         *events_boards,
         *cohort_boards.values(),
+        *tournament_boards.values(),
     )
     consumers: list[subprocess.Popen[bytes]] = []
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -1241,6 +1276,30 @@ def run(args: argparse.Namespace) -> Report:
                 report.notes.append(f"the consumers did not apply the {slug} backlog in time")
                 continue
             report.cohort_drains[slug] = asdict(drain_of)
+
+        # --- --tournament: the same drain to a plain board and to a tournament board ---------
+        for slug, board_id in tournament_boards.items():
+            seed = 100 + int(slug.rsplit("-", 1)[1])
+            same = Results(season_id=e2e_id, players=args.players, seed=seed, boards=[slug])
+            tournament_backlog = [same.one() for _ in range(args.backlog)]
+            if slug.startswith("tournament-"):
+                _seat(board_id, {m.player_id for m in tournament_backlog})
+            drain_of = _board_drain(
+                args=args,
+                topic=f"{topic}-{slug}",
+                group=f"{group}-{slug}",
+                board_id=board_id,
+                backlog=tournament_backlog,
+                every_board=run_boards,
+                services=services,
+                label=slug,
+                desc=slug,
+                cleanup=extra_topics,
+            )
+            if drain_of is None:
+                report.notes.append(f"the consumers did not apply the {slug} backlog in time")
+                continue
+            report.tournament_drains[slug] = asdict(drain_of)
 
         # --- steady and burst: produce-to-visible latency ------------------------------------
         board = keys.board(board_id=main_board_get(season_id=e2e_id).id)
@@ -1653,6 +1712,40 @@ def render(report: Report) -> str:
             cpu = measured["cpu_ms_per_1000"]
             assert isinstance(cpu, dict)
             lines.append(f"- CPU {slug}: " + ", ".join(f"{k} {ms:,.1f}" for k, ms in cpu.items()))
+    tournament_rounds = sorted(
+        {slug.rsplit("-", 1)[1] for slug in report.tournament_drains}, key=int
+    )
+    if tournament_rounds:
+        attempts = report.args.get("tournament_attempts")
+        lines += [
+            "",
+            "end-to-end drain of the same backlog to a plain board and to a tournament board "
+            f"(join required, every player seated, max-attempts {attempts}: every result "
+            "checked in the storing transaction, none refused; each its own topic and "
+            "consumers; rounds alternate which runs first):",
+            "",
+            "| round | plain: first batch on | tournament | ratio | plain: a tenth on | "
+            "tournament | ratio | CPU plain | CPU tournament |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for number in tournament_rounds:
+            off = report.tournament_drains.get(f"plain-{number}")
+            on = report.tournament_drains.get(f"tournament-{number}")
+            if not off or not on:
+                continue
+            cells = [number]
+            for key in ("first_per_s", "steady_per_s"):
+                a, b = float(off[key]), float(on[key])  # type: ignore[arg-type]
+                cells += [_fmt(a), _fmt(b), f"{b / a if a else 0:.2f}x"]
+            for measured in (off, on):
+                cpu = measured["cpu_ms_per_1000"]
+                assert isinstance(cpu, dict)
+                cells.append(f"{sum(cpu.values()):,.1f} ms")
+            lines.append("| " + " | ".join(cells) + " |")
+        for slug, measured in report.tournament_drains.items():
+            cpu = measured["cpu_ms_per_1000"]
+            assert isinstance(cpu, dict)
+            lines.append(f"- CPU {slug}: " + ", ".join(f"{k} {ms:,.1f}" for k, ms in cpu.items()))
     if report.redis_bytes_per_player:
         sizes = ", ".join(f"{name} {n:,.1f}" for name, n in report.redis_bytes_per_player.items())
         lines.append(f"Redis bytes per player (MEMORY USAGE of the board's keys): {sizes}")
@@ -1704,6 +1797,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=1,
         help="with --cohort-size: this many pairs of drains, on fresh boards, alternating which "
+        "of the two runs first",
+    )
+    parser.add_argument(
+        "--tournament",
+        action="store_true",
+        help="after the end-to-end drain, drain as many results to a plain board, then to a "
+        "tournament board (join required, every player seated, --tournament-attempts), and "
+        "compare",
+    )
+    parser.add_argument(
+        "--tournament-attempts",
+        type=int,
+        default=1_000,
+        help="with --tournament: the tournament board's max-attempts (default 1,000: none of "
+        "the backlog is refused, every result is checked)",
+    )
+    parser.add_argument(
+        "--tournament-rounds",
+        type=int,
+        default=1,
+        help="with --tournament: this many pairs of drains, on fresh boards, alternating which "
         "of the two runs first",
     )
     parser.add_argument("--steady-rate", type=float, default=2_000)
