@@ -190,3 +190,42 @@ def test_concurrent_batches_never_count_more_than_the_attempts() -> None:
     )
     assert per_player == dict.fromkeys(range(1, 6), 3)
     assert refused == {"attempts_exhausted": 5 * (2 * threads - 3)}
+
+
+def test_the_consumer_dead_letters_refusals_on_kafka_once_across_a_replay(
+    topic_and_dlq, kafka_bootstrap, board_redis
+) -> None:
+    from ingestion.consumer import MatchResultConsumer
+
+    from .ingest_helpers import consumer_options, publish_results
+    from .topic_reader import topic_read, topic_size
+
+    season = _season()
+    cup = board_factory(season, "cup", join_required=True, max_attempts=2)
+    for player in (1, 2):
+        board_player_join(board_id=cup.id, player_id=player, now=START)
+    results = [
+        _result(season.id, "cup", player, 10 * player + i, i)
+        for i in range(3)
+        for player in (1, 2, 3)
+    ]
+    topic, dlq = topic_and_dlq("tournament", partitions=2)
+    publish_results(topic, results)
+
+    def consume() -> None:
+        options = consumer_options(topic=topic, dead_letter_topic=dlq)
+        totals = MatchResultConsumer(options).run(
+            until=lambda t: t.records >= len(results), max_seconds=90
+        )
+        assert totals.records == len(results), totals
+
+    consume()
+    # Player 3 never joined (3 letters); players 1 and 2 have a third attempt each (2 letters).
+    letters = topic_read(dlq, kafka_bootstrap, count=5)
+    codes = Counter(dict(letter.headers)["dlq.code"].decode() for letter in letters)
+    assert codes == {"not_joined": 3, "attempts_exhausted": 2}
+    assert _board_scores(cup) == {1: 11, 2: 21}
+    # A new consumer group replays the topic from offset 0: nothing more on the DLQ.
+    consume()
+    assert topic_size(dlq, kafka_bootstrap) == 5
+    assert _board_scores(cup) == {1: 11, 2: 21}
