@@ -197,7 +197,7 @@ def _refused_split(
 ) -> _Refused:
     """Take what tournament boards refused (stored.refused) out of the batch: the records the
     refusals were decided for, and whose letters were not acknowledged yet, become dead letters;
-    the others are duplicates (docs/tournaments.md, "Exactly once")."""
+    the others are duplicates (docs/tournaments.md, "Refused results, exactly once")."""
     results = decoded.results
     by_key = {(r.partition, r.offset): r for r in records}
     letters: list[DeadLetter] = []
