@@ -122,6 +122,7 @@ bench:
 	@echo "  bench/ingest                  ingestion throughput and produce-to-visible latency"
 	@echo "      full scale: bench/ingest --consumers 2 --backlog 1000000 --burst-seconds 60"
 	@echo "      cohorts: bench/ingest --cohort-size 50 --cohort-rounds 2 (with and without cohorts)"
+	@echo "      tournaments: bench/ingest --tournament --tournament-rounds 2 (a tournament board against a plain one)"
 	@echo "  $(PY) bench/read/run.py --players 1000000   read path: Redis vs raw vs PostgreSQL"
 	@echo "      cohorts: add --cohort-size 50 (a league board's cohort read against the player entry)"
 	@echo "  $(PY) bench/store.py          PostgreSQL CPU per stored result, with/without a per-row FK"

@@ -40,6 +40,13 @@ where ingestion assigns a cohort in the transaction that stores the result. ``--
 R`` repeats the pair on fresh boards, alternating which runs first. Both rates, the ratio, and
 the CPU of each.
 
+``--tournament`` then drains another backlog twice, the same results each time: to a plain board
+and to a tournament board (``--join-required``, ``--max-attempts`` ``--tournament-attempts``,
+default 1,000: every result is checked, none refused), every player of the backlog seated first
+(participants bulk-inserted: the join's own cost is not what is measured). Each of its results
+is decided in the storing transaction: joined, and within its attempts counted from PostgreSQL.
+``--tournament-rounds R`` repeats the pair on fresh boards, alternating which runs first.
+
 ``--tiebreak N`` (1..3) then drains a second backlog of the same size, to a board of the same
 season ranked by points and N tie-break columns (keys past 53 bits: wide keys, docs/scaling.md),
 with the same consumers: its results/s beside the plain drain's, and each board's Redis bytes per
@@ -128,6 +135,7 @@ from leaderboard.models import (  # noqa: E402
     Board,
     BoardOrder,
     MatchResult,
+    Participant,
     ScoringRule,
     TiebreakColumn,
 )
@@ -218,9 +226,12 @@ class Report:
     # one with cohorts of that size ("on-<round>"), each by fresh consumers of its own topic, in
     # --cohort-rounds rounds of fresh boards (asdict of Drain, by slug, in the order run).
     cohort_drains: dict[str, dict[str, object]] = field(default_factory=dict)
-    # --tiebreak-rounds: the same backlog drained to a plain board ("plain-<round>") and, with
+    # --tiebreak-rounds: the same backlog drained to a plain board ("narrow-<round>") and, with
     # the tie-break values kept, to a board with --tiebreak columns ("wide-<round>"), as above.
     tiebreak_drains: dict[str, dict[str, object]] = field(default_factory=dict)
+    # --tournament: the same backlog drained to a plain board ("plain-<round>") and to a
+    # tournament board ("tournament-<round>"), as the cohort drains.
+    tournament_drains: dict[str, dict[str, object]] = field(default_factory=dict)
     redis_bytes_per_player: dict[str, float] = field(default_factory=dict)
     # --events: the second drain, to a board that emits rank events (the baseline's boards do
     # not), the events it published, and produce-to-event in the steady and burst phases.
@@ -802,6 +813,15 @@ class Drain:
     profile: Profile | None = None
 
 
+def _seat(board_id: int, players: set[int]) -> None:
+    """Seat ``players`` on a tournament board at once (setup, not measured: joins one by one
+    through the service would take minutes for a large backlog's players)."""
+    Participant.objects.bulk_create(
+        [Participant(board_id=board_id, player_id=p) for p in sorted(players)], batch_size=10_000
+    )
+    Board.objects.filter(id=board_id).update(participants=len(players))
+
+
 def _board_drain(
     *,
     args: argparse.Namespace,
@@ -1011,10 +1031,24 @@ def run(args: argparse.Namespace) -> Report:
     # --tiebreak-rounds: pairs of fresh boards, plain and with the columns, alternating as above.
     tiebreak_pairs: dict[str, int] = {}
     for round_number in range(1, args.tiebreak_rounds + 1 if tiebreak_columns else 1):
-        wide_pair = [(f"plain-{round_number}", ()), (f"wide-{round_number}", tiebreak_columns)]
+        wide_pair = [(f"narrow-{round_number}", ()), (f"wide-{round_number}", tiebreak_columns)]
         for slug, columns in wide_pair if round_number % 2 else reversed(wide_pair):
             tiebreak_pairs[slug] = board_create(
                 season_id=e2e_id, slug=slug, name=slug, tiebreaks=columns, rank_events=False
+            ).id
+    # --tournament: two more boards of the season a round, plain and a tournament.
+    tournament_boards: dict[str, int] = {}
+    for round_number in range(1, args.tournament_rounds + 1 if args.tournament else 1):
+        plain = {"join_required": False, "max_attempts": None}
+        cup = {"join_required": True, "max_attempts": args.tournament_attempts}
+        pair = [(f"plain-{round_number}", plain), (f"tournament-{round_number}", cup)]
+        for slug, options in pair if round_number % 2 else reversed(pair):
+            tournament_boards[slug] = board_create(
+                season_id=e2e_id,
+                slug=slug,
+                name=slug,
+                rank_events=False,
+                **options,
             ).id
     extra_topics: list[str] = []
     ceiling_board = main_board_get(season_id=ceiling_id)
@@ -1026,6 +1060,7 @@ def run(args: argparse.Namespace) -> Report:
         *events_boards,
         *cohort_boards.values(),
         *tiebreak_pairs.values(),
+        *tournament_boards.values(),
     )
     consumers: list[subprocess.Popen[bytes]] = []
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -1236,10 +1271,14 @@ def run(args: argparse.Namespace) -> Report:
             Board.objects.filter(id=e2e_boards[0]).update(rank_events=True)
 
         def paired_drain(
-            slug: str, board_id: int, backlog_of: list[MatchResultMessage], *, cohorts: bool
+            slug: str,
+            board_id: int,
+            backlog_of: list[MatchResultMessage],
+            *,
+            into: dict[str, dict[str, object]],
         ) -> None:
-            """One drain of a --cohort-rounds or --tiebreak-rounds pair, from a topic of its own,
-            into the report's drains of that pair."""
+            """One drain of a pair of the rounds (--cohort-rounds, --tiebreak-rounds,
+            --tournament-rounds), from a topic of its own, into the report's drains ``into``."""
             drain_of = _board_drain(
                 args=args,
                 topic=f"{topic}-{slug}",
@@ -1255,7 +1294,7 @@ def run(args: argparse.Namespace) -> Report:
             if drain_of is None:
                 report.notes.append(f"the consumers did not apply the {slug} backlog in time")
                 return
-            (report.cohort_drains if cohorts else report.tiebreak_drains)[slug] = asdict(drain_of)
+            into[slug] = asdict(drain_of)
 
         # --- --cohort-size: the same drain to a board without, then one with cohorts ---------
         for slug, board_id in cohort_boards.items():
@@ -1263,7 +1302,9 @@ def run(args: argparse.Namespace) -> Report:
             # first on the board, the case where a board with cohorts assigns one.
             seed = 3 + int(slug.rsplit("-", 1)[1])
             same = Results(season_id=e2e_id, players=args.players, seed=seed, boards=[slug])
-            paired_drain(slug, board_id, [same.one() for _ in range(args.backlog)], cohorts=True)
+            paired_drain(
+                slug, board_id, [same.one() for _ in range(args.backlog)], into=report.cohort_drains
+            )
 
         # --- --tiebreak-rounds: the same results to a plain board and to a tie-break one -----
         wide_backlogs: dict[str, list[MatchResultMessage]] = {}
@@ -1285,7 +1326,16 @@ def run(args: argparse.Namespace) -> Report:
                 )
                 for m in wide_backlogs[number]
             ]
-            paired_drain(slug, board_id, backlog_of, cohorts=False)
+            paired_drain(slug, board_id, backlog_of, into=report.tiebreak_drains)
+
+        # --- --tournament: the same drain to a plain board and to a tournament board ---------
+        for slug, board_id in tournament_boards.items():
+            seed = 100 + int(slug.rsplit("-", 1)[1])
+            same = Results(season_id=e2e_id, players=args.players, seed=seed, boards=[slug])
+            tournament_backlog = [same.one() for _ in range(args.backlog)]
+            if slug.startswith("tournament-"):
+                _seat(board_id, {m.player_id for m in tournament_backlog})
+            paired_drain(slug, board_id, tournament_backlog, into=report.tournament_drains)
 
         # --- steady and burst: produce-to-visible latency ------------------------------------
         board = keys.board(board_id=main_board_get(season_id=e2e_id).id)
@@ -1600,7 +1650,9 @@ def render(report: Report) -> str:
         ]
     cohort_profiles = [
         (f"{slug} drain", _profile_of(measured))
-        for slug, measured in (report.cohort_drains | report.tiebreak_drains).items()
+        for slug, measured in (
+            report.cohort_drains | report.tiebreak_drains | report.tournament_drains
+        ).items()
     ]
     for drain, profile in (
         ("drain", report.e2e_profile),
@@ -1675,12 +1727,23 @@ def render(report: Report) -> str:
     )
     lines += _pairs_table(
         report.tiebreak_drains,
-        without="plain",
+        without="narrow",
         within="wide",
         heading=f"end-to-end drain of the same backlog to a plain board and, with the tie-break "
         f"values, to a board with {report.args.get('tiebreak')} tie-break columns (each its own "
         "topic and consumers; rounds alternate which runs first):",
         target=0.8,
+    )
+    lines += _pairs_table(
+        report.tournament_drains,
+        without="plain",
+        within="tournament",
+        heading="end-to-end drain of the same backlog to a plain board and to a tournament board "
+        "(join required, every player seated, max-attempts "
+        f"{report.args.get('tournament_attempts')}: every result checked in the storing "
+        "transaction, none refused; each its own topic and consumers; rounds alternate which "
+        "runs first):",
+        target=None,
     )
     if report.redis_bytes_per_player:
         sizes = ", ".join(f"{name} {n:,.1f}" for name, n in report.redis_bytes_per_player.items())
@@ -1690,7 +1753,12 @@ def render(report: Report) -> str:
 
 
 def _pairs_table(
-    drains: dict[str, dict[str, object]], *, without: str, within: str, heading: str, target: float
+    drains: dict[str, dict[str, object]],
+    *,
+    without: str,
+    within: str,
+    heading: str,
+    target: float | None,
 ) -> list[str]:
     """The report's table of paired drains ("<without>-<round>", "<within>-<round>"): each
     round's rates, their ratio and the CPU of each, then the CPU of each drain by process."""
@@ -1725,7 +1793,7 @@ def _pairs_table(
     lines.append(
         "(CPU: ms of CPU per 1,000 results over each drain, start-up included, every process "
         "summed: the bench, the consumers, Kafka, PostgreSQL, Redis; CPU ratio: without over "
-        f"with; target ratio >= {target}x)"
+        "with" + (f"; target ratio >= {target}x)" if target is not None else ")")
     )
     for slug, measured in drains.items():
         cpu = measured["cpu_ms_per_1000"]
@@ -1786,6 +1854,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=1,
         help="with --cohort-size: this many pairs of drains, on fresh boards, alternating which "
+        "of the two runs first",
+    )
+    parser.add_argument(
+        "--tournament",
+        action="store_true",
+        help="after the end-to-end drain, drain as many results to a plain board, then to a "
+        "tournament board (join required, every player seated, --tournament-attempts), and "
+        "compare",
+    )
+    parser.add_argument(
+        "--tournament-attempts",
+        type=int,
+        default=1_000,
+        help="with --tournament: the tournament board's max-attempts (default 1,000: none of "
+        "the backlog is refused, every result is checked)",
+    )
+    parser.add_argument(
+        "--tournament-rounds",
+        type=int,
+        default=1,
+        help="with --tournament: this many pairs of drains, on fresh boards, alternating which "
         "of the two runs first",
     )
     parser.add_argument("--steady-rate", type=float, default=2_000)

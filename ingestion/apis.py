@@ -1,5 +1,7 @@
 """HTTP API of ingestion: the door for game servers that cannot speak Kafka (match results,
-and player profiles: ``PUT /api/players/{player}/profile``)."""
+and player profiles: ``PUT /api/players/{player}/profile``), and what game servers do with the
+same token besides: joining a tournament board
+(``POST /api/seasons/{season}/boards/{board}/players/{player}/join``)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.models import BOARD_SLUG_PATTERN
+from leaderboard.models import BOARD_SLUG_PATTERN, Board
+from leaderboard.selectors.boards import board_find
+from leaderboard.services import (
+    BOARD_FULL,
+    JOIN_NOT_REQUIRED,
+    SEASON_ENDED,
+    JoinRefused,
+    board_player_join,
+)
 from players.countries import ISO_3166_ALPHA_2
 from players.schema import (
     AVATAR_URL_MAX_CHARS,
@@ -28,6 +38,7 @@ from players.schema import (
 )
 from players.selectors import player_profile_get
 from players.services import player_profiles_upsert
+from seasons.models import Season
 
 from .authentication import GameServerTokenAuthentication, HasActiveGameServerToken
 from .parsers import BoundedJSONParser
@@ -363,3 +374,124 @@ class PlayerProfilePutApi(APIView):
                 headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
         return Response(PlayerProfileOutputSerializer(stored).data)
+
+
+class JoinOutputSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "BoardJoined"
+
+    seasonId = serializers.IntegerField(source="season_id")
+    board = serializers.CharField()
+    playerId = serializers.IntegerField(source="player_id")
+    joined = serializers.BooleanField(
+        help_text="True: joined by this call (201); false: the player had joined before (200)."
+    )
+    joinedAt = serializers.DateTimeField(source="joined_at")
+    participants = serializers.IntegerField(help_text="Players on the board now.")
+    maxSize = serializers.IntegerField(
+        source="max_size", allow_null=True, help_text="Its seats (--max-size); null: unlimited."
+    )
+
+
+class JoinRefusedSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "JoinRefused"
+
+    detail = serializers.CharField()
+    code = serializers.ChoiceField(
+        choices=[BOARD_FULL, JOIN_NOT_REQUIRED, SEASON_ENDED, "invalid_value", "not_found"],
+        help_text="409: board_full, join_not_required, season_ended; 400: invalid_value; "
+        "404: not_found.",
+    )
+
+
+class BoardPlayerJoinApi(APIView):
+    """``POST /api/seasons/{season}/boards/{board}/players/{player}/join``: a game server seats a
+    player on a tournament board (docs/tournaments.md). Idempotent: a player who joined is told
+    so (200), and a retry after a lost answer never takes a second seat."""
+
+    authentication_classes = [GameServerTokenAuthentication]
+    permission_classes = [HasActiveGameServerToken]
+
+    @extend_schema(
+        operation_id="board_player_join",
+        summary="Join a player to a tournament board (a board created with --join-required)",
+        parameters=[
+            OpenApiParameter("season", _BIGINT_ID, OpenApiParameter.PATH, description="Season id."),
+            OpenApiParameter(
+                "board",
+                {"type": "string", "pattern": BOARD_SLUG_PATTERN},
+                OpenApiParameter.PATH,
+                description="The board's slug.",
+            ),
+            OpenApiParameter("player", _BIGINT_ID, OpenApiParameter.PATH, description="Player id."),
+        ],
+        request=None,
+        responses={
+            201: OpenApiResponse(JoinOutputSerializer, description="joined by this call"),
+            200: OpenApiResponse(JoinOutputSerializer, description="the player had joined"),
+            400: OpenApiResponse(JoinRefusedSerializer, description="a malformed season or player"),
+            401: OpenApiResponse(description="no or malformed Bearer token, or an unknown one"),
+            403: OpenApiResponse(description="the token has been deactivated"),
+            404: OpenApiResponse(JoinRefusedSerializer, description="unknown season or board"),
+            409: OpenApiResponse(
+                JoinRefusedSerializer,
+                description="board_full (every seat taken), join_not_required (the board "
+                "counts every player's results), season_ended (the season ended or closed)",
+            ),
+            503: OpenApiResponse(
+                JoinRefusedSerializer,
+                description="PostgreSQL cannot be reached; POST again after Retry-After seconds "
+                "(it is idempotent)",
+            ),
+        },
+    )
+    def post(self, request: Request, season: str, board: str, player: str) -> Response:
+        def refused(http_status: int, code: str, detail: str) -> Response:
+            return Response(
+                JoinRefusedSerializer({"detail": detail, "code": code}).data, status=http_status
+            )
+
+        for name, value in (("season", season), ("player", player)):
+            if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= PLAYER_ID_MAX:
+                return refused(
+                    status.HTTP_400_BAD_REQUEST,
+                    "invalid_value",
+                    f"{name} must be a positive integer id, got {value[:40]!r}",
+                )
+        season_id, player_id = int(season), int(player)
+        try:
+            ref = board_find(season_id=season_id, slug=board[:40])
+            if ref is None:
+                what = (
+                    f"season {season_id} has no board {board[:40]!r}"
+                    if Season.objects.filter(id=season_id).exists()
+                    else f"season {season_id} does not exist"
+                )
+                return refused(status.HTTP_404_NOT_FOUND, "not_found", what)
+            outcome = board_player_join(board_id=ref.id, player_id=player_id)
+        except Board.DoesNotExist:
+            return refused(
+                status.HTTP_404_NOT_FOUND, "not_found", f"season {season_id} has no board {board!r}"
+            )
+        except JoinRefused as exc:
+            return refused(status.HTTP_409_CONFLICT, exc.code, exc.detail)
+        except OperationalError as exc:
+            return Response(
+                {"detail": f"the join could not be stored; retry ({type(exc).__name__})"},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+        body = {
+            "season_id": season_id,
+            "board": ref.slug,
+            "player_id": player_id,
+            "joined": outcome.joined,
+            "joined_at": outcome.joined_at,
+            "participants": outcome.participants,
+            "max_size": outcome.max_size,
+        }
+        return Response(
+            JoinOutputSerializer(body).data,
+            status=status.HTTP_201_CREATED if outcome.joined else status.HTTP_200_OK,
+        )

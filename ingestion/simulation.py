@@ -15,6 +15,10 @@ What makes it realistic enough to exercise the consumer:
 - duplicates, a ``duplicates`` fraction of the results: half are producer retries (the same
   bytes re-sent at once), half late duplicates (the same result re-sent ``late_delay`` seconds
   later as a new message, as a game server retrying after a timeout would);
+- tournaments (contract 0.3): a board that requires joining gets results only from the players
+  seated on it (``SimulatedBoard.players``: simulate_matches joins them first), one match in
+  four is played among them, and a board with max-attempts gets at most that many results per
+  player from this run;
 - names (contract 0.3), with ``profiles_topic``: each player has a stable made-up name and
   country; a ``names_share`` of the results carry the player's ``displayName``, and as many
   times a whole profile (name, country, updatedAt = now) goes to the profiles topic.
@@ -67,6 +71,18 @@ class SimulatedBoard:
     # The board's tie-break column names (contract 0.3): each result carries a value of each,
     # drawn from 0..TIEBREAK_DRAW_MAX (kills, deaths: small counts that tie often).
     tiebreaks: tuple[str, ...] = ()
+    # A tournament board (contract 0.3): the players seated on it, the only ones who play it
+    # (None: every player); and the results per player it takes (None: unlimited).
+    players: tuple[int, ...] | None = None
+    max_attempts: int | None = None
+
+
+# A tournament's candidates: the first ids, this many more than its seats (the last are told
+# the board is full). Without a limit, this many join.
+TOURNAMENT_EXTRA_CANDIDATES = 8
+TOURNAMENT_DEFAULT_SEATS = 64
+# One match in this many is played among a tournament's seated players.
+TOURNAMENT_MATCH_EVERY = 4
 
 
 # What a racing game would attach to a lap time.
@@ -161,6 +177,12 @@ class MatchGenerator:
         # Median of each board's lognormal at its points_mean.
         self._mu = {b.slug: math.log(max(b.points_mean, 1)) for b in self._boards}
         self._next_board = 0
+        # Tournaments: who may play each board that requires joining, and the results this run
+        # gave each (board, player) on a board with max-attempts.
+        self._seated = {b.slug: frozenset(b.players) for b in self._boards if b.players is not None}
+        self._tournament_players = sorted(set().union(*self._seated.values()))
+        self._attempts: dict[tuple[str, int], int] = {}
+        self._matches = 0
 
     @staticmethod
     def _coprime_multiplier(players: int) -> int:
@@ -205,10 +227,28 @@ class MatchGenerator:
     def achieved_at(self, now: datetime) -> datetime:
         return min(max(now, self.config.season_starts_at), self.config.season_ends_at)
 
+    def _plays(self, board: SimulatedBoard, player_id: int) -> bool:
+        """Whether the player's result goes to the board: seated on a tournament board, with an
+        attempt left on a board with max-attempts (counted here when it does)."""
+        seated = self._seated.get(board.slug)
+        if seated is not None and player_id not in seated:
+            return False
+        if board.max_attempts is None:
+            return True
+        used = self._attempts.get((board.slug, player_id), 0)
+        if used >= board.max_attempts:
+            return False
+        self._attempts[(board.slug, player_id)] = used + 1
+        return True
+
     def match(self, now: datetime) -> list[MatchResultMessage]:
         match_id = uuid.UUID(int=self.random.getrandbits(128), version=4)
         size = self.random.randint(2, 8)
         players: set[int] = set()
+        self._matches += 1
+        if self._tournament_players and self._matches % TOURNAMENT_MATCH_EVERY == 0:
+            size = min(size, len(self._tournament_players))
+            players.update(self.random.sample(self._tournament_players, size))
         while len(players) < min(size, self.config.players):
             players.add(self.player_id())
         achieved_at = self.achieved_at(now)
@@ -229,6 +269,8 @@ class MatchGenerator:
             )
             for player_id in sorted(players)
             for board in self._boards_of_result()
+            if (board.players is None and board.max_attempts is None)
+            or self._plays(board, player_id)
         ]
 
     def _metadata(self, match_id: uuid.UUID, player_id: int) -> bytes:
@@ -362,12 +404,23 @@ def simulation_config_for_season(
             shape = dict(_CUMULATIVE_POINTS)
         elif slug == MAIN_BOARD or len(wanted) == 1:
             shape = {key: options[key] for key in ("points_mean", "points_step") if key in options}
+        candidates = None
+        if board.join_required:
+            # Who may join: simulate_matches joins them, and keeps those who got a seat.
+            seats = board.max_size or TOURNAMENT_DEFAULT_SEATS
+            players = options.get("players")
+            count = seats + TOURNAMENT_EXTRA_CANDIDATES
+            candidates = tuple(
+                range(1, (min(count, players) if isinstance(players, int) else count) + 1)
+            )
         simulated.append(
             SimulatedBoard(
                 slug=slug,
                 max_points=board.max_points,
                 metadata=board.keeps_metadata,
                 tiebreaks=board.tiebreak_names,
+                players=candidates,
+                max_attempts=board.max_attempts,
                 **shape,  # type: ignore[arg-type]
             )
         )

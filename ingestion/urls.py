@@ -9,4 +9,9 @@ urlpatterns = [
         apis.PlayerProfilePutApi.as_view(),
         name="player-profile-put",
     ),
+    path(
+        "seasons/<str:season>/boards/<str:board>/players/<str:player>/join",
+        apis.BoardPlayerJoinApi.as_view(),
+        name="board-player-join",
+    ),
 ]

@@ -16,6 +16,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from seasons.admin import ReadOnlyAdmin, SeasonAdminBase, confirmed_action
@@ -28,9 +30,11 @@ from .models import (
     CohortMember,
     LeagueMovement,
     MatchResult,
+    Participant,
     PlayerBan,
     RebuildRun,
     ReconcileRun,
+    RefusedResult,
     TiebreakSpecError,
     tiebreak_columns_parse,
     tiebreak_spec_parse,
@@ -42,9 +46,11 @@ from .selectors.results import match_results_of_player
 from .services import (
     EVENT_FIELDS,
     SCORE_FIELDS,
+    TOURNAMENT_FIELDS,
     Correction,
     CorrectionSubject,
     board_create,
+    board_players_remove,
     board_reconcile,
     board_update,
     event_top_n_check,
@@ -52,6 +58,7 @@ from .services import (
     player_ban,
     player_unban,
     tiebreak_columns_json,
+    tournament_options_check,
 )
 from .tasks import board_rebuild_task, boards_correct_task
 
@@ -177,6 +184,9 @@ class BoardForm(forms.ModelForm):
             "cohort_size",
             "rank_events",
             "event_top_n",
+            "join_required",
+            "max_size",
+            "max_attempts",
         )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -193,6 +203,18 @@ class BoardForm(forms.ModelForm):
             return event_top_n_check(top_n)
         except ValidationError as exc:
             raise forms.ValidationError(exc.messages) from exc
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        try:
+            tournament_options_check(
+                join_required=bool(data.get("join_required")),
+                max_size=data.get("max_size"),
+                max_attempts=data.get("max_attempts"),
+            )
+        except ValidationError as exc:
+            raise forms.ValidationError(exc.messages) from exc
+        return data
 
     def clean_tiebreak_columns(self) -> list[dict[str, str]]:
         text = self.cleaned_data.get("tiebreak_columns") or ""
@@ -226,10 +248,14 @@ class BoardInline(admin.TabularInline):
         "cohorts",
         "rank_events",
         "event_top_n",
+        "join_required",
+        "max_size",
+        "max_attempts",
+        "tournament",
         "league",
         "time_bits",
     )
-    readonly_fields = ("cohorts", "league", "time_bits")
+    readonly_fields = ("cohorts", "tournament", "league", "time_bits")
     show_change_link = False
 
     @admin.display(description="League")
@@ -241,6 +267,14 @@ class BoardInline(admin.TabularInline):
             f"{' < '.join(obj.tiers)}: {obj.promote_percent}% up, "
             f"{obj.relegate_percent}% down{state}"
         )
+
+    @admin.display(description="Participants")
+    def tournament(self, obj: Board) -> SafeString | str:
+        if obj.pk is None or not obj.join_required:
+            return "-"
+        seats = f"{obj.participants}" + (f"/{obj.max_size}" if obj.max_size else "")
+        url = reverse("admin:leaderboard_participant_changelist") + f"?board__id__exact={obj.pk}"
+        return format_html('<a href="{}">{} joined</a>', url, seats)
 
     @admin.display(description="Cohorts")
     def cohorts(self, obj: Board) -> str:
@@ -285,7 +319,10 @@ class SeasonBoardsMixin(_SeasonAdmin):
                     board.delete()
                     formset.deleted_objects.append(board)
                 continue
-            values = {field: data[field] for field in ("name", *SCORE_FIELDS, *EVENT_FIELDS)}
+            values = {
+                field: data[field]
+                for field in ("name", *SCORE_FIELDS, *EVENT_FIELDS, *TOURNAMENT_FIELDS)
+            }
             values["tiebreaks"] = tiebreak_columns_parse(values.pop("tiebreak_columns"))
             if board.pk is None:
                 formset.new_objects.append(board_create(season_id=season.id, **values))
@@ -417,6 +454,79 @@ class CohortAdmin(ReadOnlyAdmin):
     @admin.display(description="League tier")
     def league_tier(self, obj: Cohort) -> str:
         return _tier_name(obj.board, obj.tier) or "-"
+
+
+@admin.register(Participant)
+class ParticipantAdmin(admin.ModelAdmin):
+    """Who joined each tournament board (docs/tournaments.md). Players join through the API;
+    staff look them up by player id and remove them (the seat frees up, their stored results
+    stay counted, their next ones are refused as not_joined)."""
+
+    list_display = ("player_id", "board", "season", "joined_at")
+    list_filter = ("board__season", "board")
+    list_select_related = ("board",)
+    search_fields = ("=player_id",)
+    search_help_text = "A player id: the boards the player joined."
+    ordering = ("board", "joined_at", "player_id")
+    fields = ("board", "player_id", "joined_at")
+    readonly_fields = fields
+    show_full_result_count = False
+    actions = ("remove_participants",)
+
+    @admin.display(description="Season")
+    def season(self, obj: Participant) -> int:
+        return obj.board.season_id
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # Joining is the API's (the board's seats and season are checked there).
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        # Removal goes through the service (the seat count follows): not the bulk delete.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.action(description="Remove the selected participants", permissions=["delete"])
+    def remove_participants(self, request: HttpRequest, queryset: QuerySet[Participant]) -> None:
+        by_board: dict[int, list[int]] = {}
+        for board_id, player_id in queryset.values_list("board_id", "player_id"):
+            by_board.setdefault(board_id, []).append(player_id)
+        removed = sum(
+            board_players_remove(board_id=board_id, player_ids=players)
+            for board_id, players in sorted(by_board.items())
+        )
+        self.message_user(request, f"{removed} participant(s) removed.", messages.SUCCESS)
+
+    def delete_model(self, request: HttpRequest, obj: Participant) -> None:
+        board_players_remove(board_id=obj.board_id, player_ids=[obj.player_id])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Participant]) -> None:
+        self.remove_participants(request, queryset)
+
+
+@admin.register(RefusedResult)
+class RefusedResultAdmin(ReadOnlyAdmin):
+    """The results tournament boards refused (not_joined, attempts_exhausted), each decided once
+    and dead-lettered once; kept so a redelivery is never decided again."""
+
+    list_display = (
+        "board",
+        "player_id",
+        "match_id",
+        "code",
+        "kafka_partition",
+        "kafka_offset",
+        "refused_at",
+        "dead_lettered_at",
+    )
+    list_filter = ("code", "board__season")
+    list_select_related = ("board",)
+    search_fields = ("=player_id", "=match_id")
+    show_full_result_count = False
 
 
 def _tier_name(board: Board, tier: int | None) -> str | None:

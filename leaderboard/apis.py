@@ -58,6 +58,7 @@ from .selectors.rankings import (
 )
 from .selectors.sizes import board_sizes_known_get
 from .selectors.top import TopList, board_top_get
+from .selectors.tournaments import board_participants_get
 from .serializers import (
     AroundQuerySerializer,
     CohortPathSerializer,
@@ -603,6 +604,27 @@ class BoardListApi(PublicApi):
             help_text="League boards: the percent of each cohort moving down one tier; null "
             "elsewhere.",
         )
+        joinRequired = serializers.BooleanField(
+            source="join_required",
+            help_text="A tournament (--join-required): only the results of players who joined "
+            "(POST .../players/{player}/join) count.",
+        )
+        joined = serializers.IntegerField(
+            allow_null=True,
+            help_text="Players who joined (seats taken); null on a board that does not require "
+            "joining.",
+        )
+        maxSize = serializers.IntegerField(
+            source="max_size",
+            allow_null=True,
+            help_text="Its seats (--max-size); null: unlimited.",
+        )
+        maxAttempts = serializers.IntegerField(
+            source="max_attempts",
+            allow_null=True,
+            help_text="Distinct matches counted per player at most (--max-attempts); its entries "
+            "carry attempts. Null: unlimited.",
+        )
 
     @extend_schema(
         operation_id="boards_list",
@@ -616,6 +638,7 @@ class BoardListApi(PublicApi):
             raise NotFound(f"season {path['season']} does not exist")
         boards = board_list_cached(season_id=path["season"])
         sizes = board_sizes_known_get(boards=boards)
+        joined = board_participants_get(boards=boards)
         rows = [
             {
                 "slug": b.slug,
@@ -630,6 +653,10 @@ class BoardListApi(PublicApi):
                 "tiers": list(b.tiers) if b.tiers else None,
                 "promote_percent": b.promote_percent if b.tiers else None,
                 "relegate_percent": b.relegate_percent if b.tiers else None,
+                "join_required": b.join_required,
+                "joined": joined.get(b.id),
+                "max_size": b.max_size,
+                "max_attempts": b.max_attempts,
             }
             for b in boards
         ]

@@ -26,6 +26,10 @@ COHORT_SIZE_MAX = 1000
 # Rank events (docs/events.md): entered_top and left_top are about a board's top N.
 EVENT_TOP_N_DEFAULT = 100
 EVENT_TOP_N_MAX = 100_000
+# Tournaments (docs/tournaments.md): the bounds of --max-size and --max-attempts. Past them a
+# value is a typo rather than a tournament (a board holding more players needs no seats).
+MAX_SIZE_MAX = 10_000_000
+MAX_ATTEMPTS_MAX = 10_000
 
 
 class BoardOrder(models.TextChoices):
@@ -116,6 +120,29 @@ class Board(models.Model):
     # board's cohort lock): a batch that read it before taking the lock and finds it unchanged
     # once it holds the lock knows nobody was assigned meanwhile (services/results.py).
     cohort_members = models.BigIntegerField(default=0, editable=False)
+    # Contract 0.3, tournaments (docs/tournaments.md): only players who joined
+    # (POST .../players/{p}/join) may have results counted; at most max_size of them; at most
+    # max_attempts distinct matches per player. May change at any time: ingestion reads them in
+    # the transaction that stores each batch, and what it refused stays refused.
+    join_required = models.BooleanField(
+        default=False,
+        help_text="Count only the results of players who joined the board (a tournament).",
+    )
+    max_size = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=f"At most this many players may join (1 to {MAX_SIZE_MAX}); empty: no limit. "
+        "Needs join required.",
+    )
+    max_attempts = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=f"Count at most this many distinct matches per player (1 to "
+        f"{MAX_ATTEMPTS_MAX}); empty: no limit.",
+    )
+    # Players who joined, raised and lowered only under the board row's lock by the join and
+    # removal services (services/tournaments.py), so the seat count is one read, not a count.
+    participants = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -143,6 +170,16 @@ class Board(models.Model):
             models.CheckConstraint(
                 condition=models.Q(event_top_n__gte=1, event_top_n__lte=EVENT_TOP_N_MAX),
                 name="board_event_top_n_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(max_size__isnull=True)
+                | models.Q(max_size__gte=1, max_size__lte=MAX_SIZE_MAX, join_required=True),
+                name="board_max_size_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(max_attempts__isnull=True)
+                | models.Q(max_attempts__gte=1, max_attempts__lte=MAX_ATTEMPTS_MAX),
+                name="board_max_attempts_range",
             ),
             # A league ranks its players in cohorts, one tier each.
             models.CheckConstraint(
@@ -459,6 +496,66 @@ class LeagueMovement(models.Model):
 
     def __str__(self) -> str:
         return f"player {self.player_id} {self.movement} on board {self.board_id}"
+
+
+class Participant(models.Model):
+    """A player who joined a board that requires joining (a tournament): only their results
+    count on it (docs/tournaments.md). Written by ``board_player_join`` under the board row's
+    lock, which is what keeps a full board from taking one more."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+", db_index=False)
+    player_id = models.BigIntegerField()
+    joined_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["board", "joined_at", "player_id"]
+        constraints = [
+            # Also the index of every lookup (board first): who joined, and is this one in.
+            models.UniqueConstraint(
+                fields=["board", "player_id"], name="participant_board_player_uniq"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"player {self.player_id} on board {self.board_id}"
+
+
+class RefusalCode(models.TextChoices):
+    NOT_JOINED = "not_joined", "Not joined"
+    ATTEMPTS_EXHAUSTED = "attempts_exhausted", "Attempts exhausted"
+
+
+class RefusedResult(models.Model):
+    """A result a tournament board refused (the player had not joined, or had used every
+    attempt), decided once in the transaction that would have stored it, and kept so that a
+    redelivery or a replay of the same result is never decided, nor dead-lettered, again
+    (docs/tournaments.md). ``(match_id, player_id, board)`` is unique, as for stored results."""
+
+    board = models.ForeignKey(Board, on_delete=models.CASCADE, related_name="+", db_index=False)
+    match_id = models.UUIDField()
+    player_id = models.BigIntegerField()
+    code = models.CharField(max_length=32, choices=RefusalCode.choices)
+    # The Kafka record that carried it: only that record's batch dead-letters it, and only
+    # while dead_lettered_at is empty (a crash before the letter was acknowledged).
+    kafka_partition = models.IntegerField()
+    kafka_offset = models.BigIntegerField()
+    refused_at = models.DateTimeField(default=timezone.now, editable=False)
+    # When the dead letter was acknowledged by the broker; empty until then.
+    dead_lettered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["match_id", "player_id", "board"], name="refused_result_uniq"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(code__in=RefusalCode.values), name="refused_result_code_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["board", "player_id"], name="refused_result_board_idx")]
+
+    def __str__(self) -> str:
+        return f"match {self.match_id} player {self.player_id}: {self.code}"
 
 
 class PlayerBan(models.Model):

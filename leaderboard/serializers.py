@@ -241,21 +241,44 @@ class ProjectedMovementField(serializers.ChoiceField):
         return value
 
 
+class AttemptsField(serializers.IntegerField):
+    """An entry's ``attempts``: present on a board with max-attempts, left out elsewhere
+    (contract 0.3, tournaments)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "Boards created with --max-attempts only: the player's attempts used (distinct "
+            "matches counted on the board).",
+        )
+        super().__init__(required=False, min_value=0, **kwargs)
+
+    def get_attribute(self, instance: Any) -> Any:
+        value = super().get_attribute(instance)
+        if value is None:
+            raise serializers.SkipField()
+        return value
+
+
 def entry_metadata_into(
     body: dict[str, Any],
     metadata: Any,
     tiebreakers: dict[str, int] | None = None,
     tier: Any = NOT_KEPT,
+    attempts: int | None = None,
 ) -> dict[str, Any]:
     """``body`` with ``metadata`` where the board keeps metadata (as MetadataField decides),
-    ``tiebreakers`` where it has tie-break columns (as TiebreakersField) and ``tier`` on a
-    league board (as TierField)."""
+    ``tiebreakers`` where it has tie-break columns (as TiebreakersField), ``tier`` on a
+    league board (as TierField) and ``attempts`` on a board with max-attempts (as
+    AttemptsField)."""
     if tiebreakers is not None:
         body["tiebreakers"] = tiebreakers
     if metadata is not NOT_KEPT:
         body["metadata"] = metadata
     if tier is not NOT_KEPT:
         body["tier"] = tier
+    if attempts is not None:
+        body["attempts"] = attempts
     return body
 
 
@@ -268,6 +291,7 @@ class RankingEntrySerializer(serializers.Serializer):
     tiebreakers = TiebreakersField()
     metadata = MetadataField()
     tier = TierField()
+    attempts = AttemptsField()
 
     def to_representation(self, instance: RankingEntry) -> dict[str, Any]:
         # The declared fields document the shape (and the schema); DRF's generic per-field
@@ -285,7 +309,7 @@ def entry_body(entry: RankingEntry) -> dict[str, Any]:
         "displayName": entry.display_name,
         "country": entry.country,
     }
-    return entry_metadata_into(body, entry.metadata, entry.tiebreakers, entry.tier)
+    return entry_metadata_into(body, entry.metadata, entry.tiebreakers, entry.tier, entry.attempts)
 
 
 class PlayerStandingSerializer(serializers.Serializer):
@@ -297,6 +321,7 @@ class PlayerStandingSerializer(serializers.Serializer):
     tiebreakers = TiebreakersField(source="entry.tiebreakers")
     metadata = MetadataField(source="entry.metadata")
     tier = TierField(source="entry.tier")
+    attempts = AttemptsField(source="entry.attempts")
     total = serializers.IntegerField(help_text="Players on the board.")
     percentile = serializers.FloatField(
         help_text="Share of the board ranked at or below the player, in percent."
@@ -316,7 +341,11 @@ class PlayerStandingSerializer(serializers.Serializer):
             "displayName": instance.entry.display_name,
             "country": instance.entry.country,
             **entry_metadata_into(
-                {}, instance.entry.metadata, instance.entry.tiebreakers, instance.entry.tier
+                {},
+                instance.entry.metadata,
+                instance.entry.tiebreakers,
+                instance.entry.tier,
+                instance.entry.attempts,
             ),
             "total": instance.total,
             "percentile": instance.percentile,
@@ -345,6 +374,7 @@ class CohortEntrySerializer(serializers.Serializer):
     tiebreakers = TiebreakersField(source="entry.tiebreakers")
     metadata = MetadataField(source="entry.metadata")
     tier = TierField(source="entry.tier")
+    attempts = AttemptsField(source="entry.attempts")
     movement = ProjectedMovementField()
 
 

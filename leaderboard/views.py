@@ -41,6 +41,7 @@ from .selectors.pages import (
     board_season_page_get,
     board_weekly_page_get,
 )
+from .selectors.tournaments import board_participants_get
 from .services import weekly_board_ensure
 from .throttling import throttled_page
 
@@ -187,6 +188,8 @@ def _board_page_context(
         "start": query.start,
         "entries": page.entries,
     }
+    if board.join_required:
+        context["joined"] = board_participants_get(boards=[board]).get(board.id)
     if query.period == "daily":
         day = query.day.isoformat()
         context.update(

@@ -413,6 +413,11 @@ LEADERBOARD_SEASON_CACHE_SECONDS = env.float("LEADERBOARD_SEASON_CACHE_SECONDS",
 LEADERBOARD_SEASON_FALLBACK_SECONDS = env.float(
     "LEADERBOARD_SEASON_FALLBACK_SECONDS", default=3600.0
 )
+# How long each process trusts the seats taken it read for the boards list's "joined" on a
+# tournament board (docs/tournaments.md); the join itself always decides from PostgreSQL.
+LEADERBOARD_PARTICIPANTS_CACHE_SECONDS = env.float(
+    "LEADERBOARD_PARTICIPANTS_CACHE_SECONDS", default=1.0
+)
 # How long each process trusts the metadata it looked up for an entry (board, player and exact
 # score: a new value is a new lookup). Only a change that leaves the score as it was (a void of
 # one of two equal results, a 0-point result in the same tick) waits this long to show.

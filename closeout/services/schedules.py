@@ -304,6 +304,9 @@ def _occurrence_create(
             cohort_size=board.cohort_size,
             rank_events=board.rank_events,
             event_top_n=board.event_top_n,
+            join_required=board.join_required,
+            max_size=board.max_size,
+            max_attempts=board.max_attempts,
             # Its boards with cohorts are the league's boards (docs/leagues.md).
             league=league if board.cohort_size is not None else NO_LEAGUE,
         )

@@ -16,24 +16,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from datetime import datetime
 from functools import partial
 from itertools import groupby
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from leaderboard.models import ScoringRule
+from leaderboard.models import RefusalCode, ScoringRule
 from leaderboard.rank_events import OutboxEntry, RankEventSink, rank_event_sink
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.selectors.results import LatestResults, latest_results_get
 from leaderboard.services import (
     BoardsDeleted,
     CountedGroup,
+    Refusal,
     ResultColumns,
     StoredBatch,
     board_groups_apply,
     match_results_store,
     rank_events_outbox_trim,
     rank_events_publish,
+    refusals_mark_dead_lettered,
 )
 from players.schema import ProfileRejected, ProfileUpdate, name_update
 from players.services import player_profiles_upsert
@@ -176,6 +179,68 @@ def _names_of(
                 exc.reason,
             )
     return names, skipped
+
+
+# --- 2b. what tournament boards refused ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    decoded: DecodedBatch  # the batch without the refused results
+    letters: list[DeadLetter]  # the refusals this batch dead-letters
+    lettered: list[Refusal]  # their refusals, marked once the letters are acknowledged
+    duplicates: int  # refused before, or by another record: no second letter
+
+
+def _refused_split(
+    decoded: DecodedBatch, stored: StoredBatch, records: Sequence[Record]
+) -> _Refused:
+    """Take what tournament boards refused (stored.refused) out of the batch: the records the
+    refusals were decided for, and whose letters were not acknowledged yet, become dead letters;
+    the others are duplicates (docs/tournaments.md, "Refused results, exactly once")."""
+    results = decoded.results
+    by_key = {(r.partition, r.offset): r for r in records}
+    letters: list[DeadLetter] = []
+    lettered: list[Refusal] = []
+    duplicates = 0
+    keep: list[int] = []
+    dropped: set[tuple[int, datetime]] = set()
+    for i, key in enumerate(zip(results.kafka_partitions, results.kafka_offsets, strict=True)):
+        refusal = stored.refused.get(key)
+        if refusal is None:
+            keep.append(i)
+            continue
+        dropped.add((results.player_ids[i], results.achieved_at[i]))
+        if not refusal.dead_letter:
+            duplicates += 1
+            continue
+        board = decoded.boards[refusal.board_id]
+        where = f"board {board.slug!r} of season {board.season_id}"
+        reason = (
+            f"player {refusal.player_id} has not joined {where} (it requires joining)"
+            if refusal.code == RefusalCode.NOT_JOINED
+            else f"player {refusal.player_id} has no attempt left on {where} (at most "
+            f"{board.max_attempts} distinct matches)"
+        )
+        letters.append(DeadLetter(by_key[key], refusal.code, reason))
+        lettered.append(refusal)
+    kept = ResultColumns(*(_pick_all(column, keep) for column in _columns(results)))
+    # A refused result's displayName is not applied, as a dead-lettered one's.
+    names = [n for n in decoded.names if (n.player_id, n.updated_at) not in dropped]
+    return _Refused(
+        DecodedBatch(kept, decoded.dead_letters, decoded.boards, names, decoded.names_skipped),
+        letters,
+        lettered,
+        duplicates,
+    )
+
+
+def _columns(results: ResultColumns) -> list[list[Any]]:
+    return [getattr(results, f.name) for f in fields(ResultColumns)]
+
+
+def _pick_all(column: list[T], indices: list[int]) -> list[T]:
+    return [column[i] for i in indices]
 
 
 # --- 3. apply ------------------------------------------------------------------------------
@@ -347,8 +412,23 @@ def match_results_ingest(
             # Staff deleted a season or board that had no results yet: validating again turns
             # its results into dead letters (unknown season or board).
             logger.warning("%s; validating the batch again", exc)
-    if decoded.dead_letters:
-        retrying("Kafka", lambda: dead_letters.publish(letters=decoded.dead_letters))
+    letters = decoded.dead_letters
+    refused_duplicates = 0
+    lettered: list[Refusal] = []
+    if stored.refused:
+        refused = _refused_split(decoded, stored, records)
+        decoded, refused_duplicates, lettered = (
+            refused.decoded,
+            refused.duplicates,
+            refused.lettered,
+        )
+        letters = [*letters, *refused.letters]
+    if letters:
+        retrying("Kafka", lambda: dead_letters.publish(letters=letters))
+    if lettered:
+        # Acknowledged: from now on a redelivery or a replay of these records is a duplicate.
+        # A crash before this commit sends them once more (never loses them).
+        retrying("PostgreSQL", lambda: refusals_mark_dead_lettered(refusals=lettered))
     # Read after the batch committed: it decides which results hold a latest-rule board.
     latest = retrying("PostgreSQL", lambda: _latest_of(decoded, stored))
 
@@ -392,8 +472,8 @@ def match_results_ingest(
     return BatchOutcome(
         records=len(records),
         applied=applied,
-        duplicates=duplicates,
-        dead_letters=len(decoded.dead_letters),
+        duplicates=duplicates + refused_duplicates,
+        dead_letters=len(letters),
         not_counted=excluded,
         names_skipped=decoded.names_skipped,
         rank_events=published,

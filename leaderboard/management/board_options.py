@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from argparse import ArgumentParser, ArgumentTypeError
+from collections.abc import Callable
 from typing import Any
 
 from leaderboard.codec import MAX_TIEBREAK_COLUMNS, TIEBREAK_VALUE_MAX, ScoreCodec
@@ -11,6 +12,8 @@ from leaderboard.models import (
     COHORT_SIZE_MIN,
     EVENT_TOP_N_DEFAULT,
     EVENT_TOP_N_MAX,
+    MAX_ATTEMPTS_MAX,
+    MAX_SIZE_MAX,
     BoardOrder,
     ScoringRule,
     TiebreakColumn,
@@ -26,10 +29,26 @@ def _tiebreak(spec: str) -> TiebreakColumn:
         raise ArgumentTypeError(str(exc)) from exc
 
 
+def _limit(maximum: int) -> Callable[[str], int]:
+    """An argument type: a decimal integer from 1 to ``maximum``, or argparse's clear error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if not 1 <= value <= maximum:
+            raise ArgumentTypeError(f"must be 1 to {maximum}, got {value}")
+        return value
+
+    return parse
+
+
 def board_spec_arguments(parser: ArgumentParser) -> None:
     """--order, --rule, --time-resolution (dest ``time_resolution_seconds``), --metadata
     (dest ``keeps_metadata``), --tiebreak (repeated; dest ``tiebreaks``), --cohort-size,
-    --event-top-n and --no-events (dest ``rank_events``)."""
+    --event-top-n, --no-events (dest ``rank_events``), and the tournament options
+    --join-required, --max-size and --max-attempts."""
     parser.add_argument(
         "--order",
         choices=BoardOrder.values,
@@ -85,6 +104,30 @@ def board_spec_arguments(parser: ArgumentParser) -> None:
         dest="rank_events",
         help="emit no rank events for this board (docs/events.md)",
     )
+    parser.add_argument(
+        "--join-required",
+        action="store_true",
+        dest="join_required",
+        help="a tournament: only the results of players who joined (POST "
+        ".../players/{p}/join) count; the others are dead letters not_joined",
+    )
+    parser.add_argument(
+        "--max-size",
+        type=_limit(MAX_SIZE_MAX),
+        default=None,
+        dest="max_size",
+        metavar="N",
+        help=f"at most N players may join (1 to {MAX_SIZE_MAX}; needs --join-required)",
+    )
+    parser.add_argument(
+        "--max-attempts",
+        type=_limit(MAX_ATTEMPTS_MAX),
+        default=None,
+        dest="max_attempts",
+        metavar="N",
+        help=f"count at most N distinct matches per player (1 to {MAX_ATTEMPTS_MAX}); later "
+        "ones are dead letters attempts_exhausted",
+    )
 
 
 def board_spec_values(options: dict[str, Any]) -> dict[str, Any]:
@@ -99,8 +142,25 @@ def board_spec_values(options: dict[str, Any]) -> dict[str, Any]:
             "cohort_size",
             "rank_events",
             "event_top_n",
+            "join_required",
+            "max_size",
+            "max_attempts",
         )
     }
+
+
+def tournament_description(
+    *, join_required: bool, max_size: int | None, max_attempts: int | None
+) -> str:
+    """The tournament options as create_board and create_season report them ("" for none)."""
+    parts = []
+    if join_required:
+        parts.append(
+            "join required" + (f", at most {max_size} players" if max_size is not None else "")
+        )
+    if max_attempts is not None:
+        parts.append(f"at most {max_attempts} attempts per player")
+    return "; tournament: " + ", ".join(parts) if parts else ""
 
 
 def codec_description(codec: ScoreCodec, tiebreaks: tuple[TiebreakColumn, ...] = ()) -> str:

@@ -50,6 +50,11 @@ class BoardRef:
     # A league board whose cohorts wait for the previous season's close-out (as read when
     # this ref was made: memoized refs may lag by LEADERBOARD_SEASON_CACHE_SECONDS).
     league_waiting: bool = False
+    # Tournaments (docs/tournaments.md): only joined players' results count; at most max_size
+    # may join, at most max_attempts distinct matches count per player (None: no limit).
+    join_required: bool = False
+    max_size: int | None = None
+    max_attempts: int | None = None
 
     @property
     def season_id(self) -> int:
@@ -99,6 +104,9 @@ class BoardRef:
             promote_percent=board.promote_percent,
             relegate_percent=board.relegate_percent,
             league_waiting=board.league_waiting,
+            join_required=board.join_required,
+            max_size=board.max_size,
+            max_attempts=board.max_attempts,
         )
 
 
@@ -137,6 +145,12 @@ def board_list_cached(*, season_id: int) -> tuple[BoardRef, ...]:
 def board_get(*, board_id: int) -> BoardRef:
     """The board by id, fresh from PostgreSQL (tasks and services; Board.DoesNotExist if gone)."""
     return BoardRef.from_model(Board.objects.select_related("season").get(pk=board_id))
+
+
+def board_find(*, season_id: int, slug: str) -> BoardRef | None:
+    """The season's board ``slug`` fresh from PostgreSQL (writes: a join), or None."""
+    found = Board.objects.select_related("season").filter(season_id=season_id, slug=slug).first()
+    return BoardRef.from_model(found) if found is not None else None
 
 
 def main_board_get(*, season_id: int) -> BoardRef:

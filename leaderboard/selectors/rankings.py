@@ -25,6 +25,7 @@ from ._guards import guard_keys
 from .boards import BoardRef
 from .leagues import entries_with_tiers
 from .metadata import entries_with_metadata
+from .tournaments import entries_with_attempts
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,9 @@ class RankingEntry:
     # On a league board, the name of the player's league tier (None while they are in no
     # cohort yet: selectors/leagues.py); NOT_KEPT elsewhere.
     tier: Any = NOT_KEPT
+    # On a board with max-attempts, the player's attempts (distinct matches stored:
+    # selectors/tournaments.py); None elsewhere.
+    attempts: int | None = None
     # The encoded score as Redis answered it (a board with tie-break columns: the wide key),
     # where the entry was read from Redis: the metadata's memo key (one score is one deciding
     # result). Not part of the entry's value.
@@ -96,11 +100,13 @@ def entries_adorned(
     with_tiers: bool = True,
 ) -> list[RankingEntry]:
     """``entries`` with their names, on a board that keeps metadata their metadata (for the
-    results from ``since`` to before ``until``: a daily or weekly board), and on a league board
-    their tiers (unless ``with_tiers`` is False: the caller set them)."""
+    results from ``since`` to before ``until``: a daily or weekly board), on a league board
+    their tiers (unless ``with_tiers`` is False: the caller set them), and on a board with
+    max-attempts their attempts."""
     adorned = entries_with_metadata(
         board=board, entries=entries_named(entries), since=since, until=until
     )
+    adorned = entries_with_attempts(board=board, entries=adorned)
     return entries_with_tiers(board=board, entries=adorned) if with_tiers else adorned
 
 

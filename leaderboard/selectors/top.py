@@ -95,17 +95,21 @@ def board_top_read(*, board: BoardRef, count: int) -> TopRead:
 def top_snapshot_row(entry: RankingEntry) -> list[Any]:
     """One entry as the snapshot stores it: ``[rank, player, points, name, country]``, then
     the metadata on a board that keeps metadata, then the tie-break values on a board with
-    columns, then the tier on a league board (a slot before one that is used holds false for
-    metadata where none is kept, null for tie-break values where there are none: metadata is
-    an object or null, never false)."""
+    columns, then the tier on a league board, then the attempts on a board with max-attempts
+    (a slot before one that is used holds false for metadata where none is kept and for the
+    tier off a league, null for tie-break values where there are none: metadata is an object
+    or null, a tier a name or null, never false)."""
     row: list[Any] = [entry.rank, entry.player_id, entry.points, entry.display_name, entry.country]
     league = entry.tier is not NOT_KEPT
-    if entry.metadata is not NOT_KEPT or entry.tiebreakers is not None or league:
+    attempts = entry.attempts is not None
+    if entry.metadata is not NOT_KEPT or entry.tiebreakers is not None or league or attempts:
         row.append(False if entry.metadata is NOT_KEPT else entry.metadata)
-    if entry.tiebreakers is not None or league:
+    if entry.tiebreakers is not None or league or attempts:
         row.append(entry.tiebreakers)
-    if league:
-        row.append(entry.tier)
+    if league or attempts:
+        row.append(entry.tier if league else False)
+    if attempts:
+        row.append(entry.attempts)
     return row
 
 
@@ -126,7 +130,8 @@ def _top_snapshot_entry(row: list[Any]) -> RankingEntry:
         tiebreakers=None
         if tiebreakers is None
         else {str(k): int(v) for k, v in tiebreakers.items()},
-        tier=named[4] if len(named) > 4 else NOT_KEPT,
+        tier=named[4] if len(named) > 4 and named[4] is not False else NOT_KEPT,
+        attempts=int(named[5]) if len(named) > 5 else None,
     )
 
 

@@ -3,7 +3,8 @@
 ``unlink`` (dropping a closed season's keys), ``recovery`` (boards Redis lost), ``boards``
 (creating boards and seasons with their main board), ``results`` (storing ingested match
 results), ``cohorts`` (who joins which cohort), ``leagues`` (a league board's tiers, and when
-its cohorts form). Callers import from here.
+its cohorts form), ``tournaments`` (joining, and the results a tournament board refuses).
+Callers import from here.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from .apply import (
 from .boards import (
     EVENT_FIELDS,
     SCORE_FIELDS,
+    TOURNAMENT_FIELDS,
     board_create,
     board_update,
     event_top_n_check,
     season_setup,
     tiebreak_columns_json,
+    tournament_options_check,
 )
 from .corrections import (
     BoardRebuilt,
@@ -102,13 +105,26 @@ from .results import (
     StoredBatch,
     match_results_store,
 )
+from .tournaments import (
+    BOARD_FULL,
+    JOIN_NOT_REQUIRED,
+    SEASON_ENDED,
+    BoardJoined,
+    JoinRefused,
+    Refusal,
+    board_player_join,
+    board_players_remove,
+    refusals_mark_dead_lettered,
+)
 from .unlink import season_keys_unlink
 
 __all__ = [
+    "BOARD_FULL",
     "DEFAULT_RECONCILE_SAMPLE",
     "DEFAULT_ZADD_BATCH",
     "DELTA_MERGE_BATCH",
     "EVENT_FIELDS",
+    "JOIN_NOT_REQUIRED",
     "MARKER_TTL_SECONDS",
     "MAX_OVERFLOWED_RECORDED",
     "MISMATCH_EXAMPLES",
@@ -120,7 +136,10 @@ __all__ = [
     "REBUILD_DONE_TTL_SECONDS",
     "REBUILD_SORTED_RUNS",
     "SCORE_FIELDS",
+    "SEASON_ENDED",
+    "TOURNAMENT_FIELDS",
     "WEEKLY_MERGE_CHUNK",
+    "BoardJoined",
     "BoardRebuilt",
     "BoardRecovered",
     "BoardRepaired",
@@ -131,10 +150,12 @@ __all__ = [
     "CorrectionSubject",
     "CountedGroup",
     "CountedResult",
+    "JoinRefused",
     "RebuildInProgressError",
     "RebuildResult",
     "ReconcileResult",
     "RecoveryReport",
+    "Refusal",
     "ResultColumns",
     "ResultRow",
     "RowStored",
@@ -146,6 +167,8 @@ __all__ = [
     "board_days_in_window",
     "board_groups_apply",
     "board_mark_intact",
+    "board_player_join",
+    "board_players_remove",
     "board_rebuild",
     "board_reconcile",
     "board_recover",
@@ -173,12 +196,14 @@ __all__ = [
     "rank_events_outbox_trim",
     "rank_events_publish",
     "reconcile_days",
+    "refusals_mark_dead_lettered",
     "season_keys_unlink",
     "season_setup",
     "spec_args",
     "tiebreak_columns_json",
     "top_snapshot_refresh",
     "top_snapshots_refresh",
+    "tournament_options_check",
     "watermark_raise",
     "weekly_board_build",
     "weekly_board_ensure",

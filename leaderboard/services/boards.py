@@ -22,6 +22,8 @@ from ..models import (
     EVENT_TOP_N_DEFAULT,
     EVENT_TOP_N_MAX,
     MAIN_BOARD,
+    MAX_ATTEMPTS_MAX,
+    MAX_SIZE_MAX,
     Board,
     BoardOrder,
     ScoringRule,
@@ -51,6 +53,9 @@ def board_create(
     rank_events: bool = True,
     event_top_n: int = EVENT_TOP_N_DEFAULT,
     league: LeagueSpec = NO_LEAGUE,
+    join_required: bool = False,
+    max_size: int | None = None,
+    max_attempts: int | None = None,
 ) -> Board:
     """Add a board to a season; its codec split is fixed now from the season's length and the
     time resolution, and never changes once the board has results (nor do ``keeps_metadata``,
@@ -60,7 +65,9 @@ def board_create(
 
     ``league``: the board is a league board (its schedule's tiers, docs/leagues.md), which needs
     cohorts; it waits for the close-out of the league's previous season when that season is not
-    closed yet (services/leagues.py)."""
+    closed yet (services/leagues.py).
+
+    ``join_required``, ``max_size``, ``max_attempts``: a tournament (docs/tournaments.md)."""
     season = Season.objects.select_for_update(no_key=True).filter(id=season_id).first()
     if season is None:
         raise ValidationError(f"season {season_id} does not exist")
@@ -95,6 +102,9 @@ def board_create(
         tiers=list(league.tiers),
         promote_percent=league.promote_percent,
         relegate_percent=league.relegate_percent,
+        **tournament_options_check(
+            join_required=join_required, max_size=max_size, max_attempts=max_attempts
+        ),
     )
     if league.is_league:
         if cohort_size is None:
@@ -138,6 +148,26 @@ SCORE_FIELDS = (
 )
 # The rank events options (docs/events.md): free to change at any time.
 EVENT_FIELDS = ("rank_events", "event_top_n")
+# The tournament options (docs/tournaments.md): free to change at any time too; ingestion reads
+# them in each batch's transaction, and what it refused before stays refused.
+TOURNAMENT_FIELDS = ("join_required", "max_size", "max_attempts")
+
+
+def tournament_options_check(
+    *, join_required: bool, max_size: int | None, max_attempts: int | None
+) -> dict[str, bool | int | None]:
+    """A board's tournament options, checked: seats only on a board players join, each limit
+    positive and sensible."""
+    if max_size is not None:
+        if not 1 <= max_size <= MAX_SIZE_MAX:
+            raise ValidationError(f"max size must be 1 to {MAX_SIZE_MAX}, got {max_size}")
+        if not join_required:
+            raise ValidationError(
+                "max size needs join required: the seats are taken by joining the board"
+            )
+    if max_attempts is not None and not 1 <= max_attempts <= MAX_ATTEMPTS_MAX:
+        raise ValidationError(f"max attempts must be 1 to {MAX_ATTEMPTS_MAX}, got {max_attempts}")
+    return {"join_required": join_required, "max_size": max_size, "max_attempts": max_attempts}
 
 
 def cohort_size_check(size: int | None) -> int | None:
@@ -180,11 +210,15 @@ def board_update(
     cohort_size: int | None = None,
     rank_events: bool = True,
     event_top_n: int = EVENT_TOP_N_DEFAULT,
+    join_required: bool = False,
+    max_size: int | None = None,
+    max_attempts: int | None = None,
 ) -> Board:
     """Change a board. Its slug, order, rule, time resolution, whether it keeps metadata and its
     tie-break columns only while it has no result: every stored score, standing and message
     naming it depends on them. Its rank events options at any time (the next batch applied
-    follows them)."""
+    follows them), and its tournament options (docs/tournaments.md: the next batch stored follows
+    them; what was refused stays refused, the players who joined stay)."""
     board = Board.objects.select_for_update().select_related("season").get(pk=board_id)
     wanted = {
         "slug": slug,
@@ -212,6 +246,11 @@ def board_update(
     board.name = name
     board.rank_events = rank_events
     board.event_top_n = event_top_n_check(event_top_n)
+    tournament = tournament_options_check(
+        join_required=join_required, max_size=max_size, max_attempts=max_attempts
+    )
+    for field, option in tournament.items():
+        setattr(board, field, option)
     for field, value in wanted.items():
         setattr(board, field, value)
     board.full_clean()
@@ -234,11 +273,14 @@ def season_setup(
     cohort_size: int | None = None,
     rank_events: bool = True,
     event_top_n: int = EVENT_TOP_N_DEFAULT,
+    join_required: bool = False,
+    max_size: int | None = None,
+    max_attempts: int | None = None,
     main_board_name: str = "Main",
 ) -> Season:
     """Create a season with its ``main`` board (configured by ``rule``, ``order``,
-    ``time_resolution_seconds``, ``keeps_metadata``, ``tiebreaks``, ``cohort_size`` and the
-    rank events options), in one transaction."""
+    ``time_resolution_seconds``, ``keeps_metadata``, ``tiebreaks``, ``cohort_size``, the
+    rank events and the tournament options), in one transaction."""
     season = season_create(season_id=season_id, name=name, starts_at=starts_at, ends_at=ends_at)
     board_create(
         season_id=season.id,
@@ -252,5 +294,8 @@ def season_setup(
         cohort_size=cohort_size,
         rank_events=rank_events,
         event_top_n=event_top_n,
+        join_required=join_required,
+        max_size=max_size,
+        max_attempts=max_attempts,
     )
     return season

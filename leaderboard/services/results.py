@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
@@ -22,6 +22,7 @@ from seasons.models import Season
 from ..selectors._sql import array_literal
 from ..selectors.leagues import LeaguePlace, league_tiers_get
 from .cohorts import CohortCandidate, cohort_members_assign, cohorts_lock
+from .tournaments import Refusal, tournament_results_refuse
 
 
 class ResultRow(NamedTuple):
@@ -119,6 +120,9 @@ class StoredBatch:
     others: dict[tuple[int, int], RowStored]
     # Rows inserted now whose player is banned from the season.
     banned: frozenset[tuple[int, int]]
+    # Rows a tournament board refused (services/tournaments.py): not stored, never counted;
+    # each says whether its record is dead-lettered now or is a duplicate.
+    refused: dict[tuple[int, int], Refusal] = field(default_factory=dict)
 
     def row(self, *, partition: int, offset: int) -> RowStored:
         """What the table holds for the row of (partition, offset)."""
@@ -141,7 +145,7 @@ _COHORT_MEMBERS = CohortMember._meta.db_table
 # trigger sees the batch's rows and refuses. Ordered, so two consumers lock in the same order.
 LOCK_BOARDS_SQL = f"""
     SELECT b.id, b.cohort_size, b.league_waiting, cardinality(b.tiers), b.slug, s.schedule_id,
-           s.occurrence, b.cohort_members
+           s.occurrence, b.cohort_members, b.join_required OR b.max_attempts IS NOT NULL
     FROM {_BOARDS} b JOIN {_SEASONS} s ON s.id = b.season_id
     WHERE b.id = ANY(%s) ORDER BY b.id FOR KEY SHARE OF b, s
 """  # noqa: S608
@@ -287,13 +291,20 @@ def match_results_store(*, results: ResultColumns) -> StoredBatch:
             write_row = copy.write_row
             for row in results.rows():
                 write_row(row)
+        # Tournament boards (docs/tournaments.md) decide here, in the transaction, which of
+        # their results they take: the refused leave the stage before the INSERT. Read from the
+        # locked rows, so a batch without such a board pays nothing more.
+        tournaments = [row[0] for row in locked if row[8]]
+        refused: dict[tuple[int, int], Refusal] = {}
+        if tournaments:
+            refused = tournament_results_refuse(cursor=cursor, stage=_STAGE, board_ids=tournaments)
         cursor.execute(_INSERT_SQL)
         summary = cursor.fetchone()
         assert summary is not None
         xid, inserted, banned_partitions, banned_offsets = summary
         banned = frozenset(zip(banned_partitions, banned_offsets, strict=True))
         others: dict[tuple[int, int], RowStored] = {}
-        if inserted < len(results):
+        if inserted < len(results) - len(refused):
             # Some rows conflicted: stored before, or by another row of this batch carrying the
             # same result. The stored row says which message it came from.
             cursor.execute(_OTHERS_SQL, [xid])
@@ -315,7 +326,7 @@ def match_results_store(*, results: ResultColumns) -> StoredBatch:
             }
             members = {row[0]: row[7] for row in locked if row[0] in cohort_sizes}
             _cohorts_assign(cursor, cohort_sizes, leagues, members)
-    return StoredBatch(int(xid), others, banned)
+    return StoredBatch(int(xid), others, banned, refused)
 
 
 def _cohorts_assign(

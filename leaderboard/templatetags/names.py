@@ -50,11 +50,13 @@ def player_label(entry: object) -> str:
 @register.filter
 def entry_columns(board: object) -> int:
     """How many columns an entries table of ``board`` has: rank, player, the tier on a league
-    board, points, one per tie-break column, and details where the board keeps metadata."""
+    board, points, one per tie-break column, the attempts on a board with max-attempts, and
+    details where the board keeps metadata."""
     tiebreaks = getattr(board, "tiebreaks", ())
     return (
         3
         + len(tiebreaks)
         + (1 if getattr(board, "keeps_metadata", False) else 0)
         + (1 if getattr(board, "tiers", ()) else 0)
+        + (1 if getattr(board, "max_attempts", None) else 0)
     )

@@ -36,8 +36,8 @@ T0 = datetime(2027, 1, 4, tzinfo=UTC)  # a Monday
 
 @pytest.fixture
 def template() -> Season:
-    """A template with three boards (one with tie-break columns, one keeping metadata) and
-    reward tiers on two of them."""
+    """A template with four boards (one with tie-break columns, one keeping metadata, one a
+    tournament) and reward tiers on two of them."""
     season = SeasonFactory.create(starts_at=T0 - timedelta(days=30), ends_at=T0 - timedelta(days=1))
     board_factory(season, "laps", order=BoardOrder.ASC, keeps_metadata=True)
     board_factory(
@@ -46,6 +46,7 @@ def template() -> Season:
         rule=ScoringRule.CUMULATIVE,
         tiebreaks=[TiebreakColumn("kills", "desc"), TiebreakColumn("deaths", "asc")],
     )
+    board_factory(season, "cup", join_required=True, max_size=32, max_attempts=3)
     reward_tier_create(season_id=season.id, rank_from=1, rank_to=1, reward_name="crown")
     reward_tier_create(season_id=season.id, rank_from=2, rank_to=10, reward_name="gems", quantity=5)
     reward_tier_create(
@@ -76,7 +77,16 @@ def seasons_of(schedule: Schedule) -> list[tuple[int | None, datetime, datetime]
 
 def board_specs(season: Season) -> list[tuple]:
     return [
-        (b.slug, b.name, b.order, b.rule, b.time_resolution_seconds, b.keeps_metadata, b.tiebreaks)
+        (
+            b.slug,
+            b.name,
+            b.order,
+            b.rule,
+            b.time_resolution_seconds,
+            b.keeps_metadata,
+            b.tiebreaks,
+            (b.join_required, b.max_size, b.max_attempts),
+        )
         for b in Board.objects.filter(season=season).order_by("slug")
     ]
 

@@ -220,3 +220,25 @@ def test_an_unknown_schedule_is_a_clear_error(kafka_topic_factory) -> None:
             kafka_topic_factory(prefix="simulate"),
             "--no-progress",
         )
+
+
+def test_a_tournament_board_is_played_by_the_players_seated_within_their_attempts(
+    season, kafka_topic_factory, kafka_bootstrap
+) -> None:
+    from leaderboard.models import Participant
+    from tests.factories import board_factory
+
+    cup = board_factory(season, "cup", join_required=True, max_size=6, max_attempts=2)
+    topic = kafka_topic_factory(prefix="simulate")
+    output = simulate(topic, "--boards", "*", "--players", "40", "--rate", "300", "--duration", "1")
+    assert "board 'cup': 6 simulated players seated, 8 refused (board_full)" in output
+    seated = set(Participant.objects.filter(board=cup).values_list("player_id", flat=True))
+    assert len(seated) == 6
+    size = topic_size(topic, kafka_bootstrap)
+    messages = [message_decode(r.value) for r in topic_read(topic, kafka_bootstrap, count=size)]
+    on_cup = Counter(m.player_id for m in messages if m.board == "cup")
+    assert on_cup, "no result for the tournament board"
+    assert set(on_cup) <= seated
+    assert max(on_cup.values()) <= 2
+    # The other boards take everyone.
+    assert {m.player_id for m in messages if m.board == "main"} - seated

@@ -55,6 +55,7 @@ def test_schema_is_valid_openapi_3_and_documents_every_read_operation(client):
         "tiebreakers",
         "metadata",
         "tier",
+        "attempts",
     }
     assert entry["tiebreakers"]["additionalProperties"] == {"type": "integer"}
     assert entry["displayName"]["nullable"] is True
@@ -66,8 +67,12 @@ def test_schema_is_valid_openapi_3_and_documents_every_read_operation(client):
     # Only league boards carry the tier: not required, null while the player is in no cohort.
     assert "tier" not in required
     assert entry["tier"]["nullable"] is True
+    # Only boards with max-attempts carry the attempts: not required, never null.
+    assert "attempts" not in required
+    assert entry["attempts"]["type"] == "integer"
+    assert "nullable" not in entry["attempts"]
     standing = schema["components"]["schemas"]["PlayerStanding"]["properties"]
-    assert {"displayName", "country"} <= set(standing)
+    assert {"displayName", "country", "attempts"} <= set(standing)
 
 
 @pytest.mark.django_db

@@ -113,3 +113,25 @@ def test_a_league_cohort_matches_its_declared_fields():
         ("gold", "stayed"),
         ("gold", "relegated"),
     ]
+
+
+def test_attempts_are_there_on_boards_with_max_attempts_and_left_out_elsewhere():
+    tournament = RankingEntry(rank=1, player_id=7, points=9, attempts=2, tier="gold")
+    none_yet = RankingEntry(rank=2, player_id=8, points=8, attempts=0)
+    plain = RankingEntry(rank=3, player_id=9, points=7)
+    serializer = RankingEntrySerializer()
+    for entry in (tournament, none_yet, plain):
+        assert serializer.to_representation(entry) == declared(serializer, entry)
+        standing = PlayerStanding(entry=entry, total=3, percentile=1.0, points_to_next_rank=None)
+        standing_serializer = PlayerStandingSerializer()
+        assert standing_serializer.to_representation(standing) == declared(
+            standing_serializer, standing
+        )
+    assert serializer.to_representation(tournament)["attempts"] == 2
+    assert serializer.to_representation(none_yet)["attempts"] == 0
+    assert "attempts" not in serializer.to_representation(plain)
+    entries = [CohortEntry(1, tournament), CohortEntry(2, none_yet)]
+    cohort = CohortStanding(number=1, size=5, members=2, tier=None, entries=entries)
+    direct = CohortSerializer().to_representation(cohort)
+    assert direct["entries"] == [declared(CohortEntrySerializer(), e) for e in entries]
+    assert [e["attempts"] for e in direct["entries"]] == [2, 0]

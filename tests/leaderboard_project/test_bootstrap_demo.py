@@ -20,6 +20,10 @@ from leaderboard_project.management.commands.bootstrap_demo import (
     DEMO_LEAGUE_BOARD,
     DEMO_LEAGUE_REWARDS,
     DEMO_LEAGUE_TIERS,
+    DEMO_SEASON_ID,
+    DEMO_TOURNAMENT,
+    DEMO_TOURNAMENT_ATTEMPTS,
+    DEMO_TOURNAMENT_SEATS,
     DEMO_WEBHOOK_NAME,
 )
 from seasons.models import Schedule, Season
@@ -80,3 +84,16 @@ def test_the_demo_webhook_points_at_the_demo_receiver_on_the_port_of_this_run(
     [again] = WebhookEndpoint.objects.filter(name=DEMO_WEBHOOK_NAME)
     assert again.url == f"http://127.0.0.1:8123/webhooks/demo-receiver/{endpoint.id}"
     assert secret_decrypt(again.secret_encrypted) == secret
+
+
+@pytest.mark.django_db
+def test_the_demo_season_has_a_tournament_board(tmp_path: Path) -> None:
+    password = str(tmp_path / "password")
+    call_command("bootstrap_demo", "--password-file", password, stdout=StringIO())
+    call_command("bootstrap_demo", "--password-file", password, stdout=StringIO())
+    [board] = Board.objects.filter(season_id=DEMO_SEASON_ID, slug=DEMO_TOURNAMENT[0])
+    assert (board.join_required, board.max_size, board.max_attempts) == (
+        True,
+        DEMO_TOURNAMENT_SEATS,
+        DEMO_TOURNAMENT_ATTEMPTS,
+    )

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 from argparse import ArgumentParser
+from collections import Counter
 from types import FrameType
 from typing import Any
 
@@ -12,7 +14,9 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from ingestion.producer import MatchResultProducer
-from ingestion.simulation import simulation_config_for_season, simulation_run
+from ingestion.simulation import SimulationConfig, simulation_config_for_season, simulation_run
+from leaderboard.models import Board
+from leaderboard.services import JoinRefused, board_player_join
 from seasons.models import Season
 from seasons.selectors import schedule_get, schedule_view
 
@@ -104,6 +108,29 @@ class Command(BaseCommand):
                 )
             played.add(season_id)
 
+    def _seat_tournament_players(self, config: SimulationConfig) -> SimulationConfig:
+        """Join each tournament board's candidates (as a game server would, before they play
+        it); only those who got a seat play it."""
+        boards = []
+        for simulated in config.simulated_boards():
+            if simulated.players is None:
+                boards.append(simulated)
+                continue
+            board = Board.objects.get(season_id=config.season_id, slug=simulated.slug)
+            seated, refused = [], Counter[str]()
+            for player_id in simulated.players:
+                try:
+                    board_player_join(board_id=board.id, player_id=player_id)
+                    seated.append(player_id)
+                except JoinRefused as exc:
+                    refused[exc.code] += 1
+            self.stdout.write(
+                f"board {simulated.slug!r}: {len(seated)} simulated players seated"
+                + "".join(f", {n} refused ({code})" for code, n in sorted(refused.items()))
+            )
+            boards.append(dataclasses.replace(simulated, players=tuple(seated)))
+        return dataclasses.replace(config, boards=tuple(boards))
+
     def _play(self, *, season_id: int, stop: threading.Event, options: dict[str, Any]) -> None:
         try:
             config = simulation_config_for_season(
@@ -122,6 +149,7 @@ class Command(BaseCommand):
             )
         except (LookupError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
+        config = self._seat_tournament_players(config)
         total = int(config.rate * config.duration_seconds) or None
         topic = options["topic"] or settings.KAFKA_MATCH_RESULTS_TOPIC
         with (

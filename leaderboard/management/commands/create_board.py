@@ -13,6 +13,7 @@ from leaderboard.management.board_options import (
     board_spec_arguments,
     board_spec_values,
     codec_description,
+    tournament_description,
 )
 from leaderboard.services import board_create
 
@@ -41,6 +42,12 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"created board {board.slug!r} ({board.name}) of season {board.season_id}: "
-                f"{board.rule}, {board.order}; " + codec_description(board.codec, board.tiebreaks)
+                f"{board.rule}, {board.order}; "
+                + codec_description(board.codec, board.tiebreaks)
+                + tournament_description(
+                    join_required=board.join_required,
+                    max_size=board.max_size,
+                    max_attempts=board.max_attempts,
+                )
             )
         )

@@ -11,6 +11,7 @@ from leaderboard.management.board_options import (
     board_spec_arguments,
     board_spec_values,
     codec_description,
+    tournament_description,
 )
 from leaderboard.services import season_setup
 
@@ -53,5 +54,10 @@ class Command(BaseCommand):
                 f"({board.rule}, {board.order}), "
                 f"{season.starts_at.isoformat()} to {season.ends_at.isoformat()}; "
                 + codec_description(board.codec, board.tiebreaks)
+                + tournament_description(
+                    join_required=board.join_required,
+                    max_size=board.max_size,
+                    max_attempts=board.max_attempts,
+                )
             )
         )

@@ -24,6 +24,8 @@
   var withMetadata = table.hasAttribute("data-metadata");
   // A league board: a cell with each entry's tier after the player's.
   var withTier = table.hasAttribute("data-tiers");
+  // A board with max-attempts (a tournament): a cell with each entry's attempts, of the max.
+  var maxAttempts = table.getAttribute("data-attempts");
   // The board's tie-break columns, in order: one cell each after the points.
   var tiebreakers = (table.getAttribute("data-tiebreakers") || "").split(",").filter(Boolean);
   var statusEl = document.getElementById("live-status");
@@ -146,6 +148,11 @@
         var values = entry.tiebreakers || {};
         tr.appendChild(cell(name in values ? String(values[name]) : "", true));
       });
+      if (maxAttempts) {
+        var attempts = cell((entry.attempts == null ? "" : String(entry.attempts)) + "/" + maxAttempts, true);
+        attempts.className = "num attempts";
+        tr.appendChild(attempts);
+      }
       if (withMetadata) {
         var details = cell(metadataText(entry.metadata), false);
         details.className = "meta";
@@ -157,7 +164,7 @@
       var empty = document.createElement("tr");
       empty.className = "empty";
       var td0 = cell("No scores yet.", false);
-      td0.colSpan = 3 + tiebreakers.length + (withMetadata ? 1 : 0) + (withTier ? 1 : 0);
+      td0.colSpan = 3 + tiebreakers.length + (withMetadata ? 1 : 0) + (withTier ? 1 : 0) + (maxAttempts ? 1 : 0);
       empty.appendChild(td0);
       fragment.appendChild(empty);
     }

@@ -43,6 +43,13 @@ DEMO_BOARDS = (
 )
 
 
+# The demo tournament (docs/tournaments.md): players join it (the simulator seats its players
+# through the join service first), 64 seats, 5 attempts each.
+DEMO_TOURNAMENT = ("tournament", "Tournament (64 seats, 5 attempts)")
+DEMO_TOURNAMENT_SEATS = 64
+DEMO_TOURNAMENT_ATTEMPTS = 5
+
+
 # The demo cup: a competition that resets every 10 minutes (make run's "cup" process plays
 # it), copying its template season's boards and reward tiers into each new season.
 DEMO_CUP_TEMPLATE_ID = 2
@@ -70,8 +77,9 @@ def demo_receiver_url(*, port: int, endpoint_id: int | str) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Create the demo season (boards: score, kills, lap times, arena), the demo cup (a "
-        "schedule resetting every 10 minutes, with a league in bronze, silver and gold), the "
+        "Create the demo season (boards: score, kills, lap times, arena, a tournament), the "
+        "demo cup (a schedule resetting every 10 minutes, with a league in bronze, silver and "
+        "gold), the "
         "demo webhook (to the web process's demo receiver) and a staff user for `make run` "
         "(idempotent)."
     )
@@ -113,6 +121,17 @@ class Command(BaseCommand):
                     tiebreaks=tiebreaks,
                 )
                 self.stdout.write(f"created demo board {slug}")
+        slug, name = DEMO_TOURNAMENT
+        if not Board.objects.filter(season_id=DEMO_SEASON_ID, slug=slug).exists():
+            board_create(
+                season_id=DEMO_SEASON_ID,
+                slug=slug,
+                name=name,
+                join_required=True,
+                max_size=DEMO_TOURNAMENT_SEATS,
+                max_attempts=DEMO_TOURNAMENT_ATTEMPTS,
+            )
+            self.stdout.write(f"created demo tournament board {slug}")
 
         self._demo_cup()
         self._demo_webhook(port=options["web_port"])
