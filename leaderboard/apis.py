@@ -603,6 +603,18 @@ class BoardListApi(PublicApi):
             help_text="League boards: the percent of each cohort moving down one tier; null "
             "elsewhere.",
         )
+        rankEvents = serializers.BooleanField(
+            source="rank_events",
+            help_text="The board emits rank events (docs/events.md) to the rank-events topic "
+            "and the live page's stream; false: created with --no-events or turned off.",
+        )
+        eventTopN = serializers.IntegerField(
+            source="event_top_n",
+            allow_null=True,
+            min_value=1,
+            help_text="The top of its entered_top and left_top events (--event-top-n, default "
+            "100); null when the board emits no events.",
+        )
 
     @extend_schema(
         operation_id="boards_list",
@@ -630,6 +642,8 @@ class BoardListApi(PublicApi):
                 "tiers": list(b.tiers) if b.tiers else None,
                 "promote_percent": b.promote_percent if b.tiers else None,
                 "relegate_percent": b.relegate_percent if b.tiers else None,
+                "rank_events": b.rank_events,
+                "event_top_n": b.event_top_n if b.rank_events else None,
             }
             for b in boards
         ]
