@@ -625,6 +625,18 @@ class BoardListApi(PublicApi):
             help_text="Distinct matches counted per player at most (--max-attempts); its entries "
             "carry attempts. Null: unlimited.",
         )
+        rankEvents = serializers.BooleanField(
+            source="rank_events",
+            help_text="The board emits rank events (docs/events.md) to the rank-events topic "
+            "and the live page's stream; false: created with --no-events or turned off.",
+        )
+        eventTopN = serializers.IntegerField(
+            source="event_top_n",
+            allow_null=True,
+            min_value=1,
+            help_text="The top of its entered_top and left_top events (--event-top-n, default "
+            "100); null when the board emits no events.",
+        )
 
     @extend_schema(
         operation_id="boards_list",
@@ -657,6 +669,8 @@ class BoardListApi(PublicApi):
                 "joined": joined.get(b.id),
                 "max_size": b.max_size,
                 "max_attempts": b.max_attempts,
+                "rank_events": b.rank_events,
+                "event_top_n": b.event_top_n if b.rank_events else None,
             }
             for b in boards
         ]

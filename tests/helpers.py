@@ -168,6 +168,17 @@ def subprocess_database_url() -> str:
     )
 
 
+def redis_url(*, db: int) -> str:
+    """The configured Redis (REDIS_URL: whatever host and port the suite runs on) with database
+    ``db``: for a test that needs a database of its own on the same server."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from django.conf import settings
+
+    parts = urlsplit(settings.REDIS_URL)
+    return urlunsplit(parts._replace(path=f"/{db}"))
+
+
 def mark_intact(season: Season | int, *, topic: str | None = None) -> None:
     """Mark every board of the season intact, as the recovery does once Redis holds what
     PostgreSQL has (its intact key, and its watermark hash of ``topic``, default the configured

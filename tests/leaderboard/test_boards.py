@@ -300,6 +300,18 @@ def test_boards_list_unknown_board_and_the_main_paths(client, kinds_season) -> N
     assert legacy == [{"rank": 1, "playerId": 5, "points": 70, **NO_NAME}]
 
 
+def test_boards_list_tells_whether_each_board_emits_rank_events(client) -> None:
+    season = make_season(starts_at=START, ends_at=START + timedelta(days=30))
+    board_factory(season, "quiet", rank_events=False, event_top_n=7)
+    board_factory(season, "top-ten", event_top_n=10)
+    listed = get(client, f"/api/seasons/{season.id}/boards")
+    assert [(b["slug"], b["rankEvents"], b["eventTopN"]) for b in listed] == [
+        ("main", True, 100),
+        ("quiet", False, None),
+        ("top-ten", True, 10),
+    ]
+
+
 def test_an_unknown_board_is_a_dead_letter_with_its_reason(kinds_season) -> None:
     letters = _Letters()
     bad = Result(uuid.uuid4(), 1, kinds_season.id, 10, START + timedelta(days=1), board="nope")

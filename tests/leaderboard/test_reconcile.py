@@ -20,14 +20,22 @@ from leaderboard.services import (
     reconcile_days,
 )
 from seasons.models import SeasonStatus
-from tests.helpers import board_read, expected_board, main_board_id, make_live_season, make_season
+from tests.helpers import (
+    board_read,
+    expected_board,
+    main_board_id,
+    make_live_season,
+    make_season,
+    redis_url,
+)
 from tests.leaderboard import live
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# A Redis database this suite alone uses, so "Redis lost everything" can be a real FLUSHDB
-# without touching anyone else's keys (db 0/1/2 are shared and are never flushed).
-OWN_DB_URL = "redis://127.0.0.1:6379/9"
+# A Redis database this suite alone uses (on the configured server), so "Redis lost everything"
+# can be a real FLUSHDB without touching anyone else's keys (db 0/1/2 are shared and are never
+# flushed).
+OWN_DB = 9
 
 
 @pytest.fixture
@@ -39,11 +47,11 @@ def own_redis(settings):
         return
     settings.CACHES = {
         **django_settings.CACHES,
-        "boards": {**django_settings.CACHES["boards"], "LOCATION": OWN_DB_URL},
+        "boards": {**django_settings.CACHES["boards"], "LOCATION": redis_url(db=OWN_DB)},
     }
     client = get_board_redis()
     assert isinstance(client, redis.Redis)
-    assert client.connection_pool.connection_kwargs["db"] == 9
+    assert client.connection_pool.connection_kwargs["db"] == OWN_DB
     yield client
     client.flushdb()
 

@@ -1,6 +1,6 @@
 """A real Celery worker and beat keep the periodic work going across a broker (Redis) restart.
 
-The broker is a private redis-server of this test (the shared one on :6379 serves other
+The broker is a private redis-server of this test (the configured one, REDIS_URL, serves other
 checkouts' tests and is never restarted); the boards stay in the shared Redis under the
 test's key prefix. The restart is a SIGKILL and a start on the same port, empty: what a
 Redis without persistence comes back as, and the harshest case for the broker's state.

@@ -26,13 +26,19 @@ from leaderboard.services import board_mark_intact
 from leaderboard_project.schedules import PERIODIC_TASKS
 from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
-from tests.helpers import as_board, main_board_id, subprocess_database_url, wait_until
+from tests.helpers import (
+    as_board,
+    main_board_id,
+    redis_url,
+    subprocess_database_url,
+    wait_until,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
-# A broker database of its own, and a queue name of its own per run: leftovers of another
-# run are never consumed here, and nothing here is flushed.
-BROKER_URL = "redis://127.0.0.1:6379/14"
+# A broker database of its own on the configured Redis, and a queue name of its own per run:
+# leftovers of another run are never consumed here, and nothing here is flushed.
+BROKER_DB = 14
 
 
 @pytest.fixture
@@ -43,7 +49,7 @@ def celery_processes(
     env = os.environ | {
         "DATABASE_URL": subprocess_database_url(),
         "DATABASE_CONN_MAX_AGE": "0",
-        "CELERY_BROKER_URL": BROKER_URL,
+        "CELERY_BROKER_URL": redis_url(db=BROKER_DB),
         "CELERY_TASK_DEFAULT_QUEUE": f"test-{uuid.uuid4().hex[:12]}",
         "LEADERBOARD_KEY_PREFIX": settings.LEADERBOARD_KEY_PREFIX,
         "SEASON_CLOSE_GRACE_SECONDS": "1",
