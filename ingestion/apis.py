@@ -394,14 +394,27 @@ class JoinOutputSerializer(serializers.Serializer):
 
 
 class JoinRefusedSerializer(serializers.Serializer):
+    """A 409: the join was refused, and ``code`` says why (a client branches on it)."""
+
     class Meta:
         ref_name = "JoinRefused"
 
     detail = serializers.CharField()
+    code = serializers.ChoiceField(choices=[BOARD_FULL, JOIN_NOT_REQUIRED, SEASON_ENDED])
+
+
+class JoinErrorSerializer(serializers.Serializer):
+    """A 400, 404 or 503. ``code`` is optional: a 404 for a path no route takes (a slug with a
+    control character) comes from the URL resolver, before this view, with a detail only."""
+
+    class Meta:
+        ref_name = "JoinError"
+
+    detail = serializers.CharField()
     code = serializers.ChoiceField(
-        choices=[BOARD_FULL, JOIN_NOT_REQUIRED, SEASON_ENDED, "invalid_value", "not_found"],
-        help_text="409: board_full, join_not_required, season_ended; 400: invalid_value; "
-        "404: not_found.",
+        choices=["invalid_value", "not_found", "database_unavailable"],
+        required=False,
+        help_text="400: invalid_value; 404: not_found; 503: database_unavailable.",
     )
 
 
@@ -430,17 +443,17 @@ class BoardPlayerJoinApi(APIView):
         responses={
             201: OpenApiResponse(JoinOutputSerializer, description="joined by this call"),
             200: OpenApiResponse(JoinOutputSerializer, description="the player had joined"),
-            400: OpenApiResponse(JoinRefusedSerializer, description="a malformed season or player"),
+            400: OpenApiResponse(JoinErrorSerializer, description="a malformed season or player"),
             401: OpenApiResponse(description="no or malformed Bearer token, or an unknown one"),
             403: OpenApiResponse(description="the token has been deactivated"),
-            404: OpenApiResponse(JoinRefusedSerializer, description="unknown season or board"),
+            404: OpenApiResponse(JoinErrorSerializer, description="unknown season or board"),
             409: OpenApiResponse(
                 JoinRefusedSerializer,
                 description="board_full (every seat taken), join_not_required (the board "
                 "counts every player's results), season_ended (the season ended or closed)",
             ),
             503: OpenApiResponse(
-                JoinRefusedSerializer,
+                JoinErrorSerializer,
                 description="PostgreSQL cannot be reached; POST again after Retry-After seconds "
                 "(it is idempotent)",
             ),
@@ -448,9 +461,7 @@ class BoardPlayerJoinApi(APIView):
     )
     def post(self, request: Request, season: str, board: str, player: str) -> Response:
         def refused(http_status: int, code: str, detail: str) -> Response:
-            return Response(
-                JoinRefusedSerializer({"detail": detail, "code": code}).data, status=http_status
-            )
+            return Response({"detail": detail, "code": code}, status=http_status)
 
         for name, value in (("season", season), ("player", player)):
             if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= PLAYER_ID_MAX:
@@ -478,7 +489,10 @@ class BoardPlayerJoinApi(APIView):
             return refused(status.HTTP_409_CONFLICT, exc.code, exc.detail)
         except OperationalError as exc:
             return Response(
-                {"detail": f"the join could not be stored; retry ({type(exc).__name__})"},
+                {
+                    "detail": f"the join could not be stored; retry ({type(exc).__name__})",
+                    "code": "database_unavailable",
+                },
                 status=status.HTTP_503_SERVICE_UNAVAILABLE,
                 headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
