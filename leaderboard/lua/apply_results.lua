@@ -39,7 +39,7 @@
 -- redelivery, a retry after a lost reply, or another consumer of the partition got there
 -- first: the caller drops them and calls again), or {1, changed, outbox_id, events,
 -- overflow...}: outbox_id the stream entry holding this call's events ("" when none), events
--- their lines ("<player> <JSON>" separated by newlines), overflow the "group_index member" of
+-- its text (common.lua: compact, the consumer makes the JSON), overflow the "group_index member" of
 -- cumulative sums the codec cannot hold (those results are left out; nothing is clamped). This
 -- answer is the only exactly-once decision: the caller reads no watermark of its own.
 --
@@ -145,7 +145,7 @@ for _ = 1, count do
   end
   local cause = nil
   if causes then
-    cause = {causes[1](), causes[2](), tonumber(causes[3]() or '')}
+    cause = {causes[1](), causes[2](), causes[3]()}
     if not (cause[1] and cause[2] and cause[3]) then
       return redis.error_reply('apply_results: ' .. count .. ' results sent, an events column '
         .. '(offsets, match ids, times) is short')
@@ -169,6 +169,9 @@ if causes and (causes[1]() or causes[2]() or causes[3]()) then
   return redis.error_reply('apply_results: ' .. count .. ' results sent, an events column has '
     .. 'more')
 end
+
+-- Members per ZADD or ZMSCORE call (unpack stays well inside Lua's stack limit).
+local ZADD_PAIRS = 500
 
 -- Pass 1: compute every cumulative score, with no write, so an overflow cannot leave half a
 -- batch applied. best and latest cannot overflow: their writes are collected as they come.
@@ -218,15 +221,33 @@ end
 local steps = {}
 do
   local now = {}  -- member -> score (false: not on the board)
+  -- Every player's score before the batch in one ZMSCORE per ZADD_PAIRS players, not a ZSCORE
+  -- per result (a call from Lua costs about as much as the look-up).
+  local members = {}
+  for _, e in ipairs(steps_in) do
+    if now[e[2]] == nil then
+      now[e[2]] = false
+      members[#members + 1] = e[2]
+    end
+  end
+  if #members > 0 then
+    local key = groups[steps_in[1][1]].key
+    for first = 1, #members, ZADD_PAIRS do
+      local last = math.min(first + ZADD_PAIRS - 1, #members)
+      local scores = redis.call('ZMSCORE', key, unpack(members, first, last))
+      for j = first, last do
+        local stored = scores[j - first + 1]
+        if stored then
+          now[members[j]] = tonumber(stored)
+        end
+      end
+    end
+  end
   for _, e in ipairs(steps_in) do
     local i, member, points, ticks = e[1], e[2], e[3], e[4]
     local group = groups[i]
     if not (group.done and xid_visible(e[5], group.done)) then
       local old = now[member]
-      if old == nil then
-        local stored = redis.call('ZSCORE', group.key, member)
-        old = stored and tonumber(stored) or false
-      end
       local new = merged_score(old or nil, points, ticks, rule, order, time_bits, max_points)
       if new == false then
         overflow[#overflow + 1] = i .. ' ' .. member
@@ -253,7 +274,6 @@ for _, pair in ipairs(order_of) do
   writes[#writes + 1] = score_str(current[pair[1] .. ' ' .. pair[2]])
   writes[#writes + 1] = pair[2]
 end
-local ZADD_PAIRS = 500
 local changed = 0
 for _, group in ipairs(groups) do
   local writes = group.writes
@@ -306,12 +326,26 @@ if #steps > 0 then
       local s = score_str(score)
       return redis.call('ZRANGEBYSCORE', key, s, s, 'LIMIT', 0, limit)
     end,
+    -- The two highest at or below the player's score: when the first is alone on it (the
+    -- player: no tie), the second is right below, and its rank is the player's plus one.
+    rank_below = function(_, score)
+      local r = rank(score)
+      local s = score_str(score)
+      local got = redis.call('ZREVRANGEBYSCORE', key, s, '-inf', 'WITHSCORES', 'LIMIT', 0, 2)
+      if got[4] and tonumber(got[2]) == score then
+        local value = tonumber(got[4])
+        if value < score then
+          return r, value, got[3], r + 1
+        end
+      end
+      return r
+    end,
   }
   for _, step in ipairs(steps) do
     if step[2] ~= step[3] then
       changed = changed + 1
     end
-    rank_step_events(events, board, step, true, top_n)
+    rank_step_events(events, board, step, top_n)
   end
 end
 
@@ -343,9 +377,8 @@ if not applied or tonumber(applied) < handled_offset then
   redis.call('HSET', KEYS[1], field, score_str(handled_offset))
 end
 
-local outbox_id, payload = '', ''
-if events and #events.lines > 0 then
-  payload = table.concat(events.lines, '\n')
+local outbox_id, payload = '', rank_events_payload(events)
+if payload ~= '' then
   outbox_id = redis.call('XADD', KEYS[2], '*', 'events', payload)
 end
 

@@ -253,64 +253,53 @@ end
 
 -- ---- rank events (docs/events.md) ----
 -- The apply scripts compute a board's rank events where the ranks are known and write them,
--- in the same call, to the board's outbox stream (leaderboard/keys.py rank_events_outbox).
--- An event is one line "<player id> <JSON>": the key and the value of its Kafka message.
+-- in the same call, to the board's outbox stream (leaderboard/keys.py rank_events_outbox) in
+-- a compact form the consumer turns into the events' JSON (leaderboard/rank_events.py
+-- outbox_messages): building each event's JSON here was a third of the script's cost.
+--
+-- An outbox entry is one string of tokens separated by single spaces: the header
+--   E1 <season id> <board slug> <id prefix, "-" for none>
+-- then records of ten tokens each:
+--   <code> <cause> <match id, "-" for none> <at, unix seconds> <player> <rank>
+--   <previous rank> <points> <previous points> <other player>
+-- code: P personal_best, R rank_changed, O overtaken, T entered_top, L left_top, or S for a
+-- result's own step: its personal_best, and its rank_changed when the two ranks differ. A
+-- missing number is "null". An event's id is "<id prefix><cause>:<type>:<player id>".
 
--- Unix seconds -> RFC 3339 UTC, "YYYY-MM-DDTHH:MM:SSZ" (days to a civil date: H. Hinnant's
--- days_from_civil inverse; Redis's Lua has no os.date). Memoized per call: the results of one
--- batch share few seconds, and formatting was a large part of an event's cost.
-local utc_texts = {}
-local function utc_text(seconds)
-  local text = utc_texts[seconds]
-  if text then
-    return text
-  end
-  local days = math.floor(seconds / 86400)
-  local rest = seconds - days * 86400
-  local z = days + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
-    - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local day = doy - math.floor((153 * mp + 2) / 5) + 1
-  local month = mp < 10 and mp + 3 or mp - 9
-  local year = yoe + era * 400 + (month <= 2 and 1 or 0)
-  text = string.format('%04d-%02d-%02dT%02d:%02d:%02dZ', year, month, day,
-    math.floor(rest / 3600), math.floor(rest % 3600 / 60), rest % 60)
-  utc_texts[seconds] = text
-  return text
-end
-
--- The events of one apply call. id_prefix is "<topic tag>:<board id>:<partition>:" (the tag:
--- 8 hex digits of the topic name's SHA-1): an event's id is "<id_prefix><offset>:<type>:<player
--- id>", the same on every redelivery and replay of the result (leaderboard/rank_events.py
--- rank_event_id). Ids are built, not hashed: hashing each was a third of an event's cost here.
 local function rank_events_new(id_prefix, season_id, slug)
-  return {
-    id_prefix = id_prefix,
-    head = '","seasonId":' .. season_id .. ',"board":"' .. slug .. '","playerId":',
-    lines = {},
-  }
+  return {out = {'E1', season_id, slug, id_prefix ~= '' and id_prefix or '-'}, count = 0}
 end
 
--- One event. cause = {offset, match id ("-" = unknown), at (unix seconds)} of the result.
+-- The entry's text ('' when there are no events).
+local function rank_events_payload(events)
+  if not events or events.count == 0 then
+    return ''
+  end
+  return table.concat(events.out, ' ')
+end
+
+-- A number as the outbox writes it: %d (C's integer formatting: Lua's own %.14g goes through
+-- the floating-point printer, a measurable share of the script), nil as null.
+local function event_number(n)
+  if n == nil then
+    return 'null'
+  end
+  return string.format('%d', n)
+end
+
+local EVENT_CODES = {personal_best = 'P', rank_changed = 'R', overtaken = 'O', entered_top = 'T',
+  left_top = 'L'}
+
+-- One event of kind about player. cause = {cause id, match id ("-": none), at (unix seconds,
+-- as text)} of what caused it.
 local function rank_event(events, kind, player, rank, previous_rank, points, previous_points,
                           other, cause)
-  local match_id = 'null'
-  if cause[2] ~= '-' then
-    match_id = '"' .. cause[2] .. '"'
-  end
-  -- Numbers are concatenated as they are (%.14g: exact for integers up to 10^14, past any
-  -- rank or points); a missing one (nil) is null.
-  local lines = events.lines
-  lines[#lines + 1] = player .. ' {"eventId":"' .. events.id_prefix .. cause[1] .. ':' .. kind
-    .. ':' .. player .. '","type":"' .. kind .. events.head .. player .. ',"rank":'
-    .. (rank or 'null') .. ',"previousRank":' .. (previous_rank or 'null') .. ',"points":'
-    .. (points or 'null') .. ',"previousPoints":' .. (previous_points or 'null')
-    .. ',"matchId":' .. match_id .. ',"otherPlayerId":' .. (other or 'null') .. ',"at":"'
-    .. utc_text(cause[3]) .. '"}'
+  local out = events.out
+  out[#out + 1] = EVENT_CODES[kind] .. ' ' .. cause[1] .. ' ' .. cause[2] .. ' ' .. cause[3]
+    .. ' ' .. player .. ' ' .. event_number(rank) .. ' ' .. event_number(previous_rank) .. ' '
+    .. event_number(points) .. ' ' .. event_number(previous_points) .. ' '
+    .. event_number(other)
+  events.count = events.count + 1
 end
 
 -- The rank events of one player's value moving on a board, whatever the board's encoding.
@@ -322,32 +311,42 @@ end
 --   b.below(player, new)   the value and player right below player (nil, nil: none)
 --   b.at(position)         the value and player at 0-based position (nil, nil: none)
 --   b.tied(value, limit)   up to limit players holding exactly value
--- personal: emit personal_best (the rule decides: best improved, latest changed, cumulative
--- counted). top_n: the top of entered_top and left_top.
+--   b.rank_below(player, new)  optional, one call fewer: the rank of new (player's value now)
+--                          and, when player alone holds it, the value, player and rank right
+--                          below (else nil: below and rank are asked)
+-- Every step emits personal_best (the rule decides what a step is: best improved, latest
+-- changed, cumulative counted). top_n: the top of entered_top and left_top.
 local TIED_LIMIT = 16
-local function rank_step_events(events, b, step, personal, top_n)
+local function rank_step_events(events, b, step, top_n)
   local player, old, new, cause = step[1], step[2], step[3], step[4]
   local old_rank = old and b.rank(old) or nil
   b.write(player, old, new)
-  local new_rank = b.rank(new)
+  local improved = not old or b.better(new, old)
+  local new_rank, value, passed, their_rank
+  if improved and old and b.rank_below then
+    new_rank, value, passed, their_rank = b.rank_below(player, new)
+  else
+    new_rank = b.rank(new)
+  end
   local points = b.points(new)
   local old_points = old and b.points(old) or nil
-  if personal then
-    rank_event(events, 'personal_best', player, new_rank, old_rank, points, old_points, nil, cause)
+  local out = events.out
+  if old then
+    out[#out + 1] = string.format('S %s %s %s %s %d %d %d %d null', cause[1], cause[2],
+      cause[3], player, new_rank, old_rank, points, old_points)
+  else
+    out[#out + 1] = string.format('S %s %s %s %s %d null %d null null', cause[1], cause[2],
+      cause[3], player, new_rank, points)
   end
-  if old_rank ~= new_rank then
-    rank_event(events, 'rank_changed', player, new_rank, old_rank, points, old_points, nil, cause)
-  end
-  local improved = not old or b.better(new, old)
+  events.count = events.count + (old_rank ~= new_rank and 2 or 1)
   if improved then
     -- Directly passed: the player right below now, if they were not below before. A first
     -- entry passes nobody (the players below lose a rank to a newcomer who was never behind).
-    local value, passed = nil, nil
-    if old then
+    if old and not their_rank then
       value, passed = b.below(player, new)
     end
     if passed and not b.better(old, value) then
-      local their_rank = b.rank(value)
+      their_rank = their_rank or b.rank(value)
       local their_points = b.points(value)
       rank_event(events, 'overtaken', passed, their_rank, their_rank - 1, their_points,
         their_points, player, cause)
@@ -359,10 +358,10 @@ local function rank_step_events(events, b, step, personal, top_n)
       -- above them then).
       local edge = b.at(top_n)
       if edge and b.rank(edge) == top_n + 1 and (not old or not b.better(old, edge)) then
-        for _, out in ipairs(b.tied(edge, TIED_LIMIT)) do
+        for _, out_player in ipairs(b.tied(edge, TIED_LIMIT)) do
           local out_points = b.points(edge)
-          rank_event(events, 'left_top', out, top_n + 1, top_n, out_points, out_points, player,
-            cause)
+          rank_event(events, 'left_top', out_player, top_n + 1, top_n, out_points, out_points,
+            player, cause)
         end
       end
     end

@@ -20,7 +20,7 @@
 -- ARGV[9]    number of players m, then per player four arguments: player id, cause (e.g.
 --            "void:123"; ids are "<cause>:<board id>:rank_changed:<player>"), match id ("-":
 --            none), time (unix seconds)
--- Returns {outbox_id, events}: the stream entry written ("" when none) and its lines.
+-- Returns {outbox_id, events}: the stream entry written ("" when none) and its text (common.lua).
 
 local mode, kind = ARGV[1], ARGV[2]
 local count = tonumber(ARGV[9])
@@ -78,7 +78,7 @@ for n = 0, count - 1 do
         events = events or rank_events_new(
           '', ARGV[6], ARGV[7])
         rank_event(events, 'rank_changed', player, rank, old_rank, points, old_points, nil,
-          {cause .. ':' .. ARGV[8], ARGV[12 + 4 * n], tonumber(ARGV[13 + 4 * n])})
+          {cause .. ':' .. ARGV[8], ARGV[12 + 4 * n], ARGV[13 + 4 * n]})
       end
       redis.call('HDEL', pending, field)
     end
@@ -89,8 +89,8 @@ if mode == 'begin' then
   redis.call('EXPIRE', pending, 7 * 86400)
   return {'', ''}
 end
-if not events or #events.lines == 0 then
+local payload = rank_events_payload(events)
+if payload == '' then
   return {'', ''}
 end
-local payload = table.concat(events.lines, '\n')
 return {redis.call('XADD', outbox, '*', 'events', payload), payload}

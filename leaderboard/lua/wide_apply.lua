@@ -136,7 +136,7 @@ for _ = 1, count do
   end
   local cause = nil
   if causes then
-    cause = {causes[1](), causes[2](), tonumber(causes[3]() or '')}
+    cause = {causes[1](), causes[2](), causes[3]()}
     if not (cause[1] and cause[2] and cause[3]) then
       return redis.error_reply('wide_apply: ' .. count .. ' results sent, an events column '
         .. '(offsets, match ids, times) is short')
@@ -250,14 +250,29 @@ end
 local steps = {}
 do
   local now = {}  -- member -> key (false: not on the board)
+  -- Every player's key before the batch in one HMGET per BATCH players, not an HGET per result.
+  local members = {}
+  for _, e in ipairs(steps_in) do
+    if now[e[2]] == nil then
+      now[e[2]] = false
+      members[#members + 1] = e[2]
+    end
+  end
+  if #members > 0 then
+    local index = groups[steps_in[1][1]].index
+    for first = 1, #members, BATCH do
+      local last = math.min(first + BATCH - 1, #members)
+      local held = redis.call('HMGET', index, unpack(members, first, last))
+      for j = first, last do
+        now[members[j]] = held[j - first + 1] or false
+      end
+    end
+  end
   for _, e in ipairs(steps_in) do
     local i, member, key = e[1], e[2], e[3]
     local group = groups[i]
     if not (group.done and xid_visible(e[4], group.done)) then
       local old = now[member]
-      if old == nil then
-        old = redis.call('HGET', group.index, member) or false
-      end
       local new
       if rule == 'best' then
         if not old or wide_better(key, old, nvalues) then
@@ -372,7 +387,7 @@ if #steps > 0 then
     if step[2] ~= step[3] then
       changed = changed + 1
     end
-    rank_step_events(events, board, step, true, top_n)
+    rank_step_events(events, board, step, top_n)
   end
 end
 
@@ -404,9 +419,8 @@ if not applied or tonumber(applied) < handled_offset then
   redis.call('HSET', KEYS[1], field, score_str(handled_offset))
 end
 
-local outbox_id, payload = '', ''
-if events and #events.lines > 0 then
-  payload = table.concat(events.lines, '\n')
+local outbox_id, payload = '', rank_events_payload(events)
+if payload ~= '' then
   outbox_id = redis.call('XADD', KEYS[2], '*', 'events', payload)
 end
 

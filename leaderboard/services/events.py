@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from leaderboard import keys
-from leaderboard.rank_events import OutboxEntry, RankEventSink, outbox_lines
+from leaderboard.rank_events import OutboxEntry, RankEventSink, outbox_messages
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import get_script
 from leaderboard.selectors.boards import BoardRef
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 def rank_events_publish(*, entries: Sequence[OutboxEntry], sink: RankEventSink) -> int:
     """Send the events of ``entries`` (in their order) and wait for Kafka's acknowledgement;
     the number sent. Safe to repeat: a repeat sends the same events, same ids."""
-    messages = [message for entry in entries for message in outbox_lines(entry.payload)]
+    messages = [message for entry in entries for message in outbox_messages(entry.payload)]
     sink.publish(messages=messages)
     return len(messages)
 

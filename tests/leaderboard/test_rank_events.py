@@ -15,7 +15,7 @@ import pytest
 
 from leaderboard import keys
 from leaderboard.models import BoardOrder, ScoringRule, TiebreakColumn, board_codec
-from leaderboard.rank_events import match_result_cause, outbox_lines
+from leaderboard.rank_events import match_result_cause, outbox_messages
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.selectors.events import rank_events_outbox_read
 from leaderboard.services import (
@@ -126,7 +126,7 @@ def events_of(outcome: BoardsApplied) -> list[dict[str, Any]]:
     """The events of the outbox entries, each checked to be keyed by its player."""
     events = []
     for entry in outcome.events:
-        for key, value in outbox_lines(entry.payload):
+        for key, value in outbox_messages(entry.payload):
             event = json.loads(value)
             assert key == str(event["playerId"]).encode()
             events.append(event)
@@ -173,6 +173,33 @@ def test_a_first_entry_a_pass_a_worse_result_and_the_top(board_redis, intact) ->
     assert step(4, 3, 10) == []
     assert step(5, 1, 50) == []
     assert board_redis.xlen(keys.rank_events_outbox(board_id=BOARD, topic=TOPIC, partition=0)) == 4
+
+
+def test_a_pass_onto_a_tied_value_and_onto_one_alone(board_redis, intact) -> None:
+    """The player right below and their rank, whether the new value is shared (identical
+    points in the same tick: a shared rank) or held alone (one call answers both then)."""
+    board = make_board(top_n=10)
+    ref = reference_of(board)
+
+    def step(offset: int, player: int, points: int, ticks: int) -> dict[str, dict[str, Any]]:
+        r = ref_result(offset, player, (points,), ticks)
+        got = events_of(apply(board, [r]))
+        assert by_id(got) == by_id(ref.apply(r))
+        return {e["type"]: e for e in got}
+
+    step(0, 1, 100, 5)
+    step(1, 2, 60, 5)
+    step(2, 3, 40, 5)
+    # Player 3 ties player 1 (rank 1 shared) and passes player 2, now third.
+    tied = step(3, 3, 100, 5)
+    assert (tied["personal_best"]["rank"], tied["personal_best"]["previousRank"]) == (1, 3)
+    passed = tied["overtaken"]
+    assert (passed["playerId"], passed["rank"], passed["previousRank"]) == (2, 3, 2)
+    # Player 4 enters below player 2, then passes them onto a value of their own.
+    step(4, 4, 50, 6)
+    alone = step(5, 4, 70, 6)
+    assert (alone["overtaken"]["playerId"], alone["overtaken"]["rank"]) == (2, 4)
+    assert (alone["personal_best"]["rank"], alone["personal_best"]["previousRank"]) == (3, 4)
 
 
 def test_fields_of_an_event(board_redis, intact) -> None:
@@ -348,3 +375,18 @@ def test_a_short_events_column_fails_loudly_and_moves_nothing(
         )
     assert board_redis.zcard(keys.board(board_id=BOARD)) == 0
     assert board_redis.hget(keys.ingest_applied_offsets(board_id=BOARD, topic=TOPIC), "0") is None
+
+
+def test_an_outbox_entry_of_the_former_form_is_published_as_it_is() -> None:
+    """Entries a consumer of the version before the compact form left in an outbox (one
+    "<player id> <JSON>" line per event) are still published after an upgrade, byte for byte."""
+    former = b'42 {"eventId":"a:personal_best:42"}\n7 {"eventId":"a:overtaken:7"}'
+    assert outbox_messages(former) == [
+        (b"42", b'{"eventId":"a:personal_best:42"}'),
+        (b"7", b'{"eventId":"a:overtaken:7"}'),
+    ]
+
+
+def test_a_short_outbox_record_fails_loudly() -> None:
+    with pytest.raises(ValueError, match="9 tokens after its header"):
+        outbox_messages(b"E1 7 main - S 1:2:3:4 - 1796300000 42 1 null 10 null")
