@@ -108,12 +108,13 @@ def player_names_get(*, player_ids: Sequence[int]) -> dict[int, PlayerName]:
     inside the contract's 5 seconds for a hide."""
     if not player_ids:
         return {}
-    buckets: dict[str, list[int]] = {}
+    # Grouped by bucket number first: one key built per bucket, not per player.
+    buckets: dict[int, list[int]] = {}
     for player_id in dict.fromkeys(player_ids):
-        buckets.setdefault(keys.player_names(player_id=player_id), []).append(player_id)
+        buckets.setdefault(player_id // keys.PLAYER_NAMES_BUCKET_SIZE, []).append(player_id)
     pipe = get_board_read_redis().pipeline(transaction=False)
-    for key, ids in buckets.items():
-        pipe.hmget(key, [str(player_id) for player_id in ids])
+    for ids in buckets.values():
+        pipe.hmget(keys.player_names(player_id=ids[0]), [str(player_id) for player_id in ids])
     names: dict[int, PlayerName] = {}
     for ids, values in zip(buckets.values(), pipe.execute(), strict=True):
         for player_id, raw in zip(ids, values, strict=True):

@@ -23,7 +23,7 @@ from seasons.memo import process_state_register
 from ..models import Cohort, CohortMember
 from .boards import BoardRef
 from .leagues import cohort_movements_projected
-from .rankings import RankingEntry, board_friends_get
+from .rankings import NOT_KEPT, RankingEntry, board_friends_get
 
 # How long a cohort that still takes players is served as last read.
 OPEN_COHORT_SECONDS = 1.0
@@ -135,17 +135,17 @@ def _members_memoize(board: BoardRef, number: int, members: _Members) -> None:
             _open[(board.id, number)] = members
 
 
-def cohort_ranked(entries: Sequence[RankingEntry]) -> list[CohortEntry]:
+def cohort_ranks(entries: Sequence[RankingEntry]) -> list[int]:
     """Global entries, best first, as ranks within their cohort: equal global ranks (identical
     keys) share a rank; the next distinct one ranks at its position."""
-    ranked: list[CohortEntry] = []
+    ranks: list[int] = []
     rank = 0
     previous: int | None = None
     for position, entry in enumerate(entries, start=1):
         if entry.rank != previous:
             rank, previous = position, entry.rank
-        ranked.append(CohortEntry(rank, entry))
-    return ranked
+        ranks.append(rank)
+    return ranks
 
 
 def cohort_standing_get(
@@ -158,30 +158,27 @@ def cohort_standing_get(
     members = _members(board, number)
     if members is None:
         return None
-    if not board.tiers:
-        entries = cohort_ranked(board_friends_get(board=board, player_ids=list(members.players)))
-    else:
-        # Every member plays in the cohort's tier: known without a lookup per entry.
-        entries = cohort_ranked(
-            board_friends_get(
-                board=board,
-                player_ids=list(members.players),
-                tier=board.tier_name(members.tier),
-            )
-        )
-        movements = cohort_movements_projected(
-            board=board, tier=members.tier, ranks=[e.rank for e in entries]
-        )
-        entries = [
-            CohortEntry(e.rank, e.entry, movement)
-            for e, movement in zip(entries, movements, strict=True)
-        ]
+    tier = board.tier_name(members.tier)
+    # Every member of a league board's cohort plays in the cohort's tier: known without a
+    # lookup per entry.
+    entries = board_friends_get(
+        board=board,
+        player_ids=list(members.players),
+        tier=tier if board.tiers else NOT_KEPT,
+    )
+    ranks = cohort_ranks(entries)
+    movements = cohort_movements_projected(board=board, tier=members.tier, ranks=ranks)
+    if limit is not None:
+        entries, ranks, movements = entries[:limit], ranks[:limit], movements[:limit]
     return CohortStanding(
         number=number,
         size=board.cohort_size,
         members=len(members.players),
-        tier=board.tier_name(members.tier),
-        entries=entries if limit is None else entries[:limit],
+        tier=tier,
+        entries=[
+            CohortEntry(rank, entry, movement)
+            for rank, entry, movement in zip(ranks, entries, movements, strict=True)
+        ],
     )
 
 

@@ -135,3 +135,49 @@ def test_attempts_are_there_on_boards_with_max_attempts_and_left_out_elsewhere()
     direct = CohortSerializer().to_representation(cohort)
     assert direct["entries"] == [declared(CohortEntrySerializer(), e) for e in entries]
     assert [e["attempts"] for e in direct["entries"]] == [2, 0]
+
+
+def test_entry_named_keeps_every_other_field():
+    # RankingEntry.named builds the entry by hand for speed: a field added to RankingEntry and
+    # forgotten there would be dropped from every named read.
+    from dataclasses import fields, replace
+
+    entry = RankingEntry(
+        rank=4,
+        player_id=42,
+        points=1518,
+        metadata={"car": "red"},
+        tiebreakers={"kills": 3},
+        tier="gold",
+        attempts=2,
+        score=b"123",
+    )
+    named = entry.named("Zoë", "FR")
+    expected = replace(entry, display_name="Zoë", country="FR")
+    assert [getattr(named, f.name) for f in fields(RankingEntry)] == [
+        getattr(expected, f.name) for f in fields(RankingEntry)
+    ]
+
+
+def test_json_body_is_what_drf_renders():
+    # The hot endpoints render through orjson (leaderboard/apis.py _json_bytes): byte for byte
+    # what DRF's JSONRenderer writes, which the ETags digest.
+    import datetime
+    import decimal
+    import uuid
+
+    from django.utils.translation import gettext_lazy
+    from rest_framework.renderers import JSONRenderer
+
+    from leaderboard.apis import _json_bytes
+
+    samples = [
+        [{"rank": 1, "playerId": 2**62, "displayName": 'Zoë \u2028 \u2029 "q" \n\t\x01'}],
+        {"at": datetime.datetime(2026, 12, 3, 14, 58, 28, 123456, tzinfo=datetime.UTC)},
+        {"day": datetime.date(2026, 12, 3), "id": uuid.UUID(int=7), "d": decimal.Decimal("1.5")},
+        {"metadata": {"big": 2**70, "neg": -(2**65), "f": 0.1, "n": None, "t": True}},
+        {"lazy": gettext_lazy("not found"), "tuple": (1, 2), "emoji": "🏁"},
+        {"points": 2_147_483_647, "percentile": 100.0, "half": 0.5, "empty": [], "obj": {}},
+    ]
+    for data in samples:
+        assert _json_bytes(data) == JSONRenderer().render(data), data
