@@ -714,7 +714,9 @@ class PlayerCardApi(PublicApi):
         description=(
             "displayName and country come from the player's profile (contract 0.3); "
             "displayName is null when staff hid it. boards lists every board of every active "
-            "season on which the player has a score."
+            "season on which the player has a score; a league board's row carries the "
+            "player's tier, and a row of any board with cohorts their cohort number (both null "
+            "while they are in no cohort yet)."
         ),
         parameters=[openapi.PLAYER, openapi.RETRY_AFTER],
         responses={

@@ -165,7 +165,18 @@ def country_field(**kwargs: Any) -> serializers.CharField:
     )
 
 
-class MetadataField(serializers.JSONField):
+class _KeptOnly:
+    """A field present (its value, or null) on the boards that keep it, left out where the
+    value is NOT_KEPT (contract 0.3)."""
+
+    def get_attribute(self, instance: Any) -> Any:
+        value = super().get_attribute(instance)  # type: ignore[misc]
+        if value is NOT_KEPT:
+            raise serializers.SkipField()
+        return value
+
+
+class MetadataField(_KeptOnly, serializers.JSONField):
     """An entry's ``metadata``: present (an object, or null) on a board that keeps metadata,
     left out elsewhere (contract 0.3)."""
 
@@ -176,12 +187,6 @@ class MetadataField(serializers.JSONField):
             "player's value (null when it had none).",
         )
         super().__init__(required=False, allow_null=True, **kwargs)
-
-    def get_attribute(self, instance: Any) -> Any:
-        value = super().get_attribute(instance)
-        if value is NOT_KEPT:
-            raise serializers.SkipField()
-        return value
 
 
 class TiebreakersField(serializers.DictField):
@@ -203,7 +208,7 @@ class TiebreakersField(serializers.DictField):
         return value
 
 
-class TierField(serializers.CharField):
+class TierField(_KeptOnly, serializers.CharField):
     """An entry's ``tier``: present (a tier name, or null) on a league board, left out
     elsewhere (contract 0.3, tiered leagues)."""
 
@@ -215,11 +220,19 @@ class TierField(serializers.CharField):
         )
         super().__init__(required=False, allow_null=True, **kwargs)
 
-    def get_attribute(self, instance: Any) -> Any:
-        value = super().get_attribute(instance)
-        if value is NOT_KEPT:
-            raise serializers.SkipField()
-        return value
+
+class CohortNumberField(_KeptOnly, serializers.IntegerField):
+    """A card row's ``cohort``: present (a number, or null) on a board with cohorts, left out
+    elsewhere (contract 0.3, cohorts)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "Boards with cohorts only (--cohort-size, docs/cohorts.md): the number of the "
+            "player's cohort on the board, from 1; null while they are in none (a league board "
+            "waiting for the previous season's close-out).",
+        )
+        super().__init__(required=False, allow_null=True, min_value=1, **kwargs)
 
 
 class ProjectedMovementField(serializers.ChoiceField):
@@ -435,6 +448,8 @@ class CardBoardSerializer(serializers.Serializer):
         help_text="Share of the board's players ranked at or below the player, in percent "
         "(100 * (size - rank + 1) / size, two decimals): rank 1 is 100.0."
     )
+    tier = TierField()
+    cohort = CohortNumberField()
 
 
 class PlayerCardSerializer(serializers.Serializer):

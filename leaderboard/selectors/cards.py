@@ -5,18 +5,25 @@ every active season on which the player has a score, each read from Redis like t
 player read (``board_player_get``: one script per board, ranks from one board state).
 ``percentile`` is that read's: the share of the board's players ranked at or below the player,
 in percent, two decimals (``100 * (size - rank + 1) / size``: rank 1 is 100.0, the last of 200
-is 0.5). A hidden profile answers ``displayName`` null; the rest of it stays.
+is 0.5). On a league board a row carries the player's ``tier`` (null while they are in no cohort
+yet), and on any board with cohorts their ``cohort`` number (null likewise), both as the board's
+own reads have them (selectors/leagues.py, selectors/cohorts.py: memoized per process once
+found); a board without cohorts costs no more than its player read. A hidden profile answers
+``displayName`` null; the rest of it stays.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from players.selectors import player_profile_get
 from seasons.models import SeasonStatus
 
-from .boards import board_list_live
-from .rankings import board_player_get
+from .boards import BoardRef, board_list_live
+from .cohorts import player_cohort_number
+from .leagues import entries_with_tiers
+from .rankings import NOT_KEPT, RankingEntry, board_player_get
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +33,11 @@ class CardBoard:
     rank: int
     points: int
     percentile: float
+    # On a league board, the player's tier name (None while in no cohort yet); NOT_KEPT elsewhere.
+    tier: Any = NOT_KEPT
+    # On a board with cohorts, the player's cohort number (None while in none); NOT_KEPT
+    # elsewhere.
+    cohort: Any = NOT_KEPT
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +58,7 @@ def player_card_get(*, player_id: int) -> PlayerCard | None:
             continue
         standing = board_player_get(board=board, player_id=player_id, named=False)
         if standing is not None:
+            tier, cohort = _card_cohort(board=board, entry=standing.entry)
             standings.append(
                 CardBoard(
                     season_id=board.season_id,
@@ -53,6 +66,8 @@ def player_card_get(*, player_id: int) -> PlayerCard | None:
                     rank=standing.entry.rank,
                     points=standing.entry.points,
                     percentile=standing.percentile,
+                    tier=tier,
+                    cohort=cohort,
                 )
             )
     profile = player_profile_get(player_id=player_id)
@@ -65,3 +80,18 @@ def player_card_get(*, player_id: int) -> PlayerCard | None:
         avatar_url=None if profile is None else profile.avatar_url,
         boards=tuple(standings),
     )
+
+
+def _card_cohort(*, board: BoardRef, entry: RankingEntry) -> tuple[Any, Any]:
+    """The player's tier and cohort number on the board, each NOT_KEPT where the board has
+    none (no lookup at all then)."""
+    tier: Any = NOT_KEPT
+    if board.tiers:
+        tier = entries_with_tiers(board=board, entries=[entry])[0].tier
+    if board.cohort_size is None:
+        return tier, NOT_KEPT
+    if tier is None:
+        # No cohort (the tier is the cohort's, read from the same membership): a board waiting
+        # for its league's close-out asks PostgreSQL no second time per card.
+        return tier, None
+    return tier, player_cohort_number(board=board, player_id=entry.player_id)

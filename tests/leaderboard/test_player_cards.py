@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import uuid
+from datetime import UTC, datetime, timedelta
 
+import orjson
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from ingestion.records import ConsumedRecord
+from ingestion.services import match_results_ingest
 from leaderboard import keys
-from leaderboard.models import Board, BoardOrder, ScoringRule
+from leaderboard.models import Board, BoardOrder, CohortMember, ScoringRule
 from leaderboard.services import board_create
 from players.schema import ProfileUpdate
 from players.services import player_profile_hide, player_profile_unhide, player_profiles_upsert
-from seasons.models import SeasonStatus
-from tests.helpers import make_season, wait_until
+from seasons.leagues import LeagueSpec
+from seasons.models import Season, SeasonStatus
+from tests.helpers import make_live_season, make_season, wait_until
+from tests.ingestion.ingest_helpers import LetterSink
 
 from .board_fixtures import write_board, write_season_board
 
@@ -90,3 +98,77 @@ def test_a_hidden_name_reads_null_within_5_seconds_until_unhidden(client, season
     assert _card(client, 1)["country"] == "FR"
     player_profile_unhide(player_id=1)
     assert _card(client, 1)["displayName"] == "Rude"
+
+
+def _play(season: Season, results: list[tuple[str, int, int]]) -> None:
+    """(board, player, points) results through the consumer's batch handler, in order: cohorts
+    are assigned as ingestion assigns them."""
+    records = []
+    for offset, (board, player, points) in enumerate(results):
+        value = orjson.dumps(
+            {
+                "matchId": str(uuid.uuid4()),
+                "playerId": player,
+                "seasonId": season.id,
+                "points": points,
+                "achievedAt": (season.starts_at + timedelta(seconds=offset + 1)).isoformat(),
+                "board": board,
+            }
+        )
+        records.append(ConsumedRecord(0, offset, b"%d" % player, value))
+    letters = LetterSink()
+    match_results_ingest(
+        topic=f"card-{uuid.uuid4().hex[:8]}", records=records, dead_letters=letters
+    )
+    assert letters.letters == []
+
+
+def _rows(card: dict) -> dict[str, dict]:
+    return {row["board"]: row for row in card["boards"]}
+
+
+def test_league_and_cohort_boards_carry_tier_and_cohort_plain_boards_neither(client, board_redis):
+    season = make_live_season()
+    league = LeagueSpec(("bronze", "silver", "gold"), promote_percent=20, relegate_percent=20)
+    board_create(season_id=season.id, slug="league", name="League", cohort_size=2, league=league)
+    board_create(season_id=season.id, slug="duels", name="Duels", cohort_size=3)
+    # A league board waiting for its league's previous close-out: scores, but no cohorts yet.
+    board_create(season_id=season.id, slug="later", name="Later", cohort_size=2, league=league)
+    Board.objects.filter(season=season, slug="later").update(league_waiting=True)
+    _play(
+        season,
+        [
+            ("league", 1, 30), ("league", 2, 20), ("league", 3, 10),  # cohorts {1, 2}, {3}
+            ("duels", 3, 5), ("main", 3, 7), ("later", 3, 4),
+        ],
+    )  # fmt: skip
+    assert not CohortMember.objects.filter(board__slug="later", board__season=season).exists()
+
+    rows = _rows(_card(client, 3))
+    assert rows["league"] == {
+        "seasonId": season.id,
+        "board": "league",
+        "rank": 3,
+        "points": 10,
+        "percentile": 33.33,
+        "tier": "bronze",
+        "cohort": 2,
+    }
+    # A board with cohorts but no league: the cohort, no tier.
+    assert (rows["duels"]["cohort"], "tier" in rows["duels"]) == (1, False)
+    # Not in a cohort yet: both null, as the board's own player read answers the tier.
+    assert (rows["later"]["tier"], rows["later"]["cohort"]) == (None, None)
+    later = client.get(f"/api/seasons/{season.id}/boards/later/players/3").json()
+    assert later["tier"] is None
+    # A plain board: neither key.
+    assert set(rows["main"]) == {"seasonId", "board", "rank", "points", "percentile"}
+    first = _rows(_card(client, 1))["league"]
+    assert (first["tier"], first["cohort"]) == ("bronze", 1)
+
+
+def test_a_card_of_plain_boards_asks_nothing_about_cohorts(client, seasons):
+    with CaptureQueriesContext(connection) as queries:
+        card = _card(client, 2)
+    assert [row["board"] for row in card["boards"]] == ["main", "kills"]
+    asked = " ".join(q["sql"] for q in queries.captured_queries)
+    assert CohortMember._meta.db_table not in asked

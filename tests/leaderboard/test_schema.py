@@ -73,6 +73,22 @@ def test_schema_is_valid_openapi_3_and_documents_every_read_operation(client):
     assert "nullable" not in entry["attempts"]
     standing = schema["components"]["schemas"]["PlayerStanding"]["properties"]
     assert {"displayName", "country", "attempts"} <= set(standing)
+    # A card's board row: tier on league boards, cohort on boards with cohorts, both
+    # nullable (no cohort yet) and left out elsewhere.
+    card_board = schema["components"]["schemas"]["CardBoard"]
+    assert set(card_board["properties"]) == {
+        "seasonId",
+        "board",
+        "rank",
+        "points",
+        "percentile",
+        "tier",
+        "cohort",
+    }
+    assert {"tier", "cohort"}.isdisjoint(card_board["required"])
+    assert card_board["properties"]["tier"]["nullable"] is True
+    assert card_board["properties"]["cohort"]["nullable"] is True
+    assert card_board["properties"]["cohort"]["type"] == "integer"
 
 
 @pytest.mark.django_db
