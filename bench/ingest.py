@@ -35,10 +35,12 @@ applied once one of the boards' watermarks covers it. The raw ceilings stay on o
 
 ``--cohort-size N`` (2..1000) then drains another backlog twice, the same results each time: to
 a board of the season without cohorts and to one with cohorts of N (each its own topic, filled
-first, and fresh consumers): most of its results are a player's first on the board, the case
-where ingestion assigns a cohort in the transaction that stores the result. ``--cohort-rounds
-R`` repeats the pair on fresh boards, alternating which runs first. Both rates, the ratio, and
-the CPU of each.
+first, and fresh consumers): by default most of its results are a player's first on the board,
+the case where ingestion assigns a cohort in the transaction that stores the result (a season's
+first hours); ``--cohort-players P`` draws them from P players instead, so that most are a
+returning player's (the rest of a season). ``--cohort-rounds R`` repeats the pair on fresh
+boards, alternating which runs first. Both rates, the ratio, the CPU of each, and the share of
+results that were a player's first.
 
 ``--tournament`` then drains another backlog twice, the same results each time: to a plain board
 and to a tournament board (``--join-required``, ``--max-attempts`` ``--tournament-attempts``,
@@ -226,6 +228,9 @@ class Report:
     # one with cohorts of that size ("on-<round>"), each by fresh consumers of its own topic, in
     # --cohort-rounds rounds of fresh boards (asdict of Drain, by slug, in the order run).
     cohort_drains: dict[str, dict[str, object]] = field(default_factory=dict)
+    # The share of the cohort backlogs' results that are a player's first on the board: the
+    # results for which a board with cohorts assigns one (--cohort-players sets the mix).
+    cohort_first_share: float | None = None
     # --tiebreak-rounds: the same backlog drained to a plain board ("narrow-<round>") and, with
     # the tie-break values kept, to a board with --tiebreak columns ("wide-<round>"), as above.
     tiebreak_drains: dict[str, dict[str, object]] = field(default_factory=dict)
@@ -1350,10 +1355,17 @@ def run(args: argparse.Namespace) -> Report:
             # The same results (one seed a round) under each board's slug: most are a player's
             # first on the board, the case where a board with cohorts assigns one.
             seed = 3 + int(slug.rsplit("-", 1)[1])
-            same = Results(season_id=e2e_id, players=args.players, seed=seed, boards=[slug])
-            paired_drain(
-                slug, board_id, [same.one() for _ in range(args.backlog)], into=report.cohort_drains
+            same = Results(
+                season_id=e2e_id,
+                players=args.cohort_players or args.players,
+                seed=seed,
+                boards=[slug],
             )
+            cohort_backlog = [same.one() for _ in range(args.backlog)]
+            report.cohort_first_share = len({m.player_id for m in cohort_backlog}) / len(
+                cohort_backlog
+            )
+            paired_drain(slug, board_id, cohort_backlog, into=report.cohort_drains)
 
         # --- --tiebreak-rounds: the same results to a plain board and to a tie-break one -----
         wide_backlogs: dict[str, list[MatchResultMessage]] = {}
@@ -1610,6 +1622,10 @@ def _fmt(value: float | None, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:,.0f}{unit}"
 
 
+def _percent(share: float | None) -> float | None:
+    return None if share is None else share * 100
+
+
 def _profile_of(drain: dict[str, object]) -> Profile | None:
     raw = drain.get("profile")
     return Profile(**raw) if isinstance(raw, dict) else None
@@ -1779,9 +1795,9 @@ def render(report: Report) -> str:
         without="off",
         within="on",
         heading=f"end-to-end drain of the same backlog to a board without cohorts and to one with "
-        f"cohorts of {report.args.get('cohort_size')} (each its own topic and consumers; most "
-        "results are a player's first on the board, the case that assigns a cohort; rounds "
-        "alternate which runs first):",
+        f"cohorts of {report.args.get('cohort_size')} (each its own topic and consumers; "
+        f"{_fmt(_percent(report.cohort_first_share), '%')} of the results are a player's first "
+        "on the board, the case that assigns a cohort; rounds alternate which runs first):",
         target=0.85,
     )
     lines += _pairs_table(
@@ -1907,6 +1923,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="after the end-to-end drain, drain as many results to a board without cohorts, "
         "then to one with cohorts of this size (2..1000), and compare",
+    )
+    parser.add_argument(
+        "--cohort-players",
+        type=int,
+        default=0,
+        help="with --cohort-size: the players its backlogs draw from (default: --players). "
+        "Fewer players than results make most results a returning player's, as on a season "
+        "past its first days: a board with cohorts then assigns few",
     )
     parser.add_argument(
         "--cohort-rounds",

@@ -220,29 +220,10 @@ end
 -- write, as the rule merges it; a step that changes nothing emits nothing.
 local steps = {}
 do
-  local now = {}  -- member -> score (false: not on the board)
-  -- Every player's score before the batch in one ZMSCORE per ZADD_PAIRS players, not a ZSCORE
-  -- per result (a call from Lua costs about as much as the look-up).
-  local members = {}
-  for _, e in ipairs(steps_in) do
-    if now[e[2]] == nil then
-      now[e[2]] = false
-      members[#members + 1] = e[2]
-    end
-  end
-  if #members > 0 then
-    local key = groups[steps_in[1][1]].key
-    for first = 1, #members, ZADD_PAIRS do
-      local last = math.min(first + ZADD_PAIRS - 1, #members)
-      local scores = redis.call('ZMSCORE', key, unpack(members, first, last))
-      for j = first, last do
-        local stored = scores[j - first + 1]
-        if stored then
-          now[members[j]] = tonumber(stored)
-        end
-      end
-    end
-  end
+  -- member -> score before the batch (false: not on the board)
+  local now = #steps_in > 0
+    and values_before(steps_in, 'ZMSCORE', groups[steps_in[1][1]].key, ZADD_PAIRS, tonumber)
+    or {}
   for _, e in ipairs(steps_in) do
     local i, member, points, ticks = e[1], e[2], e[3], e[4]
     local group = groups[i]

@@ -379,3 +379,30 @@ local function rank_step_events(events, b, step, top_n)
     end
   end
 end
+
+-- Each player of ``steps`` (the season-long steps with events: {group, member, ...}) -> the
+-- value Redis holds for them before the batch (false: none), read with one ``command`` per
+-- ``batch`` players (ZMSCORE on a board's set, HMGET on a wide board's index), not one call per
+-- result: a call from Lua costs about as much as the look-up. ``convert`` (optional) turns a
+-- reply into the value.
+local function values_before(steps, command, key, batch, convert)
+  local now = {}
+  local members = {}
+  for _, e in ipairs(steps) do
+    if now[e[2]] == nil then
+      now[e[2]] = false
+      members[#members + 1] = e[2]
+    end
+  end
+  for first = 1, #members, batch do
+    local last = math.min(first + batch - 1, #members)
+    local found = redis.call(command, key, unpack(members, first, last))
+    for j = first, last do
+      local value = found[j - first + 1]
+      if value then
+        now[members[j]] = convert and convert(value) or value
+      end
+    end
+  end
+  return now
+end

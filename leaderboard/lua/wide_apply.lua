@@ -249,25 +249,10 @@ end
 -- write; a step that changes nothing emits nothing (cumulative: every counted result does).
 local steps = {}
 do
-  local now = {}  -- member -> key (false: not on the board)
-  -- Every player's key before the batch in one HMGET per BATCH players, not an HGET per result.
-  local members = {}
-  for _, e in ipairs(steps_in) do
-    if now[e[2]] == nil then
-      now[e[2]] = false
-      members[#members + 1] = e[2]
-    end
-  end
-  if #members > 0 then
-    local index = groups[steps_in[1][1]].index
-    for first = 1, #members, BATCH do
-      local last = math.min(first + BATCH - 1, #members)
-      local held = redis.call('HMGET', index, unpack(members, first, last))
-      for j = first, last do
-        now[members[j]] = held[j - first + 1] or false
-      end
-    end
-  end
+  -- member -> key before the batch (false: not on the board)
+  local now = #steps_in > 0
+    and values_before(steps_in, 'HMGET', groups[steps_in[1][1]].index, BATCH)
+    or {}
   for _, e in ipairs(steps_in) do
     local i, member, key = e[1], e[2], e[3]
     local group = groups[i]
