@@ -28,12 +28,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from redis.cluster import RedisCluster
+
 from players.models import PlayerProfile
 from players.selectors import player_profiles_get, player_profiles_iter
 
 from . import keys
 from .redis import get_board_read_redis, get_board_redis
-from .scripts import ScriptCall, get_script, scripts_pipelined
+from .scripts import ScriptCall, get_script, read_script_call, scripts_pipelined
 
 logger = logging.getLogger(__name__)
 
@@ -101,9 +103,12 @@ def player_names_on_change(sender: Any, *, player_ids: Sequence[int], **kwargs: 
 
 
 def player_names_get(*, player_ids: Sequence[int]) -> dict[int, PlayerName]:
-    """The cached names of ``player_ids`` (UNKNOWN for players without one): one HMGET per
-    bucket of 100 players, all in one pipeline, so a page of 1,000 dense ids costs one round
-    trip of about 10 commands. Read where the boards are read (a replica with
+    """The cached names of ``player_ids`` (UNKNOWN for players without one), in one round trip:
+    on a single Redis one script call whatever the buckets (``player_names_get.lua``), on a
+    cluster one HMGET per bucket of 100 players, all in one pipeline (each bucket is its own
+    slot). A page of dense ids is a few buckets; a cohort's or a friends list's players are
+    spread over up to one bucket each, where redis-py's cost per pipelined command (about
+    10 us) made the names most of the read. Read where the boards are read (a replica with
     ``REDIS_READ_FROM_REPLICAS``): a name may lag its write by the replication delay, far
     inside the contract's 5 seconds for a hide."""
     if not player_ids:
@@ -112,13 +117,28 @@ def player_names_get(*, player_ids: Sequence[int]) -> dict[int, PlayerName]:
     buckets: dict[int, list[int]] = {}
     for player_id in dict.fromkeys(player_ids):
         buckets.setdefault(player_id // keys.PLAYER_NAMES_BUCKET_SIZE, []).append(player_id)
-    pipe = get_board_read_redis().pipeline(transaction=False)
-    for ids in buckets.values():
-        pipe.hmget(keys.player_names(player_id=ids[0]), [str(player_id) for player_id in ids])
+    client = get_board_read_redis()
     names: dict[int, PlayerName] = {}
-    for ids, values in zip(buckets.values(), pipe.execute(), strict=True):
-        for player_id, raw in zip(ids, values, strict=True):
-            names[player_id] = player_name_decode(raw)
+    if isinstance(client, RedisCluster):
+        pipe = client.pipeline(transaction=False)
+        for ids in buckets.values():
+            pipe.hmget(keys.player_names(player_id=ids[0]), [str(p) for p in ids])
+        for ids, values in zip(buckets.values(), pipe.execute(), strict=True):
+            for player_id, raw in zip(ids, values, strict=True):
+                names[player_id] = player_name_decode(raw)
+        return names
+    args: list[str | int] = []
+    for ids in buckets.values():
+        args.append(len(ids))
+        args += [str(player_id) for player_id in ids]
+    values = read_script_call(
+        client,
+        "player_names_get",
+        keys=[keys.player_names(player_id=ids[0]) for ids in buckets.values()],
+        args=args,
+    )
+    for player_id, raw in zip((p for ids in buckets.values() for p in ids), values, strict=True):
+        names[player_id] = player_name_decode(raw)
     return names
 
 

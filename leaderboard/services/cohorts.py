@@ -14,10 +14,13 @@ Redis machinery had to learn about them. docs/cohorts.md says why.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from django.db.backends.utils import CursorWrapper
+
+from seasons.memo import process_state_register
 
 from ..models import Board, Cohort, CohortMember
 from ..selectors._sql import array_literal
@@ -53,6 +56,38 @@ _MEMBERS_SQL = f"""
     SELECT %s, c, p, now() FROM unnest(%s::text::bigint[], %s::text::bigint[]) AS m(c, p)
     ORDER BY p
 """  # noqa: S608
+
+
+class _KnownMembers:
+    """(board, player) pairs this process saw committed into a cohort: a player's cohort never
+    changes and a board's id is never reused, so a batch need not ask PostgreSQL again whether
+    they have one. Only a hint to skip the look-up: filled after the commit that made (or found)
+    the membership, never before; bounded, and emptied whole when full (a player then forgotten
+    is looked up once more)."""
+
+    MAX_PAIRS = 300_000
+
+    def __init__(self) -> None:
+        self._pairs: set[tuple[int, int]] = set()
+        self._lock = threading.Lock()
+
+    def unknown(self, pairs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+        known = self._pairs
+        return [pair for pair in pairs if pair not in known]
+
+    def add(self, pairs: Collection[tuple[int, int]]) -> None:
+        with self._lock:
+            if len(self._pairs) + len(pairs) > self.MAX_PAIRS:
+                self._pairs = set()
+            self._pairs.update(pairs)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._pairs = set()
+
+
+KNOWN_MEMBERS = _KnownMembers()
+process_state_register(KNOWN_MEMBERS)
 
 
 class CohortCandidate(NamedTuple):

@@ -8,7 +8,7 @@ stored, so the caller can decide what counts (docs/ingestion.md, "Exactly once")
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
@@ -21,7 +21,7 @@ from seasons.models import Season
 
 from ..selectors._sql import array_literal
 from ..selectors.leagues import LeaguePlace, league_tiers_get
-from .cohorts import CohortCandidate, cohort_members_assign, cohorts_lock
+from .cohorts import KNOWN_MEMBERS, CohortCandidate, cohort_members_assign, cohorts_lock
 from .tournaments import Refusal, tournament_results_refuse
 
 
@@ -224,20 +224,23 @@ _OTHERS_SQL = f"""
 """  # noqa: S608
 
 
-# The players of the batch on boards with cohorts who have none yet, each once, in the order of
-# their first result (services/cohorts.py). A banned player's results do not count: no cohort.
-_COHORT_CANDIDATES_SQL = f"""
-    SELECT s.board_id, s.player_id FROM {_STAGE} s
-    WHERE s.board_id = ANY(%s)
-      AND NOT EXISTS (
-          SELECT 1 FROM {_COHORT_MEMBERS} m
-          WHERE m.board_id = s.board_id AND m.player_id = s.player_id
-      )
-      AND NOT EXISTS (
-          SELECT 1 FROM {_BANS} b WHERE b.season_id = s.season_id AND b.player_id = s.player_id
-      )
-    GROUP BY s.board_id, s.player_id
-    ORDER BY s.board_id, min(s.achieved_at), s.player_id
+# Players of the batch on boards with cohorts that this process does not know to be members
+# (services/cohorts.py KNOWN_MEMBERS), in the order given (their first result first): whether
+# each has a cohort, and whether they are banned from the board's season (a banned player's
+# results do not count: no cohort). Index probes only.
+_COHORT_ASK_SQL = f"""
+    SELECT f.board_id, f.player_id,
+           EXISTS (
+               SELECT 1 FROM {_COHORT_MEMBERS} m
+               WHERE m.board_id = f.board_id AND m.player_id = f.player_id
+           ),
+           EXISTS (
+               SELECT 1 FROM {_BANS} x JOIN {_BOARDS} b ON b.season_id = x.season_id
+               WHERE b.id = f.board_id AND x.player_id = f.player_id
+           )
+    FROM unnest(%s::text::bigint[], %s::text::bigint[])
+         WITH ORDINALITY AS f(board_id, player_id, position)
+    ORDER BY f.position
 """  # noqa: S608
 
 
@@ -325,25 +328,58 @@ def match_results_store(*, results: ResultColumns) -> StoredBatch:
                 if row[0] in cohort_sizes and row[3]
             }
             members = {row[0]: row[7] for row in locked if row[0] in cohort_sizes}
-            _cohorts_assign(cursor, cohort_sizes, leagues, members)
+            _cohorts_assign(cursor, results, refused, cohort_sizes, leagues, members)
     return StoredBatch(int(xid), others, banned, refused)
 
 
 def _cohorts_assign(
     cursor: CursorWrapper,
+    results: ResultColumns,
+    refused: Mapping[tuple[int, int], Refusal],
     sizes: dict[int, int],
     leagues: dict[int, LeaguePlace],
     members: dict[int, int],
 ) -> None:
     """Assign the batch's players new to its boards with cohorts (services/cohorts.py), each
-    into their tier on a league board. Asked once without a lock (the usual batch brings nobody
-    new); then, under the boards' locks, those found are asked again only if another batch
-    assigned players meanwhile: ``members``, each board's ``cohort_members`` as the batch read
-    it before looking for newcomers, still holds if nobody did."""
-    boards = sorted(sizes)
-    cursor.execute(_COHORT_CANDIDATES_SQL, [boards])
-    found = cursor.fetchall()
+    into their tier on a league board. Players this process saw in a cohort are not asked
+    about (KNOWN_MEMBERS: past a season's first days, most of a batch); the others are asked
+    once without a lock (the usual batch brings few new); then, under the boards' locks, those
+    found new are asked again only if another batch assigned players meanwhile: ``members``,
+    each board's ``cohort_members`` as the batch read it before looking, still holds if nobody
+    did."""
+    first: dict[tuple[int, int], datetime] = {}
+    for board_id, player_id, at, partition, offset in zip(
+        results.board_ids,
+        results.player_ids,
+        results.achieved_at,
+        results.kafka_partitions,
+        results.kafka_offsets,
+        strict=True,
+    ):
+        if board_id not in sizes or (refused and (partition, offset) in refused):
+            continue
+        pair = (board_id, player_id)
+        seen = first.get(pair)
+        if seen is None or at < seen:
+            first[pair] = at
+    asked = KNOWN_MEMBERS.unknown(first)
+    if not asked:
+        return
+    # The order the cohorts fill in: per board, by each player's first result in the batch.
+    asked.sort(key=lambda pair: (pair[0], first[pair], pair[1]))
+    cursor.execute(
+        _COHORT_ASK_SQL,
+        [array_literal([b for b, _ in asked]), array_literal([p for _, p in asked])],
+    )
+    found: list[tuple[int, int]] = []
+    known: list[tuple[int, int]] = []
+    for board_id, player_id, is_member, banned in cursor.fetchall():
+        if is_member:
+            known.append((board_id, player_id))
+        elif not banned:
+            found.append((board_id, player_id))
     if not found:
+        _members_known_on_commit(known)
         return
     # Their tiers before the locks (an open league board's tiers no longer change): the locks
     # are held to the commit, and every other assigner of the board waits for them.
@@ -360,11 +396,18 @@ def _cohorts_assign(
             _STILL_NEW_SQL,
             [array_literal([b for b, _ in found]), array_literal([p for _, p in found])],
         )
-        found = cursor.fetchall()
-        if not found:
-            return
-    candidates = [
-        CohortCandidate(board_id, player_id, tiers.get(board_id, {}).get(player_id))
-        for board_id, player_id in found
-    ]
-    cohort_members_assign(cursor=cursor, candidates=candidates, sizes=sizes)
+        found = [(int(b), int(p)) for b, p in cursor.fetchall()]
+    if found:
+        candidates = [
+            CohortCandidate(board_id, player_id, tiers.get(board_id, {}).get(player_id))
+            for board_id, player_id in found
+        ]
+        cohort_members_assign(cursor=cursor, candidates=candidates, sizes=sizes)
+    _members_known_on_commit(known + found)
+
+
+def _members_known_on_commit(pairs: list[tuple[int, int]]) -> None:
+    """Remember ``pairs`` as members once the batch's transaction commits (a rollback leaves
+    them unknown: a membership it wrote never existed)."""
+    if pairs:
+        transaction.on_commit(lambda: KNOWN_MEMBERS.add(pairs))

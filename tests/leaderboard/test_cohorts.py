@@ -19,7 +19,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
+from django.db import connection, transaction
 
 from leaderboard import keys
 from leaderboard.models import Board, BoardOrder, Cohort, CohortMember, ScoringRule, TiebreakColumn
@@ -331,3 +331,51 @@ def test_the_board_page_shows_the_players_group_and_each_group_has_its_page(clie
     assert 'rel="next"' not in last
     assert client.get(f"/seasons/{season.id}/boards/groups/cohorts/4").status_code == 404
     assert client.get(f"/seasons/{season.id}/boards/main/cohorts/1").status_code == 404
+
+
+def test_players_known_in_a_cohort_are_not_asked_about_again() -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    from leaderboard.services.cohorts import KNOWN_MEMBERS
+
+    season = _season()
+    board = board_factory(season, "groups", cohort_size=4)
+    offsets = iter(range(1_000))
+
+    def store(players: list[int]) -> list[str]:
+        rows = [
+            ResultRow(uuid.uuid4(), p, season.id, board.id, 5, START, 0, next(offsets))
+            for p in players
+        ]
+        with CaptureQueriesContext(connection) as queries:
+            match_results_store(results=ResultColumns.of(rows))
+        return [q["sql"] for q in queries.captured_queries if "cohortmember" in q["sql"]]
+
+    store([1, 2, 3])
+    # Committed: the three are members, and this process knows it.
+    assert store([3, 2, 1]) == []
+    # A newcomer among them: only the newcomer is asked about, and joins the open cohort.
+    asked = store([2, 9, 1])
+    assert asked
+    assert all("{9}" in sql for sql in asked if "unnest" in sql)
+    assert _membership(board.id) == {1: 1, 2: 1, 3: 1, 9: 1}
+
+    # A batch that rolls back leaves its newcomers unknown: the next one assigns them.
+    class Abort(Exception):
+        pass
+
+    def store_then_abort() -> None:
+        with transaction.atomic():
+            store([20])
+            raise Abort
+
+    with pytest.raises(Abort):
+        store_then_abort()
+    assert 20 not in _membership(board.id)
+    store([20])
+    assert _membership(board.id)[20] == 2
+
+    # Forgotten (a full memo is emptied whole): asked again, and nobody moves.
+    KNOWN_MEMBERS.clear()
+    assert store([1, 2, 3, 9, 20]) != []
+    assert _membership(board.id) == {1: 1, 2: 1, 3: 1, 9: 1, 20: 2}

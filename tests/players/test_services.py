@@ -133,3 +133,18 @@ def test_the_cache_is_rebuilt_from_postgresql_when_redis_lost_it(board_redis):
         9000: PlayerName("P9000", "FR"),
         5: PlayerName(None, None),
     }
+
+
+def test_names_of_players_spread_over_many_buckets_come_back_in_one_read(board_redis):
+    # A cohort's or a friends list's players: each in a bucket of its own, some without a name,
+    # one listed twice; one round trip on a single Redis (a script), a pipeline on a cluster.
+    named = [7, 150, 151, 9_999, 10_000, 123_456_789]
+    player_profiles_upsert(
+        profiles=[_profile(player_id=n, name=f"P{n}", country="SE") for n in named]
+    )
+    asked = [151, 42, 7, 9_999, 150, 151, 10_000, 5_000_000, 123_456_789]
+    names = player_names_get(player_ids=asked)
+    assert names == {
+        n: PlayerName(f"P{n}", "SE") if n in named else PlayerName(None, None) for n in asked
+    }
+    assert player_names_get(player_ids=[]) == {}
