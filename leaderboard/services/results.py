@@ -224,22 +224,36 @@ _OTHERS_SQL = f"""
 """  # noqa: S608
 
 
-# Players of the batch on boards with cohorts that this process does not know to be members
-# (services/cohorts.py KNOWN_MEMBERS), in the order given (their first result first): whether
-# each has a cohort, and whether they are banned from the board's season (a banned player's
-# results do not count: no cohort). Index probes only.
+# Whether each player of the batch on its boards with cohorts has a cohort, each pair once, in
+# the order of their first result (services/cohorts.py); a banned player's results do not count,
+# so they are left out. Asked when this process knows few of the batch's players (a season's
+# first hours, a consumer just started): each staged row probes the memberships' index once.
+_COHORT_STAGE_ASK_SQL = f"""
+    SELECT s.board_id, s.player_id, EXISTS (
+        SELECT 1 FROM {_COHORT_MEMBERS} m
+        WHERE m.board_id = s.board_id AND m.player_id = s.player_id
+    )
+    FROM {_STAGE} s
+    WHERE s.board_id = ANY(%s)
+      AND NOT EXISTS (
+          SELECT 1 FROM {_BANS} b WHERE b.season_id = s.season_id AND b.player_id = s.player_id
+      )
+    GROUP BY s.board_id, s.player_id
+    ORDER BY s.board_id, min(s.achieved_at), s.player_id
+"""  # noqa: S608
+# The same for the few players of the batch this process does not know to be in a cohort (the
+# usual batch past a season's first days), named in the order of their first result.
 _COHORT_ASK_SQL = f"""
-    SELECT f.board_id, f.player_id,
-           EXISTS (
-               SELECT 1 FROM {_COHORT_MEMBERS} m
-               WHERE m.board_id = f.board_id AND m.player_id = f.player_id
-           ),
-           EXISTS (
-               SELECT 1 FROM {_BANS} x JOIN {_BOARDS} b ON b.season_id = x.season_id
-               WHERE b.id = f.board_id AND x.player_id = f.player_id
-           )
+    SELECT f.board_id, f.player_id, EXISTS (
+        SELECT 1 FROM {_COHORT_MEMBERS} m
+        WHERE m.board_id = f.board_id AND m.player_id = f.player_id
+    )
     FROM unnest(%s::text::bigint[], %s::text::bigint[])
          WITH ORDINALITY AS f(board_id, player_id, position)
+    WHERE NOT EXISTS (
+        SELECT 1 FROM {_BANS} x JOIN {_BOARDS} b ON b.season_id = x.season_id
+        WHERE b.id = f.board_id AND x.player_id = f.player_id
+    )
     ORDER BY f.position
 """  # noqa: S608
 
@@ -347,37 +361,22 @@ def _cohorts_assign(
     found new are asked again only if another batch assigned players meanwhile: ``members``,
     each board's ``cohort_members`` as the batch read it before looking, still holds if nobody
     did."""
-    first: dict[tuple[int, int], datetime] = {}
-    for board_id, player_id, at, partition, offset in zip(
-        results.board_ids,
-        results.player_ids,
-        results.achieved_at,
-        results.kafka_partitions,
-        results.kafka_offsets,
-        strict=True,
-    ):
-        if board_id not in sizes or (refused and (partition, offset) in refused):
-            continue
-        pair = (board_id, player_id)
-        seen = first.get(pair)
-        if seen is None or at < seen:
-            first[pair] = at
-    asked = KNOWN_MEMBERS.unknown(first)
-    if not asked:
+    pairs = {
+        pair for pair in zip(results.board_ids, results.player_ids, strict=True) if pair[0] in sizes
+    }
+    unknown = KNOWN_MEMBERS.unknown(pairs)
+    if not unknown:
         return
-    # The order the cohorts fill in: per board, by each player's first result in the batch.
-    asked.sort(key=lambda pair: (pair[0], first[pair], pair[1]))
-    cursor.execute(
-        _COHORT_ASK_SQL,
-        [array_literal([b for b, _ in asked]), array_literal([p for _, p in asked])],
-    )
+    if 2 * len(unknown) > len(pairs):
+        # Mostly unknown: PostgreSQL looks at the staged rows itself (no arrays to send), and
+        # says of each player whether they have a cohort, so that the next batches know.
+        cursor.execute(_COHORT_STAGE_ASK_SQL, [sorted(sizes)])
+    else:
+        cursor.execute(_COHORT_ASK_SQL, _unknown_in_order(results, refused, set(unknown)))
     found: list[tuple[int, int]] = []
     known: list[tuple[int, int]] = []
-    for board_id, player_id, is_member, banned in cursor.fetchall():
-        if is_member:
-            known.append((board_id, player_id))
-        elif not banned:
-            found.append((board_id, player_id))
+    for board_id, player_id, is_member in cursor.fetchall():
+        (known if is_member else found).append((board_id, player_id))
     if not found:
         _members_known_on_commit(known)
         return
@@ -404,6 +403,32 @@ def _cohorts_assign(
         ]
         cohort_members_assign(cursor=cursor, candidates=candidates, sizes=sizes)
     _members_known_on_commit(known + found)
+
+
+def _unknown_in_order(
+    results: ResultColumns,
+    refused: Mapping[tuple[int, int], Refusal],
+    unknown: set[tuple[int, int]],
+) -> list[str]:
+    """``_COHORT_ASK_SQL``'s arrays: the ``unknown`` pairs whose results the batch stores (not
+    refused), per board in the order of their first result."""
+    first: dict[tuple[int, int], datetime] = {}
+    for board_id, player_id, at, partition, offset in zip(
+        results.board_ids,
+        results.player_ids,
+        results.achieved_at,
+        results.kafka_partitions,
+        results.kafka_offsets,
+        strict=True,
+    ):
+        pair = (board_id, player_id)
+        if pair not in unknown or (refused and (partition, offset) in refused):
+            continue
+        seen = first.get(pair)
+        if seen is None or at < seen:
+            first[pair] = at
+    ordered = sorted(first, key=lambda pair: (pair[0], first[pair], pair[1]))
+    return [array_literal([b for b, _ in ordered]), array_literal([p for _, p in ordered])]
 
 
 def _members_known_on_commit(pairs: list[tuple[int, int]]) -> None:
