@@ -102,13 +102,18 @@ def player_names_on_change(sender: Any, *, player_ids: Sequence[int], **kwargs: 
     player_names_refresh(player_ids=player_ids)
 
 
+# Up to this many buckets a pipeline of HMGETs is cheaper than the script (which pays its
+# call and its common.lua prelude once: about as much as four pipelined commands).
+_PIPELINED_BUCKETS_MAX = 4
+
+
 def player_names_get(*, player_ids: Sequence[int]) -> dict[int, PlayerName]:
     """The cached names of ``player_ids`` (UNKNOWN for players without one), in one round trip:
-    on a single Redis one script call whatever the buckets (``player_names_get.lua``), on a
-    cluster one HMGET per bucket of 100 players, all in one pipeline (each bucket is its own
-    slot). A page of dense ids is a few buckets; a cohort's or a friends list's players are
-    spread over up to one bucket each, where redis-py's cost per pipelined command (about
-    10 us) made the names most of the read. Read where the boards are read (a replica with
+    one HMGET per bucket of 100 players, pipelined; on a single Redis, past a few buckets, all
+    of them in one script call instead (``player_names_get.lua``: a cluster holds each bucket
+    in its own slot). A page of dense ids is a bucket or two; a cohort's or a friends list's
+    players are spread over up to one bucket each, where redis-py's cost per pipelined command
+    (about 10 us) made the names most of the read. Read where the boards are read (a replica with
     ``REDIS_READ_FROM_REPLICAS``): a name may lag its write by the replication delay, far
     inside the contract's 5 seconds for a hide."""
     if not player_ids:
@@ -119,7 +124,14 @@ def player_names_get(*, player_ids: Sequence[int]) -> dict[int, PlayerName]:
         buckets.setdefault(player_id // keys.PLAYER_NAMES_BUCKET_SIZE, []).append(player_id)
     client = get_board_read_redis()
     names: dict[int, PlayerName] = {}
-    if isinstance(client, RedisCluster):
+    if len(buckets) == 1:
+        # One bucket (a player entry, a page of dense ids): a plain HMGET, cheaper than either.
+        (bucket_ids,) = buckets.values()
+        values = client.hmget(
+            keys.player_names(player_id=bucket_ids[0]), [str(p) for p in bucket_ids]
+        )
+        return {p: player_name_decode(raw) for p, raw in zip(bucket_ids, values, strict=True)}
+    if isinstance(client, RedisCluster) or len(buckets) <= _PIPELINED_BUCKETS_MAX:
         pipe = client.pipeline(transaction=False)
         for ids in buckets.values():
             pipe.hmget(keys.player_names(player_id=ids[0]), [str(p) for p in ids])

@@ -148,3 +148,6 @@ def test_names_of_players_spread_over_many_buckets_come_back_in_one_read(board_r
         n: PlayerName(f"P{n}", "SE") if n in named else PlayerName(None, None) for n in asked
     }
     assert player_names_get(player_ids=[]) == {}
+    # One bucket, and a few (pipelined): the same answers.
+    assert player_names_get(player_ids=[151, 150]) == {151: names[151], 150: names[150]}
+    assert player_names_get(player_ids=[7, 150, 42]) == {n: names[n] for n in (7, 150, 42)}
