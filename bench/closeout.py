@@ -15,7 +15,12 @@ In one run against the local PostgreSQL (and Redis, which the close-out's key dr
    ranking every player): its time against the baseline, and rows per second;
 4. a player with ``--seasons`` archived seasons (small seasons made for it, in the same table
    as the big board's rows): ``player_history`` (limit 50) p50 and p99 over ``--reads`` calls,
-   and the HTTP endpoint's through Django's test client.
+   and the HTTP endpoint's through Django's test client;
+5. with ``--league``: a fresh season again, its main board as in 1, plus a league board
+   (cohorts of 50, tiers bronze, silver, gold, promote and relegate 20%) with as many results
+   and every player in a cohort (cohort n in tier (n - 1) mod 3, written as the assignment writes
+   them); its close-out, which also decides every player's movement and pays the league's
+   reward tiers by rank within each cohort, against the baseline of 2.
 
 Isolation: its own database (``leaderboard_bench_closeout``, created and migrated if absent,
 emptied at the start), its own Redis key prefix.
@@ -65,14 +70,17 @@ from django.test import Client  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from bench.generate import results_generate  # noqa: E402
-from closeout.models import HistoryEntry  # noqa: E402
+from closeout.models import HistoryEntry, RewardGrant  # noqa: E402
 from closeout.selectors import player_history  # noqa: E402
 from closeout.services import reward_tier_create, season_close, season_history_archive  # noqa: E402
-from leaderboard.models import MatchResult  # noqa: E402
-from leaderboard.services import season_setup  # noqa: E402
+from leaderboard.models import Board, Cohort, CohortMember, LeagueMovement, MatchResult  # noqa: E402
+from leaderboard.services import board_create, season_setup  # noqa: E402
+from seasons.leagues import LeagueSpec  # noqa: E402
 from seasons.models import Season, SeasonStatus  # noqa: E402
 
 SEASON_ID = 990_101
+LEAGUE_COHORT = 50
+LEAGUE_TIERS = ("bronze", "silver", "gold")
 HISTORY_PLAYER = 1
 RESULTS_DIR = ROOT / "bench" / "results"
 T = TypeVar("T")
@@ -90,6 +98,10 @@ class Report:
     archive_rows: int = 0
     history_read_ms: dict[str, float] = field(default_factory=dict)
     history_http_ms: dict[str, float] = field(default_factory=dict)
+    # --league: the close-out of a season with the league board beside main, and what it wrote.
+    league_closeout_s: float = 0.0
+    league_movements: int = 0
+    league_grants: int = 0
     notes: list[str] = field(default_factory=list)
 
 
@@ -122,7 +134,9 @@ def timed(fn: Callable[[], T]) -> tuple[float, T]:
 
 def fresh_season() -> Season:
     with connection.cursor() as cur:
-        cur.execute(f"TRUNCATE {MatchResult._meta.db_table}, {HistoryEntry._meta.db_table} CASCADE")
+        # The big tables emptied here: the season's delete below would walk them row by row.
+        tables = [MatchResult, HistoryEntry, CohortMember, Cohort, LeagueMovement, RewardGrant]
+        cur.execute(f"TRUNCATE {', '.join(t._meta.db_table for t in tables)} CASCADE")
     Season.objects.filter(pk__gte=SEASON_ID).delete()
     start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=31)
     season = season_setup(
@@ -164,6 +178,53 @@ def history_of_one_player(*, seasons: int) -> None:
     HistoryEntry.objects.bulk_create(rows)
     with connection.cursor() as cur:
         cur.execute(f"ANALYZE {HistoryEntry._meta.db_table}")
+
+
+def league_board_fill(*, season: Season, players: int, results: int) -> int:
+    """A league board on ``season`` (cohorts of LEAGUE_COHORT), its results, and every player in
+    a cohort (players in id order, cohort n in tier (n - 1) mod 3), with a reward for each cohort's
+    winner in every tier; the board's id."""
+    board = board_create(
+        season_id=season.id,
+        slug="league",
+        name="League",
+        cohort_size=LEAGUE_COHORT,
+        league=LeagueSpec(LEAGUE_TIERS, 20, 20),
+    )
+    results_generate(
+        season=season, players=players, results=results, spread_days=29, board_id=board.id
+    )
+    cohorts = -(-players // LEAGUE_COHORT)
+    cohort_table, member_table = Cohort._meta.db_table, CohortMember._meta.db_table
+    values = {"board": board.id, "size": LEAGUE_COHORT, "players": players, "cohorts": cohorts}
+    with stage("league cohorts and memberships"), connection.cursor() as cur:
+        cur.execute(
+            f"""INSERT INTO {cohort_table} (board_id, number, tier, members, opened_at)
+                SELECT %(board)s, n, (n - 1) %% 3,
+                       least(%(size)s, %(players)s - (n - 1) * %(size)s), now()
+                FROM generate_series(1, %(cohorts)s) n""",
+            values,
+        )
+        cur.execute(
+            f"""INSERT INTO {member_table} (board_id, cohort_id, player_id, joined_at)
+                SELECT %(board)s, c.id, p, now()
+                FROM generate_series(1, %(players)s) p
+                JOIN {cohort_table} c
+                  ON c.board_id = %(board)s AND c.number = (p - 1) / %(size)s + 1""",
+            values,
+        )
+        Board.objects.filter(id=board.id).update(cohort_members=players)
+        cur.execute(f"ANALYZE {CohortMember._meta.db_table}")
+    for tier in LEAGUE_TIERS:
+        reward_tier_create(
+            season_id=season.id,
+            board_slug="league",
+            league_tier=tier,
+            rank_from=1,
+            rank_to=1,
+            reward_name=f"{tier} cup",
+        )
+    return board.id
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -210,6 +271,18 @@ def run(args: argparse.Namespace) -> Report:
         assert response.status_code == 200, response.content[:200]
         http.append(elapsed)
     report.history_http_ms = percentiles(http)
+    if args.league:
+        season = fresh_season()
+        results_generate(season=season, players=args.players, results=args.results, spread_days=29)
+        board_id = league_board_fill(season=season, players=args.players, results=args.results)
+        with stage("close-out with the league board (its movements and grants too)"):
+            report.league_closeout_s, result = timed(
+                lambda: season_close(season_id=season.id, force=True, grace_seconds=0)
+            )
+        if not result.closed:
+            report.notes.append(f"the league close-out did not close: {result.describe()}")
+        report.league_movements = LeagueMovement.objects.filter(board_id=board_id).count()
+        report.league_grants = RewardGrant.objects.filter(tier__board_id=board_id).count()
     return report
 
 
@@ -229,8 +302,22 @@ def render(report: Report) -> str:
         f"selector p50 {report.history_read_ms.get('p50')} ms, p99 "
         f"{report.history_read_ms.get('p99')} ms; HTTP (in-process) p50 "
         f"{report.history_http_ms.get('p50')} ms, p99 {report.history_http_ms.get('p99')} ms",
-        *(f"note: {note}" for note in report.notes),
     ]
+    if report.args.get("league"):
+        league_extra = report.league_closeout_s / report.closeout_s if report.closeout_s else 0.0
+        movements_rate = (
+            report.league_movements / (report.league_closeout_s - report.closeout_s)
+            if report.league_closeout_s > report.closeout_s
+            else 0.0
+        )
+        lines.append(
+            f"- close-out with a league board of the same {report.players:,} players beside main "
+            f"(cohorts of {LEAGUE_COHORT}, {len(LEAGUE_TIERS)} tiers): "
+            f"{report.league_closeout_s:.1f} s, {league_extra:.2f}x the baseline; "
+            f"{report.league_movements:,} movements and {report.league_grants:,} league grants "
+            f"({movements_rate:,.0f} movements/s over the baseline's time)"
+        )
+    lines += [f"note: {note}" for note in report.notes]
     return "\n".join(lines)
 
 
@@ -242,6 +329,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seasons", type=int, default=100, help="the history player's seasons")
     parser.add_argument("--reads", type=int, default=500)
+    parser.add_argument(
+        "--league",
+        action="store_true",
+        help="then close a season with a league board of the same players beside main",
+    )
     args = parser.parse_args(argv)
     args.results = max(args.results or args.players, args.players)
     report = run(args)

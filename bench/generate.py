@@ -12,10 +12,17 @@ from seasons.models import Season
 
 
 def results_generate(
-    *, season: Season, players: int, results: int, spread_days: int, step: int = 1_000_000
+    *,
+    season: Season,
+    players: int,
+    results: int,
+    spread_days: int,
+    step: int = 1_000_000,
+    board_id: int | None = None,
 ) -> None:
-    """``results`` results on the season's main board: every player gets a first one, the rest
-    go to random players, at random times within the first ``spread_days`` of the season."""
+    """``results`` results on the season's main board (or board ``board_id``): every player
+    gets a first one, the rest go to random players, at random times within the first
+    ``spread_days`` of the season."""
     # Indexes are cheaper to build once than to maintain row by row.
     (index,) = MatchResult._meta.indexes
     with connection.cursor() as cur:
@@ -31,7 +38,7 @@ def results_generate(
                %(start)s::timestamptz + random() * make_interval(days => %(days)s), now(), ''
         FROM generate_series(%(lo)s, %(hi)s) g
     """
-    board = main_board_get(season_id=season.id).id
+    board = board_id if board_id is not None else main_board_get(season_id=season.id).id
     with tqdm(total=results, desc="generate results", unit=" rows", unit_scale=True) as bar:
         for lo in range(1, results + 1, step):
             hi = min(results, lo + step - 1)
