@@ -120,6 +120,7 @@ django.setup()
 import msgspec  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition  # noqa: E402
 from kafka.admin import NewTopic  # noqa: E402
 from redis.cluster import RedisCluster  # noqa: E402
@@ -136,8 +137,10 @@ from leaderboard.models import (  # noqa: E402
     MAIN_BOARD,
     Board,
     BoardOrder,
+    CohortMember,
     MatchResult,
     Participant,
+    RefusedResult,
     ScoringRule,
     TiebreakColumn,
 )
@@ -1603,6 +1606,12 @@ def _cleanup(admin: KafkaAdminClient, topics: list[str], season_ids: list[int]) 
         admin.close()
     MatchResult.objects.filter(season_id__in=season_ids).delete()
     Season.objects.filter(id__in=season_ids).delete()
+    # The deleted rows are the next run's dead tuples otherwise: autovacuum would clean them up
+    # in the middle of its drains (this database is the bench's own).
+    print("vacuuming the bench's tables ...", flush=True)
+    with connection.cursor() as cursor:
+        for model in (MatchResult, CohortMember, Participant, RefusedResult):
+            cursor.execute(f"VACUUM ANALYZE {model._meta.db_table}")
     # This run's prefix only. On a cluster, scan_iter walks every master (redis-py sends SCAN to
     # all primaries), and one UNLINK per key keeps each command within one slot.
     client = get_board_redis()
