@@ -235,35 +235,16 @@ def test_a_metadata_board_shows_each_entrys_details_and_redraws_them_live(page, 
 
 
 def test_a_tiebreak_board_shows_each_column_and_redraws_them_live(page, board_redis):
-    import uuid
-
-    from ingestion.records import ConsumedRecord
-    from ingestion.services import match_results_ingest
     from leaderboard.models import TiebreakColumn
     from tests.factories import board_factory
 
     season = _live_season()
     columns = (TiebreakColumn("kills", "desc"), TiebreakColumn("deaths", "asc"))
     board_factory(season, "arena", name="Arena", tiebreaks=columns)
-    offset = iter(range(1000))
+    send = _Ingest(season.id, "arena")
 
     def ingest_result(player: int, points: int, kills: int, deaths: int) -> None:
-        body = {
-            "matchId": str(uuid.uuid4()),
-            "playerId": player,
-            "seasonId": season.id,
-            "points": points,
-            "achievedAt": datetime.now(UTC).isoformat(),
-            "board": "arena",
-            "tiebreakers": {"kills": kills, "deaths": deaths},
-        }
-        record = ConsumedRecord(0, next(offset), b"%d" % player, json.dumps(body).encode())
-        # The configured topic: the board's watermark is that topic's.
-        from django.conf import settings
-
-        match_results_ingest(
-            topic=settings.KAFKA_MATCH_RESULTS_TOPIC, records=[record], dead_letters=_NoLetters()
-        )
+        send(player, points, tiebreakers={"kills": kills, "deaths": deaths})
 
     # Equal points: more kills first, then fewer deaths.
     ingest_result(1, 50, 3, 9)
@@ -283,6 +264,60 @@ def test_a_tiebreak_board_shows_each_column_and_redraws_them_live(page, board_re
     ingest_result(1, 50, 8, 9)
     expect(rows.first).to_have_attribute("data-player", "1", timeout=5000)
     expect(rows.first.locator("td")).to_have_text(["1", "Player 1", "50", "8", "9"])
+
+
+def test_a_max_attempts_board_shows_each_players_attempts_and_redraws_them_live(page, board_redis):
+    from tests.factories import board_factory
+
+    season = _live_season()
+    board_factory(season, "cup", name="Cup", max_attempts=3)
+    send = _Ingest(season.id, "cup")
+    send(1, 40)
+    send(1, 30)
+    send(2, 50)
+    page.goto(f"/seasons/{season.id}/boards/cup")
+    expect(page.locator("p.meta.tournament")).to_contain_text("at most 3 attempts per player")
+    table = page.locator("table[data-live-url]")
+    expect(table.locator("thead th")).to_have_text(["Rank", "Player", "Points", "Attempts"])
+    rows = table.locator("tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.first.locator("td")).to_have_text(["1", "Player 2", "50", "1/3"])
+    expect(rows.nth(1).locator("td")).to_have_text(["2", "Player 1", "40", "2/3"])
+    # Player 1's third attempt takes the lead: the open page redraws the row with 3/3.
+    send(1, 60)
+    expect(rows.first).to_have_attribute("data-player", "1", timeout=5000)
+    expect(rows.first.locator("td")).to_have_text(["1", "Player 1", "60", "3/3"])
+
+
+class _Ingest:
+    """Results of one board through ingestion's batch handler, as the consumer sends them."""
+
+    def __init__(self, season_id: int, board: str) -> None:
+        self.season_id, self.board = season_id, board
+        self.offsets = iter(range(1000))
+
+    def __call__(self, player: int, points: int, **fields: object) -> None:
+        import uuid
+
+        from django.conf import settings
+
+        from ingestion.records import ConsumedRecord
+        from ingestion.services import match_results_ingest
+
+        body = {
+            "matchId": str(uuid.uuid4()),
+            "playerId": player,
+            "seasonId": self.season_id,
+            "points": points,
+            "achievedAt": datetime.now(UTC).isoformat(),
+            "board": self.board,
+            **fields,
+        }
+        record = ConsumedRecord(0, next(self.offsets), b"%d" % player, json.dumps(body).encode())
+        # The configured topic: the board's watermark is that topic's.
+        match_results_ingest(
+            topic=settings.KAFKA_MATCH_RESULTS_TOPIC, records=[record], dead_letters=_NoLetters()
+        )
 
 
 class _NoLetters:
