@@ -406,3 +406,34 @@ local function values_before(steps, command, key, batch, convert)
   end
   return now
 end
+
+-- The rebuild protocol's markers of an apply's key groups (docs/ingestion.md): one GET per
+-- group; a board is rarely being rebuilt, and then no result needs looking at. Returns the
+-- markers by group (false: none) and whether any group is being rebuilt.
+local function rebuild_markers(groups, ngroups)
+  local markers = {}
+  local rebuilding = false
+  for i = 1, ngroups do
+    markers[i] = redis.call('GET', groups[i].marker) or false
+    rebuilding = rebuilding or markers[i] ~= false
+  end
+  return markers, rebuilding
+end
+
+-- An apply's last steps and its reply: the partition's watermark raised to handled_offset
+-- (KEYS[1], field), the batch's rank events appended to the outbox stream (KEYS[2]), then {1,
+-- changed, outbox id ('' without events), the events' payload, each overflow slot...}.
+local function apply_finish(field, applied, handled_offset, events, changed, overflow)
+  if not applied or tonumber(applied) < handled_offset then
+    redis.call('HSET', KEYS[1], field, score_str(handled_offset))
+  end
+  local outbox_id, payload = '', rank_events_payload(events)
+  if payload ~= '' then
+    outbox_id = redis.call('XADD', KEYS[2], '*', 'events', payload)
+  end
+  local reply = {1, changed, outbox_id, payload}
+  for _, slot in ipairs(overflow) do
+    reply[#reply + 1] = slot
+  end
+  return reply
+end

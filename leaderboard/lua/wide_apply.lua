@@ -378,14 +378,7 @@ end
 
 -- The rebuild protocol (docs/ingestion.md), as apply_results.lua: while a board is being
 -- rebuilt, remember every counted result its snapshot may not contain.
--- One GET per key group first: a board is rarely being rebuilt, and then no result needs
--- looking at here.
-local markers = {}
-local rebuilding = false
-for i = 1, ngroups do
-  markers[i] = redis.call('GET', groups[i].marker) or false
-  rebuilding = rebuilding or markers[i] ~= false
-end
+local markers, rebuilding = rebuild_markers(groups, ngroups)
 for _, e in ipairs(rebuilding and counted or {}) do
   local group = groups[e[1]]
   local marker = markers[e[1]]
@@ -400,17 +393,4 @@ for _, e in ipairs(rebuilding and counted or {}) do
   end
 end
 
-if not applied or tonumber(applied) < handled_offset then
-  redis.call('HSET', KEYS[1], field, score_str(handled_offset))
-end
-
-local outbox_id, payload = '', rank_events_payload(events)
-if payload ~= '' then
-  outbox_id = redis.call('XADD', KEYS[2], '*', 'events', payload)
-end
-
-local reply = {1, changed, outbox_id, payload}
-for _, slot in ipairs(overflow) do
-  reply[#reply + 1] = slot
-end
-return reply
+return apply_finish(field, applied, handled_offset, events, changed, overflow)
