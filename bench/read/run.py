@@ -41,11 +41,13 @@ Cohorts (``--cohort-size N``, 2..1000): a league board of the season (``league``
 tiers bronze, silver and gold, docs/leagues.md) gets main's scores under the same player ids, and
 every player a cohort in PostgreSQL (``Cohort`` and ``CohortMember`` rows by COPY, players in id
 order, the cohorts' tiers in turn), as ingestion and the close-out would have left them. The
-player entry runs on main, then the player entry, the player's cohort (``.../cohort``: the
-cohort's members from PostgreSQL, their entries from the board in one script) and a cohort's
-top on the league board, back to back, each for random players (cold reads: a process memoizes
-a full cohort, and a player's cohort, for good, but rarely meets the same player twice here);
-over HTTP too. The report gives the cohort read against the player entry.
+player entry runs on main, then the player entry and the player's cohort (``.../cohort``: the
+cohort's members from PostgreSQL, their entries from the board in one script) on the league
+board in turn, call by call, then a cohort's top, each for random players (cold reads: a process
+memoizes a full cohort, and a player's cohort, for good, but rarely meets the same player twice
+here); over HTTP too, where the league board's entry and the cohort also run in turn in short
+slices of one connection (``cohort_slices``). The report gives the cohort read against the
+player entry.
 
 Results are printed as Markdown and saved under bench/results/. Nothing here runs in the test
 suite. It uses Redis db ``--redis-db`` (default 12: the benchmark's own) of the Redis that
@@ -630,13 +632,30 @@ def timed(fn: Callable[[], Any], iterations: int, budget_s: float = 60.0) -> dic
         samples.append((time.perf_counter() - start) * 1000)
         if time.perf_counter() > deadline:
             break
-    samples.sort()
+    return _stats(samples)
+
+
+def _stats(samples: list[float]) -> dict[str, float]:
+    samples = sorted(samples)
     return {
         "n": len(samples),
         "p50_ms": statistics.median(samples),
         "p99_ms": samples[min(len(samples) - 1, int(len(samples) * 0.99))],
         "ops_s": 1000 / statistics.fmean(samples),
     }
+
+
+def timed_in_turn(
+    first: Callable[[], Any], second: Callable[[], Any], iterations: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """``timed`` of two operations called in turn, one of each per iteration."""
+    samples: tuple[list[float], list[float]] = ([], [])
+    for _ in range(iterations):
+        for fn, into in ((first, samples[0]), (second, samples[1])):
+            start = time.perf_counter()
+            fn()
+            into.append((time.perf_counter() - start) * 1000)
+    return _stats(samples[0]), _stats(samples[1])
 
 
 def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[str, float]]:
@@ -717,14 +736,17 @@ def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[s
     if league is not None:
         from leaderboard.selectors import cohorts
 
-        # Back to back, so the four share the minute's load: the player entry on main and on
-        # the league board, then the player's cohort and a cohort's top on the league board.
+        # The league board's player entry and the player's cohort in turn, call by call, so
+        # the two share every moment's load (the machine's speed moves within a run); then a
+        # cohort's top.
         ref_cohorts = -(-args.players // args.cohort_size)
-        results["selector: player entry (Lua)" + WITH_LEAGUE] = timed(
-            lambda: rankings.board_player_get(board=league, player_id=player()), n
-        )
-        results["selector: player's cohort" + WITH_LEAGUE] = timed(
-            lambda: cohorts.player_cohort_get(board=league, player_id=player()), n
+        (
+            results["selector: player entry (Lua)" + WITH_LEAGUE],
+            results["selector: player's cohort" + WITH_LEAGUE],
+        ) = timed_in_turn(
+            lambda: rankings.board_player_get(board=league, player_id=player()),
+            lambda: cohorts.player_cohort_get(board=league, player_id=player()),
+            n,
         )
         results["selector: cohort top" + WITH_LEAGUE] = timed(
             lambda: cohorts.cohort_standing_get(
@@ -813,12 +835,13 @@ def wrk(
     *,
     threads: int,
     connections: int,
+    seconds: int | None = None,
 ) -> dict[str, float]:
     command = [
         "wrk",
         f"-t{threads}",
         f"-c{connections}",
-        f"-d{args.duration}s",
+        f"-d{seconds or args.duration}s",
         "--latency",
     ]
     if script_args is not None:
@@ -931,11 +954,47 @@ def http_benchmarks(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             )
             # One connection: latency without queueing behind other requests.
             results[f"{name} · 1 conn"] = wrk(args, paths[0], script_args, threads=1, connections=1)
+        if args.cohort_size:
+            results.update(cohort_slices(args, named))
         return results
     finally:
         stop.set()
         server.terminate()
         server.wait(timeout=30)
+
+
+COHORT_SLICES = 6
+COHORT_SLICE_SECONDS = 2
+
+
+def cohort_slices(
+    args: argparse.Namespace, runs: dict[str, tuple[list[str], Any]]
+) -> dict[str, dict[str, float]]:
+    """The league board's player entry and the player's cohort over one connection again, in
+    COHORT_SLICES short wrk runs each, taken in turn: each slice's p50, and their medians, so
+    that a drift of the machine's speed within the run weighs on both alike."""
+    names = ("player entry" + WITH_LEAGUE, "player's cohort" + WITH_LEAGUE)
+    slices: dict[str, list[float]] = {name: [] for name in names}
+    for number in range(COHORT_SLICES):
+        print(f"wrk: cohort against entry, slice {number + 1} of {COHORT_SLICES} ...")
+        for name in names:
+            paths, script_args = runs[name]
+            measured = wrk(
+                args,
+                paths[0],
+                script_args,
+                threads=1,
+                connections=1,
+                seconds=COHORT_SLICE_SECONDS,
+            )
+            slices[name].append(measured["p50_ms"])
+    return {
+        f"{name} · 1 conn, in turn": {
+            "p50_ms": statistics.median(values),
+            "slices_p50_ms": values,  # type: ignore[dict-item]
+        }
+        for name, values in slices.items()
+    }
 
 
 def cleanup(args: argparse.Namespace) -> None:
@@ -964,7 +1023,10 @@ def table(title: str, rows: dict[str, dict[str, float]], columns: list[str]) -> 
     for name, values in rows.items():
         cells = []
         for column in columns:
-            value = values[column]
+            value = values.get(column)
+            if value is None:  # the slices taken in turn have a p50 only
+                cells.append("")
+                continue
             cells.append(
                 f"{value:,.0f}" if column in {"rps", "ops_s", "n", "non_2xx"} else f"{value:.3f}"
             )
@@ -1076,6 +1138,17 @@ def summarize_cohorts(report: dict[str, Any]) -> list[str]:
             f"{entry:.3f} ms = {cohort / entry:.2f}x (target <= 1.5x)"
         )
     http = report.get("http")
+    in_turn = (http or {}).get("player's cohort" + WITH_LEAGUE + " · 1 conn, in turn")
+    if http and in_turn:
+        entry_slices = http["player entry" + WITH_LEAGUE + " · 1 conn, in turn"]["slices_p50_ms"]
+        ratios = [c / e for c, e in zip(in_turn["slices_p50_ms"], entry_slices, strict=True)]
+        entry = statistics.median(entry_slices)
+        lines.append(
+            f"cohorts: HTTP in turn ({len(ratios)} slices of {COHORT_SLICE_SECONDS} s each, 1 "
+            f"conn): player's cohort p50 {in_turn['p50_ms']:.3f} ms vs player entry on the "
+            f"league board {entry:.3f} ms = {in_turn['p50_ms'] / entry:.2f}x (slices "
+            f"{min(ratios):.2f}x to {max(ratios):.2f}x; target <= 1.5x)"
+        )
     if http:
         cohort = http["player's cohort" + WITH_LEAGUE + " · 1 conn"]["p50_ms"]
         for label, operation in (
