@@ -241,8 +241,9 @@ _COHORT_STAGE_ASK_SQL = f"""
     GROUP BY s.board_id, s.player_id
     ORDER BY s.board_id, min(s.achieved_at), s.player_id
 """  # noqa: S608
-# The same for the few players of the batch this process does not know to be in a cohort (the
-# usual batch past a season's first days), named in the order of their first result.
+# The same for named players in the order given: the few of the batch this process does not
+# know to be in a cohort (the usual batch past a season's first days), and, under the boards'
+# locks, the newcomers found before them when another batch may have assigned some meanwhile.
 _COHORT_ASK_SQL = f"""
     SELECT f.board_id, f.player_id, EXISTS (
         SELECT 1 FROM {_COHORT_MEMBERS} m
@@ -251,24 +252,6 @@ _COHORT_ASK_SQL = f"""
     FROM unnest(%s::text::bigint[], %s::text::bigint[])
          WITH ORDINALITY AS f(board_id, player_id, position)
     WHERE NOT EXISTS (
-        SELECT 1 FROM {_BANS} x JOIN {_BOARDS} b ON b.season_id = x.season_id
-        WHERE b.id = f.board_id AND x.player_id = f.player_id
-    )
-    ORDER BY f.position
-"""  # noqa: S608
-
-
-# The candidates found before the boards' cohort locks, still without a cohort under them (a
-# batch that committed meanwhile may have assigned some), in the same order: index probes only.
-_STILL_NEW_SQL = f"""
-    SELECT f.board_id, f.player_id
-    FROM unnest(%s::text::bigint[], %s::text::bigint[])
-         WITH ORDINALITY AS f(board_id, player_id, position)
-    WHERE NOT EXISTS (
-        SELECT 1 FROM {_COHORT_MEMBERS} m
-        WHERE m.board_id = f.board_id AND m.player_id = f.player_id
-    )
-    AND NOT EXISTS (
         SELECT 1 FROM {_BANS} x JOIN {_BOARDS} b ON b.season_id = x.season_id
         WHERE b.id = f.board_id AND x.player_id = f.player_id
     )
@@ -391,11 +374,13 @@ def _cohorts_assign(
     cohorts_lock(cursor=cursor, board_ids=locked)
     cursor.execute(_COHORT_MEMBERS_SQL, [locked])
     if any(members[board_id] != count for board_id, count in cursor.fetchall()):
+        # Asked again under the locks, in the same order: those another batch assigned
+        # meanwhile (or banned) drop out.
         cursor.execute(
-            _STILL_NEW_SQL,
+            _COHORT_ASK_SQL,
             [array_literal([b for b, _ in found]), array_literal([p for _, p in found])],
         )
-        found = [(int(b), int(p)) for b, p in cursor.fetchall()]
+        found = [(b, p) for b, p, is_member in cursor.fetchall() if not is_member]
     if found:
         candidates = [
             CohortCandidate(board_id, player_id, tiers.get(board_id, {}).get(player_id))
