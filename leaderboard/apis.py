@@ -163,8 +163,8 @@ _drf_encoder = _json.encoder_class()
 
 
 def _json_bytes(data: Any) -> bytes:
-    """``data`` as JSON, as DRF's renderer writes it: through orjson, about ten times faster
-    on a page of entries (a cohort's 50: about 5 us against 60), with DRF's encoder for what
+    """``data`` as JSON, as DRF's renderer writes it: through orjson, several times faster on
+    a page of entries than the standard library's encoder, with DRF's encoder for what
     orjson would write differently (datetimes: DRF keeps milliseconds and writes ``Z``) or not
     at all. An integer past 64 bits (in a result's metadata) makes orjson refuse: DRF renders
     those answers whole."""

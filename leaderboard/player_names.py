@@ -102,8 +102,8 @@ def player_names_on_change(sender: Any, *, player_ids: Sequence[int], **kwargs: 
     player_names_refresh(player_ids=player_ids)
 
 
-# Up to this many buckets a pipeline of HMGETs is cheaper than the script (which pays its
-# call and its common.lua prelude once: about as much as four pipelined commands).
+# Up to this many buckets a pipeline of HMGETs is cheaper than the script, which pays its call
+# and its common.lua prelude once (a profile put the crossing near four buckets).
 _PIPELINED_BUCKETS_MAX = 4
 
 
@@ -113,9 +113,9 @@ def player_names_get(*, player_ids: Sequence[int]) -> dict[int, PlayerName]:
     of them in one script call instead (``player_names_get.lua``: a cluster holds each bucket
     in its own slot). A page of dense ids is a bucket or two; a cohort's or a friends list's
     players are spread over up to one bucket each, where redis-py's cost per pipelined command
-    (about 10 us) made the names most of the read. Read where the boards are read (a replica with
-    ``REDIS_READ_FROM_REPLICAS``): a name may lag its write by the replication delay, far
-    inside the contract's 5 seconds for a hide."""
+    made the names the larger part of the read (docs/benchmarks.md, "Cohorts and leagues").
+    Read where the boards are read (a replica with ``REDIS_READ_FROM_REPLICAS``): a name may
+    lag its write by the replication delay, far inside the contract's 5 seconds for a hide."""
     if not player_ids:
         return {}
     # Grouped by bucket number first: one key built per bucket, not per player.

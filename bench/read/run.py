@@ -759,7 +759,7 @@ def python_benchmarks(args: argparse.Namespace, season: Any) -> dict[str, dict[s
     results["names: 11 ids in a row"] = timed(
         lambda: player_names_get(player_ids=list(range(start := player(), start + 11))), n
     )
-    results["names: 200 ids (pipelined HMGETs)"] = timed(
+    results["names: 200 ids (scattered)"] = timed(
         lambda: player_names_get(player_ids=friends()), max(1, n // 4)
     )
     if args.skip_pg:
