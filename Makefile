@@ -127,6 +127,7 @@ bench:
 	@echo "  $(PY) bench/read/run.py --players 1000000   read path: Redis vs raw vs PostgreSQL"
 	@echo "      cohorts: add --cohort-size 50 (a league board's cohort read against the player entry)"
 	@echo "  $(PY) bench/store.py          PostgreSQL CPU per stored result, with/without a per-row FK"
+	@echo "  $(PY) bench/wide_layout.py    Redis's time per change: a tie-break board's layouts against a plain board"
 	@echo "  bench/closeout                close-out with and without every player's history archive"
 	@echo "      full scale: bench/closeout --players 10000000"
 	@echo "      leagues: add --league (a league board's movements and grants at the close-out)"
