@@ -32,9 +32,16 @@ from leaderboard.serializers import (
     display_name_field,
 )
 from seasons.leagues import Movement
-from seasons.selectors import ScheduleView, schedule_get, schedule_list, schedule_seasons
+from seasons.models import SCHEDULE_SLUG_PATTERN
+from seasons.selectors import (
+    ScheduleView,
+    UnknownSchedule,
+    schedule_get,
+    schedule_list,
+    schedule_seasons,
+)
 
-from .selectors import SeasonNotFinal, UnknownSchedule, final_standings_list, player_history
+from .selectors import SeasonNotFinal, final_standings_list, player_history
 
 
 class FinalEntrySerializer(serializers.Serializer):
@@ -183,7 +190,7 @@ class ScheduleListApi(PublicApi):
 
 SCHEDULE_SLUG = OpenApiParameter(
     "slug",
-    {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,31}$"},
+    {"type": "string", "pattern": SCHEDULE_SLUG_PATTERN},
     OpenApiParameter.PATH,
     description="The schedule's slug (an unknown one is 404).",
 )
@@ -245,7 +252,7 @@ class PlayerHistoryApi(PublicApi):
     first."""
 
     class HistoryQuerySerializer(serializers.Serializer):
-        schedule = serializers.RegexField(r"^[a-z0-9][a-z0-9-]{0,31}$", required=False)
+        schedule = serializers.RegexField(SCHEDULE_SLUG_PATTERN, required=False)
         board = serializers.RegexField(BOARD_SLUG_PATTERN, required=False)
         limit = StrictIntegerField(min_value=1, max_value=100, default=50)
         offset = StrictIntegerField(min_value=0, max_value=100_000, default=0)
@@ -287,7 +294,7 @@ class PlayerHistoryApi(PublicApi):
             openapi.PLAYER,
             OpenApiParameter(
                 "schedule",
-                {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,31}$"},
+                {"type": "string", "pattern": SCHEDULE_SLUG_PATTERN},
                 OpenApiParameter.QUERY,
                 description="Only the seasons of this schedule (an unknown one is 404).",
             ),

@@ -22,6 +22,7 @@ from leaderboard.selectors.scores import board_scores_top
 from players.selectors import player_profiles_get
 from seasons.leagues import Movement
 from seasons.models import Schedule, Season, SeasonStatus
+from seasons.selectors import schedule_require
 
 from .models import FinalStanding, HistoryEntry
 
@@ -319,10 +320,6 @@ class HistoryItem:
     movement: str | None = None
 
 
-class UnknownSchedule(Exception):
-    """A history filter names a schedule that does not exist."""
-
-
 def player_history(
     *,
     player_id: int,
@@ -335,8 +332,7 @@ def player_history(
     index), optionally of one schedule's seasons and one board slug."""
     rows = HistoryEntry.objects.filter(player_id=player_id)
     if schedule_slug is not None:
-        if not Schedule.objects.filter(slug=schedule_slug).exists():
-            raise UnknownSchedule(f"schedule {schedule_slug[:40]!r} does not exist")
+        schedule_require(slug=schedule_slug)
         rows = rows.filter(season__schedule__slug=schedule_slug)
     if board_slug is not None:
         rows = rows.filter(board__slug=board_slug)

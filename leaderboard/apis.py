@@ -25,7 +25,7 @@ import orjson
 from cachetools import LRUCache
 from django.http import HttpResponse
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
@@ -35,7 +35,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView, exception_handler
 
-from seasons.selectors import season_get_cached
+from seasons.models import SCHEDULE_SLUG_PATTERN, SeasonStatus
+from seasons.selectors import UnknownSchedule, season_get_cached
 
 from . import openapi
 from .models import BOARD_SLUG_PATTERN, MAIN_BOARD
@@ -75,6 +76,7 @@ from .serializers import (
     RankingEntrySerializer,
     RanksQuerySerializer,
     SeasonPathSerializer,
+    StrictIntegerField,
     TopQuerySerializer,
     WeekPathSerializer,
 )
@@ -85,6 +87,10 @@ from .unavailable import unavailable_of
 logger = logging.getLogger(__name__)
 
 SOURCE_HEADER = "X-Leaderboard-Source"
+
+# GET /api/seasons pages: at most this many seasons a page, and pages start before this offset.
+SEASONS_PAGE_MAX = 1000
+SEASONS_OFFSET_MAX = 1_000_000
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -548,7 +554,15 @@ class WeeklyTopApi(PublicApi):
 
 
 class SeasonListApi(PublicApi):
-    """GET /api/seasons: every season, the most recent start first."""
+    """GET /api/seasons?status=&schedule=&limit=&offset=: the seasons, the most recent start
+    first. Without ``limit``, every one (the contract's list): a schedule adds a season each
+    occurrence, so clients that list often filter or page."""
+
+    class SeasonsQuerySerializer(serializers.Serializer):
+        status = serializers.ChoiceField(choices=SeasonStatus.values, required=False)
+        schedule = serializers.RegexField(SCHEDULE_SLUG_PATTERN, required=False)
+        limit = StrictIntegerField(min_value=1, max_value=SEASONS_PAGE_MAX, required=False)
+        offset = StrictIntegerField(min_value=0, max_value=SEASONS_OFFSET_MAX, default=0)
 
     class SeasonOutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
@@ -569,13 +583,53 @@ class SeasonListApi(PublicApi):
 
     @extend_schema(
         operation_id="seasons_list",
-        summary="Every season, the most recent start first (rule: its main board's)",
-        parameters=[openapi.RETRY_AFTER],
-        responses={200: SeasonOutputSerializer(many=True), **openapi.PUBLIC_ERRORS},
+        summary="The seasons, the most recent start first (rule: its main board's)",
+        parameters=[
+            OpenApiParameter(
+                "status",
+                {"type": "string", "enum": SeasonStatus.values},
+                OpenApiParameter.QUERY,
+                description="Only the seasons in this status.",
+            ),
+            OpenApiParameter(
+                "schedule",
+                {"type": "string", "pattern": SCHEDULE_SLUG_PATTERN},
+                OpenApiParameter.QUERY,
+                description="Only the seasons of this schedule (an unknown one is 404).",
+            ),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": SEASONS_PAGE_MAX},
+                OpenApiParameter.QUERY,
+                description="Seasons to list; without it, every one.",
+            ),
+            OpenApiParameter(
+                "offset",
+                {"type": "integer", "minimum": 0, "maximum": SEASONS_OFFSET_MAX},
+                OpenApiParameter.QUERY,
+                description="Seasons to skip, the most recent first (default 0): the next page.",
+            ),
+            openapi.RETRY_AFTER,
+        ],
+        responses={
+            200: SeasonOutputSerializer(many=True),
+            400: openapi.BAD_PARAMETER,
+            404: OpenApiResponse(ErrorSerializer, description="Unknown schedule."),
+            **openapi.PUBLIC_ERRORS,
+        },
     )
     def get(self, request: Request) -> Response:
-        seasons = season_list_with_main_rule()
-        return Response(self.SeasonOutputSerializer(seasons, many=True).data)
+        query = parse(self.SeasonsQuerySerializer, request.query_params)
+        try:
+            seasons = season_list_with_main_rule(
+                status=query.get("status"), schedule_slug=query.get("schedule")
+            )
+        except UnknownSchedule as exc:
+            raise NotFound(str(exc)) from exc
+        offset = query["offset"]
+        limit = query.get("limit")
+        page = seasons[offset:] if limit is None else seasons[offset : offset + limit]
+        return Response(self.SeasonOutputSerializer(page, many=True).data)
 
 
 class TiebreakColumnSerializer(serializers.Serializer):

@@ -15,6 +15,7 @@ from datetime import date
 from typing import Any
 
 from django.conf import settings
+from django.core.paginator import InvalidPage, Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -47,12 +48,19 @@ from .throttling import throttled_page
 
 PAGE_TOP = 100
 PAGE_RADIUS = 5
+# Seasons a page of the seasons list: a schedule adds one each occurrence.
+SEASONS_PER_PAGE = 50
 
 
 @throttled_page
 @require_GET
 def seasons_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "leaderboard/seasons.html", {"seasons": season_list_with_main_rule()})
+    paginator = Paginator(season_list_with_main_rule(), SEASONS_PER_PAGE)
+    try:
+        page = paginator.page(request.GET.get("page") or 1)
+    except InvalidPage as exc:
+        raise Http404(f"no such page of seasons: {exc}") from exc
+    return render(request, "leaderboard/seasons.html", {"page": page})
 
 
 @throttled_page

@@ -74,6 +74,10 @@ class Season(models.Model):
         return self.starts_at <= moment <= self.ends_at
 
 
+# A schedule's slug: its name in URLs and filters.
+SCHEDULE_SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,31}$"
+
+
 class Schedule(models.Model):
     """A competition that recurs (contract 0.3): each occurrence of ``cron`` in ``timezone``
     starts a season that ends at the next occurrence, with the template season's boards and
@@ -84,7 +88,7 @@ class Schedule(models.Model):
         unique=True,
         validators=[
             RegexValidator(
-                r"^[a-z0-9][a-z0-9-]{0,31}$", "1 to 32 of a-z, 0-9 and '-', not starting with '-'"
+                SCHEDULE_SLUG_PATTERN, "1 to 32 of a-z, 0-9 and '-', not starting with '-'"
             )
         ],
     )

@@ -154,3 +154,14 @@ def schedule_get(*, slug: str) -> Schedule | None:
 def schedule_seasons(*, schedule: Schedule, limit: int) -> list[Season]:
     """The schedule's seasons, the newest occurrence first."""
     return list(Season.objects.filter(schedule=schedule).order_by("-occurrence")[:limit])
+
+
+class UnknownSchedule(Exception):
+    """A filter names a schedule that does not exist."""
+
+
+def schedule_require(*, slug: str) -> None:
+    """UnknownSchedule unless a schedule ``slug`` exists: a filter by an unknown schedule is a
+    mistake to report, not an empty answer."""
+    if not Schedule.objects.filter(slug=slug).exists():
+        raise UnknownSchedule(f"schedule {slug[:40]!r} does not exist")

@@ -9,7 +9,7 @@ from django.db.models import Count, OuterRef, QuerySet, Subquery
 
 from seasons.memo import ProcessMemo, process_memo
 from seasons.models import Season, SeasonStatus
-from seasons.selectors import SeasonRef
+from seasons.selectors import SeasonRef, schedule_require
 
 from ..codec import TIEBREAK_VALUE_MAX, ScoreCodec, WideKeyCodec
 from ..models import (
@@ -195,12 +195,22 @@ def board_list_open() -> list[BoardRef]:
     return [BoardRef.from_model(board) for board in boards]
 
 
-def season_list_with_main_rule() -> QuerySet[Season]:
+def season_list_with_main_rule(
+    *, status: str | None = None, schedule_slug: str | None = None
+) -> QuerySet[Season]:
     """Every season (most recent start first), annotated with its main board's rule and its
-    number of boards, with its schedule (the seasons list of the API)."""
+    number of boards, with its schedule (the seasons list of the API and the pages); only those
+    of ``status`` and of the schedule ``schedule_slug`` when given (UnknownSchedule if it does
+    not exist). Lazy: the caller slices a page of it."""
     main_rule = Board.objects.filter(season_id=OuterRef("pk"), slug=MAIN_BOARD).values("rule")[:1]
+    seasons = Season.objects.all()
+    if status is not None:
+        seasons = seasons.filter(status=status)
+    if schedule_slug is not None:
+        schedule_require(slug=schedule_slug)
+        seasons = seasons.filter(schedule__slug=schedule_slug)
     return (
-        Season.objects.select_related("schedule")
+        seasons.select_related("schedule")
         .annotate(rule=Subquery(main_rule), boards_count=Count("boards"))
         .order_by("-starts_at", "-id")
     )

@@ -149,6 +149,26 @@ def test_the_seasons_list_says_which_schedule_a_season_belongs_to(client: Client
 
 
 @pytest.mark.django_db
+def test_the_seasons_list_filters_by_schedule(client: Client) -> None:
+    schedule = ten_minute_cup()
+    current = Season.objects.get(schedule=schedule)
+    season_with_occurrence(
+        schedule, 2, datetime(2026, 1, 1, tzinfo=UTC), status=SeasonStatus.CLOSED
+    )
+    listed = client.get("/api/seasons?schedule=cup").json()
+    # Not the template season, which belongs to no schedule.
+    assert len(client.get("/api/seasons").json()) == 3
+    assert [(s["schedule"], s["occurrence"]) for s in listed] == [("cup", 4), ("cup", 2)]
+    assert listed[0]["id"] == current.id
+    assert [s["occurrence"] for s in client.get("/api/seasons?schedule=cup&limit=1").json()] == [4]
+    missing = client.get("/api/seasons?schedule=nope")
+    assert (missing.status_code, missing.json()) == (
+        404,
+        {"detail": "schedule 'nope' does not exist"},
+    )
+
+
+@pytest.mark.django_db
 def test_the_schedule_page_shows_the_countdown_and_the_archive_of_final_standings(
     client: Client, board_redis
 ) -> None:

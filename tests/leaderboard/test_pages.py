@@ -22,6 +22,29 @@ def test_seasons_page_links_each_board(client):
     assert f'href="/seasons/{season.id}"'.encode() in response.content
 
 
+def test_seasons_page_pages_the_seasons_newest_first(client, monkeypatch):
+    monkeypatch.setattr("leaderboard.views.SEASONS_PER_PAGE", 2)
+    names = [make_season(name=f"Cup {n}").name for n in range(5)]
+    assert len(set(names)) == 5
+    html = client.get("/").content.decode()
+    assert "page 1 of 3" in html
+    assert '<a href="?page=2" rel="next">Older seasons</a>' in html
+    assert 'rel="prev"' not in html
+    # The same start: the higher id first.
+    assert [name for name in names if f">{name}</a>" in html] == ["Cup 3", "Cup 4"]
+    listed = []
+    for number in (1, 2, 3):
+        page = client.get(f"/?page={number}").content.decode()
+        listed += [name for name in names if f">{name}</a>" in page]
+    # Every season once, across the pages.
+    assert sorted(listed) == sorted(names)
+    last = client.get("/?page=3").content.decode()
+    assert '<a href="?page=2" rel="prev">Newer seasons</a>' in last
+    assert 'rel="next"' not in last
+    for bad in ("4", "0", "x"):
+        assert client.get(f"/?page={bad}").status_code == 404, bad
+
+
 def test_board_page_shows_the_top_and_a_player_lookup(client, board_redis):
     season = make_season()
     write_season_board(board_redis, season)
