@@ -292,30 +292,14 @@ class PlayerHistoryApi(PublicApi):
         operation_id="player_history",
         parameters=[
             openapi.PLAYER,
-            OpenApiParameter(
-                "schedule",
-                {"type": "string", "pattern": SCHEDULE_SLUG_PATTERN},
-                OpenApiParameter.QUERY,
-                description="Only the seasons of this schedule (an unknown one is 404).",
-            ),
+            openapi.SCHEDULE_FILTER,
             OpenApiParameter(
                 "board",
                 {"type": "string", "pattern": BOARD_SLUG_PATTERN},
                 OpenApiParameter.QUERY,
                 description="Only the boards with this slug.",
             ),
-            OpenApiParameter(
-                "limit",
-                {"type": "integer", "minimum": 1, "maximum": 100},
-                OpenApiParameter.QUERY,
-                description="Entries to list (default 50).",
-            ),
-            OpenApiParameter(
-                "offset",
-                {"type": "integer", "minimum": 0, "maximum": 100000},
-                OpenApiParameter.QUERY,
-                description="Entries to skip, newest first (default 0): the next page.",
-            ),
+            *openapi.paging(what="Entries", limit_max=100, offset_max=100_000, default=50),
             openapi.RETRY_AFTER,
         ],
         responses={

@@ -14,6 +14,8 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
+from seasons.models import SCHEDULE_SLUG_PATTERN
+
 from .models import BOARD_SLUG_PATTERN
 from .serializers import MAX_FRIENDS, MAX_ID, ErrorSerializer
 
@@ -32,6 +34,35 @@ _ISO_WEEK = "(0[1-9]|[1-4][0-9]|5[0-2])"
 
 def path_id(name: str, description: str) -> OpenApiParameter:
     return OpenApiParameter(name, ID_SCHEMA, OpenApiParameter.PATH, description=description)
+
+
+SCHEDULE_FILTER = OpenApiParameter(
+    "schedule",
+    {"type": "string", "pattern": SCHEDULE_SLUG_PATTERN},
+    OpenApiParameter.QUERY,
+    description="Only the seasons of this schedule (an unknown one is 404).",
+)
+
+
+def paging(
+    *, what: str, limit_max: int, offset_max: int, default: int | None
+) -> list[OpenApiParameter]:
+    """A list's ``limit`` and ``offset`` (newest first); ``default`` None: every one."""
+    listed = f"default {default}" if default else "default: every one"
+    return [
+        OpenApiParameter(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": limit_max},
+            OpenApiParameter.QUERY,
+            description=f"{what} to list ({listed}).",
+        ),
+        OpenApiParameter(
+            "offset",
+            {"type": "integer", "minimum": 0, "maximum": offset_max},
+            OpenApiParameter.QUERY,
+            description=f"{what} to skip, newest first (default 0): the next page.",
+        ),
+    ]
 
 
 SEASON = path_id("season", "The season's id.")
