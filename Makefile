@@ -124,6 +124,8 @@ bench:
 	@echo "      cohorts: bench/ingest --cohort-size 50 --cohort-rounds 2 (with and without cohorts;"
 	@echo "      --cohort-players 20000: most results a returning player's)"
 	@echo "      tournaments: bench/ingest --tournament --tournament-rounds 2 (a tournament board against a plain one)"
+	@echo "      rank events: bench/ingest --events (a fresh board: the worst case); --events-rounds 2"
+	@echo "      (warmed boards with and without events: a season's steady state; --events-players 20000)"
 	@echo "  $(PY) bench/read/run.py --players 1000000   read path: Redis vs raw vs PostgreSQL"
 	@echo "      cohorts: add --cohort-size 50 (a league board's cohort read against the player entry)"
 	@echo "  $(PY) bench/store.py          PostgreSQL CPU per stored result, with/without a per-row FK"

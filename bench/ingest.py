@@ -63,6 +63,18 @@ beside the drain without events, and the events published. From there on the mai
 too, so the steady and burst phases also measure produce-to-event: when each probe's
 ``personal_best`` is read back from the rank-events topic.
 
+``--events-rounds R`` then measures what rank events cost on a board in a season's steady state,
+beside ``--events``' worst case (a fresh board: nearly every result is a player's first or a better
+one, two events or more each): R rounds of two fresh boards of main's spec, rank events off and on
+(top 100). Each board first takes a warm-up drain of ``--backlog`` results over
+``--events-players`` P players (default 20,000), plus one result for each player the draw missed,
+so every player has a standing; then the measured drain of a second backlog of ``--backlog``
+results over the same P players, most of which do not beat the player's best and emit nothing. Both
+boards of a round get the same results (players, points, order); rounds alternate which board goes
+first. Per round: the measured drains' rates, their ratio and CPU; the share of the measured
+results that changed a player's value and the rank events the board with them published per result
+(counted on the rank-events topic); the warm-up drains beside them, and the means over the rounds.
+
 Isolation: its own database (``leaderboard_bench``, created and migrated if absent), its own
 topic and consumer group, its own Redis key prefix; it removes its topic, keys and rows at the end.
 """
@@ -240,6 +252,12 @@ class Report:
     # --tournament: the same backlog drained to a plain board ("plain-<round>") and to a
     # tournament board ("tournament-<round>"), as the cohort drains.
     tournament_drains: dict[str, dict[str, object]] = field(default_factory=dict)
+    # --events-rounds: the measured drains of warmed boards of main's spec, rank events off
+    # ("events-off-<round>") and on ("events-on-<round>"), as the cohort drains, each with its
+    # results, the share of them that changed a player's value, and the rank events published;
+    # and the warm-up drains before them (the same fields, by the same slugs).
+    events_round_drains: dict[str, dict[str, object]] = field(default_factory=dict)
+    events_warmup_drains: dict[str, dict[str, object]] = field(default_factory=dict)
     redis_bytes_per_player: dict[str, float] = field(default_factory=dict)
     # --events: the second drain, to a board that emits rank events (the baseline's boards do
     # not), the events it published, and produce-to-event in the steady and burst phases.
@@ -282,7 +300,11 @@ class Results:
     def one(self) -> MatchResultMessage:
         r = self.random
         regular = r.random() < 0.8
-        player = r.randrange(self.players // 5 if regular else self.players) + 1
+        return self.one_of(r.randrange(self.players // 5 if regular else self.players) + 1)
+
+    def one_of(self, player: int) -> MatchResultMessage:
+        """A result of ``player``, its points drawn as every background result's."""
+        r = self.random
         board = self.boards[self.sent % len(self.boards)]
         self.sent += 1
         return MatchResultMessage(
@@ -913,6 +935,33 @@ def _board_drain(
     )
 
 
+def _changed_share(
+    results: Sequence[MatchResultMessage], *, rule: str, values: dict[int, int]
+) -> float:
+    """The share of ``results`` that change their player's value on a ``desc`` board of
+    ``rule`` (the results that emit rank events), from the players' ``values`` before them,
+    which it updates: under ``best`` a player's first result or a higher one (an equal value
+    reached later ranks below the earlier, so it changes nothing), under ``cumulative`` any."""
+    changed = 0
+    for m in results:
+        before = values.get(m.player_id)
+        if rule == "cumulative":
+            values[m.player_id] = (before or 0) + m.points
+            changed += m.points != 0 or before is None
+        elif before is None or m.points > before:
+            values[m.player_id] = m.points
+            changed += 1
+    return changed / len(results) if results else 0.0
+
+
+def _outbox_left(board_id: int, topic: str, args: argparse.Namespace) -> int:
+    """Entries left in a board's rank-events outboxes of ``topic``: events not published."""
+    pipe = get_board_redis().pipeline(transaction=False)
+    for partition in range(args.partitions):
+        pipe.xlen(keys.rank_events_outbox(board_id=board_id, topic=topic, partition=partition))
+    return sum(int(n) for n in pipe.execute())
+
+
 class EventWatcher(threading.Thread):
     """Reads the rank-events topic from its end; records when each probe player's first event
     arrives (produce-to-event, beside ProbeWatcher's produce-to-visible)."""
@@ -1016,9 +1065,13 @@ def run(args: argparse.Namespace) -> Report:
                 [
                     NewTopic(events_in_topic, args.partitions, replicas, topic_configs=configs),
                     NewTopic(f"{events_in_topic}.dlq", 1, replicas, topic_configs=configs),
-                    NewTopic(rank_events_topic, args.partitions, replicas, topic_configs=configs),
                 ]
                 if args.events
+                else []
+            ),
+            *(
+                [NewTopic(rank_events_topic, args.partitions, replicas, topic_configs=configs)]
+                if args.events or args.events_rounds
                 else []
             ),
         ]
@@ -1104,6 +1157,15 @@ def run(args: argparse.Namespace) -> Report:
                 rank_events=False,
                 **options,
             ).id
+    # --events-rounds: pairs of fresh boards of main's spec, rank events off and on (the
+    # default top 100), alternating which runs first as above.
+    events_pairs: dict[str, int] = {}
+    for round_number in range(1, args.events_rounds + 1):
+        events_pair = [(f"events-off-{round_number}", False), (f"events-on-{round_number}", True)]
+        for slug, emits in events_pair if round_number % 2 else reversed(events_pair):
+            events_pairs[slug] = board_create(
+                season_id=e2e_id, slug=slug, name=slug, rule=args.rule, rank_events=emits
+            ).id
     extra_topics: list[str] = []
     ceiling_board = main_board_get(season_id=ceiling_id)
     # Every board of the run: each drain's topic gets an empty watermark on each of them.
@@ -1115,6 +1177,7 @@ def run(args: argparse.Namespace) -> Report:
         *cohort_boards.values(),
         *tiebreak_pairs.values(),
         *tournament_boards.values(),
+        *events_pairs.values(),
     )
     consumers: list[subprocess.Popen[bytes]] = []
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -1333,25 +1396,30 @@ def run(args: argparse.Namespace) -> Report:
             backlog_of: list[MatchResultMessage],
             *,
             into: dict[str, dict[str, object]],
-        ) -> None:
+            phase: str = "",
+        ) -> dict[str, object] | None:
             """One drain of a pair of the rounds (--cohort-rounds, --tiebreak-rounds,
-            --tournament-rounds), from a topic of its own, into the report's drains ``into``."""
+            --tournament-rounds, --events-rounds), from a topic of its own, into the report's
+            drains ``into`` (and returned); ``phase`` (a board's warm-up or measured drain, when
+            a board has two) joins the slug in the names of the drain's topic and group."""
+            name = f"{slug}-{phase}" if phase else slug
             drain_of = _board_drain(
                 args=args,
-                topic=f"{topic}-{slug}",
-                group=f"{group}-{slug}",
+                topic=f"{topic}-{name}",
+                group=f"{group}-{name}",
                 board_id=board_id,
                 backlog=backlog_of,
                 every_board=run_boards,
                 services=services,
-                label=slug,
-                desc=slug,
+                label=name,
+                desc=name,
                 cleanup=extra_topics,
             )
             if drain_of is None:
-                report.notes.append(f"the consumers did not apply the {slug} backlog in time")
-                return
+                report.notes.append(f"the consumers did not apply the {name} backlog in time")
+                return None
             into[slug] = asdict(drain_of)
+            return into[slug]
 
         # --- --cohort-size: the same drain to a board without, then one with cohorts ---------
         for slug, board_id in cohort_boards.items():
@@ -1400,6 +1468,50 @@ def run(args: argparse.Namespace) -> Report:
             if slug.startswith("tournament-"):
                 _seat(board_id, {m.player_id for m in tournament_backlog})
             paired_drain(slug, board_id, tournament_backlog, into=report.tournament_drains)
+
+        # --- --events-rounds: warmed boards, rank events off and on --------------------------
+        for events_round in range(1, args.events_rounds + 1):
+            # One warm-up backlog and one measured backlog a round, the same on both boards:
+            # after the warm-up every player has a standing (each one the draw missed gets a
+            # result), so most measured results beat nothing.
+            players = args.events_players
+            warm = Results(season_id=e2e_id, players=players, seed=200 + events_round)
+            warmup = [warm.one() for _ in range(args.backlog)]
+            drawn = {m.player_id for m in warmup}
+            warmup += [warm.one_of(p) for p in range(1, players + 1) if p not in drawn]
+            later = Results(season_id=e2e_id, players=players, seed=300 + events_round)
+            measured = [later.one() for _ in range(args.backlog)]
+            values: dict[int, int] = {}
+            warmup_changed = _changed_share(warmup, rule=args.rule, values=values)
+            measured_changed = _changed_share(measured, rule=args.rule, values=values)
+            slugs = [s for s in events_pairs if s.rsplit("-", 1)[1] == str(events_round)]
+            for events_phase, backlog_of, into, changed in (
+                ("warmup", warmup, report.events_warmup_drains, warmup_changed),
+                ("measured", measured, report.events_round_drains, measured_changed),
+            ):
+                for slug in slugs:
+                    published = _topic_size(bootstrap, rank_events_topic)
+                    drain_fields = paired_drain(
+                        slug,
+                        events_pairs[slug],
+                        [msgspec.structs.replace(m, board=slug) for m in backlog_of],
+                        into=into,
+                        phase=events_phase,
+                    )
+                    if drain_fields is None:
+                        continue
+                    # The consumers finished their last batch (its events published) before
+                    # they exited: whatever the board's outbox still holds was not counted.
+                    left = _outbox_left(events_pairs[slug], f"{topic}-{slug}-{events_phase}", args)
+                    if left:
+                        report.notes.append(
+                            f"{slug} {events_phase}: {left} outbox entries unpublished"
+                        )
+                    drain_fields["results"] = len(backlog_of)
+                    drain_fields["changed_share"] = changed
+                    drain_fields["events_published"] = (
+                        _topic_size(bootstrap, rank_events_topic) - published
+                    )
 
         # --- steady and burst: produce-to-visible latency ------------------------------------
         board = keys.board(board_id=main_board_get(season_id=e2e_id).id)
@@ -1497,9 +1609,9 @@ def run(args: argparse.Namespace) -> Report:
     finally:
         _consumers_stop(consumers)
         wide_topics = [wide_topic, f"{wide_topic}.dlq"] if args.tiebreak else []
-        events_topics = (
-            [events_in_topic, f"{events_in_topic}.dlq", rank_events_topic] if args.events else []
-        )
+        events_topics = [events_in_topic, f"{events_in_topic}.dlq"] if args.events else []
+        if args.events or args.events_rounds:
+            events_topics.append(rank_events_topic)
         _cleanup(
             admin,
             [topic, f"{topic}.dlq", *wide_topics, *events_topics, *extra_topics],
@@ -1725,8 +1837,14 @@ def render(report: Report) -> str:
     cohort_profiles = [
         (f"{slug} drain", _profile_of(measured))
         for slug, measured in (
-            report.cohort_drains | report.tiebreak_drains | report.tournament_drains
+            report.cohort_drains
+            | report.tiebreak_drains
+            | report.tournament_drains
+            | report.events_round_drains
         ).items()
+    ] + [
+        (f"{slug} warm-up drain", _profile_of(warmup))
+        for slug, warmup in report.events_warmup_drains.items()
     ]
     for drain, profile in (
         ("drain", report.e2e_profile),
@@ -1829,6 +1947,7 @@ def render(report: Report) -> str:
         "runs first):",
         target=None,
     )
+    lines += _events_rounds_lines(report)
     if report.redis_bytes_per_player:
         sizes = ", ".join(f"{name} {n:,.1f}" for name, n in report.redis_bytes_per_player.items())
         lines.append(f"Redis bytes per player (MEMORY USAGE of the board's keys): {sizes}")
@@ -1843,9 +1962,12 @@ def _pairs_table(
     within: str,
     heading: str,
     target: float | None,
+    means: bool = False,
 ) -> list[str]:
     """The report's table of paired drains ("<without>-<round>", "<within>-<round>"): each
-    round's rates, their ratio and the CPU of each, then the CPU of each drain by process."""
+    round's rates, their ratio and the CPU of each, then the CPU of each drain by process.
+    ``means``: a last row (two rounds or more) of each column's mean over the rounds, and the
+    ratios of the means."""
     rounds = sorted({slug.rsplit("-", 1)[1] for slug in drains}, key=int)
     if not rounds:
         return []
@@ -1857,23 +1979,25 @@ def _pairs_table(
         "| ratio | CPU without | CPU with | CPU ratio |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    # Per round, without and with: the rate from the first batch on, from a tenth on, the CPU.
+    pairs: list[list[float]] = []
     for number in rounds:
         off = drains.get(f"{without}-{number}")
         on = drains.get(f"{within}-{number}")
         if not off or not on:
             continue
-        cells = [number]
+        figures: list[float] = []
         for key in ("first_per_s", "steady_per_s"):
-            a, b = float(off[key]), float(on[key])  # type: ignore[arg-type]
-            cells += [_fmt(a), _fmt(b), f"{b / a if a else 0:.2f}x"]
-        sums = []
+            figures += [float(off[key]), float(on[key])]  # type: ignore[arg-type]
         for measured in (off, on):
             cpu = measured["cpu_ms_per_1000"]
             assert isinstance(cpu, dict)
-            sums.append(sum(cpu.values()))
-            cells.append(f"{sums[-1]:,.1f} ms")
-        cells.append(f"{sums[0] / sums[1] if sums[1] else 0:.2f}x")
-        lines.append("| " + " | ".join(cells) + " |")
+            figures.append(sum(cpu.values()))
+        pairs.append(figures)
+        lines.append(_pairs_row(number, figures))
+    if means and len(pairs) > 1:
+        mean = [statistics.fmean(column) for column in zip(*pairs, strict=True)]
+        lines.append(_pairs_row(f"mean of {len(pairs)}", mean))
     lines.append(
         "(CPU: ms of CPU per 1,000 results over each drain, start-up included, every process "
         "summed: the bench, the consumers, Kafka, PostgreSQL, Redis; CPU ratio: without over "
@@ -1884,6 +2008,101 @@ def _pairs_table(
         assert isinstance(cpu, dict)
         lines.append(f"- CPU {slug}: " + ", ".join(f"{k} {ms:,.1f}" for k, ms in cpu.items()))
     return lines
+
+
+def _pairs_row(name: str, figures: Sequence[float]) -> str:
+    """One row of ``_pairs_table`` from (first batch on, a tenth on, CPU) each without and
+    with: the rates with their ratios (with over without), the CPU's (without over with)."""
+    first_without, first_with, steady_without, steady_with, cpu_without, cpu_with = figures
+    cells = [name]
+    for a, b in ((first_without, first_with), (steady_without, steady_with)):
+        cells += [_fmt(a), _fmt(b), f"{b / a if a else 0:.2f}x"]
+    cells += [f"{cpu_without:,.1f} ms", f"{cpu_with:,.1f} ms"]
+    cells.append(f"{cpu_without / cpu_with if cpu_with else 0:.2f}x")
+    return "| " + " | ".join(cells) + " |"
+
+
+def _events_rounds_lines(report: Report) -> list[str]:
+    """--events-rounds: the pairs table of the measured drains, then per round what their
+    results changed and emitted, their CPU after start-up, and the warm-up drains before them."""
+    measured, warmups = report.events_round_drains, report.events_warmup_drains
+    lines = _pairs_table(
+        measured,
+        without="events-off",
+        within="events-on",
+        heading="end-to-end drain of the same backlog to two warmed boards of main's spec, rank "
+        "events off and on (top 100): each board first drained a warm-up backlog over "
+        f"{_fmt(_number(report.args.get('events_players')))} players (every one of them given "
+        "a standing), then the measured backlog over the same players, the same on both boards "
+        "(each drain its own topic and consumers; rounds alternate which board runs first):",
+        target=0.85,
+        means=True,
+    )
+    if not lines:
+        return lines
+    lines += [
+        "",
+        "per round: what the results changed and emitted (events counted on the rank-events "
+        "topic), and the CPU from the first applied batch on (the consumers' start-up left out; "
+        "consumers, Redis, Kafka and PostgreSQL summed, ms per 1,000 results):",
+    ]
+    per_result: list[float] = []
+    cpu_pairs: list[tuple[float, float]] = []
+    rounds = sorted({int(slug.rsplit("-", 1)[1]) for slug in measured})
+    for number in rounds:
+        on, off = measured.get(f"events-on-{number}"), measured.get(f"events-off-{number}")
+        if not on or not off:
+            continue
+        per_result.append(_per_result(on))
+        cpu_pairs.append((_cpu_after_startup(off), _cpu_after_startup(on)))
+        without, within = cpu_pairs[-1]
+        lines.append(
+            f"- round {number}, measured: {_fmt(_percent(_number(on.get('changed_share'))), '%')}"
+            f" of the results changed a player's value; {per_result[-1]:.2f} events per result "
+            f"({_fmt(_number(on.get('events_published')))} published; events off: "
+            f"{_fmt(_number(off.get('events_published')))}); CPU {without:,.1f} without, "
+            f"{within:,.1f} with, {without / within if within else 0:.2f}x"
+        )
+        warm_on, warm_off = warmups.get(f"events-on-{number}"), warmups.get(f"events-off-{number}")
+        if warm_on and warm_off:
+            a = _number(warm_off.get("first_per_s")) or 0.0
+            b = _number(warm_on.get("first_per_s")) or 0.0
+            lines.append(
+                f"- round {number}, warm-up ({_fmt(_number(warm_on.get('results')))} results): "
+                f"{_fmt(_percent(_number(warm_on.get('changed_share'))), '%')} changed a value, "
+                f"{_per_result(warm_on):.2f} events per result; from the first applied batch "
+                f"{_fmt(b)} results/s with events against {_fmt(a)} without, "
+                f"{b / a if a else 0:.2f}x"
+            )
+    if len(per_result) > 1:
+        without = statistics.fmean(pair[0] for pair in cpu_pairs)
+        within = statistics.fmean(pair[1] for pair in cpu_pairs)
+        lines.append(
+            f"- mean of {len(per_result)} rounds, measured: "
+            f"{statistics.fmean(per_result):.2f} events per result; CPU {without:,.1f} without, "
+            f"{within:,.1f} with, {without / within if within else 0:.2f}x"
+        )
+    return lines
+
+
+def _cpu_after_startup(drain: dict[str, object]) -> float:
+    """A drain's CPU per 1,000 results from its first applied batch on, summed over the
+    consumers and the services (the bench process left out: it only produces and watches)."""
+    cpu = drain.get("cpu_after_startup_ms_per_1000")
+    if not isinstance(cpu, dict):
+        return 0.0
+    return sum(cpu.get(k, 0.0) for k in ("consumers", "redis", "kafka", "postgresql"))
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _per_result(drain: dict[str, object]) -> float:
+    """Rank events published per result of a drain of the --events-rounds."""
+    return (_number(drain.get("events_published")) or 0.0) / max(
+        1.0, _number(drain.get("results")) or 0.0
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1925,6 +2144,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="after the end-to-end drain (boards without rank events), drain as many results to "
         "a board of the same spec that emits them, and compare; then the steady and burst "
         "phases also measure produce-to-event (the main board emits from there on)",
+    )
+    parser.add_argument(
+        "--events-rounds",
+        type=int,
+        default=0,
+        help="after the end-to-end drain, this many rounds of two fresh boards of main's spec, "
+        "rank events off and on (top 100), alternating which runs first: each board drains a "
+        "warm-up backlog over --events-players players, then a measured backlog of the same "
+        "players, most of whose results beat nothing (a season's steady state, beside "
+        "--events' worst case); compares the measured drains and counts the events published",
+    )
+    parser.add_argument(
+        "--events-players",
+        type=int,
+        default=20_000,
+        help="with --events-rounds: the players both backlogs of a round draw from (at least 5; "
+        "the warm-up gives each one a result)",
     )
     parser.add_argument(
         "--cohort-size",
@@ -2000,6 +2236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3 (read before Django loads its settings)",
     )
     args = parser.parse_args(argv)
+    if args.events_rounds and args.events_players < 5:
+        parser.error("--events-players must be at least 5")
     report = run(args)
     text = render(report)
     print(text)
