@@ -25,7 +25,8 @@
 -- ARGV[16+n]         rank events: the board's event top N (0: the board emits no events)
 -- ARGV[17+n..20+n]   the topic's tag, board id, season id and board slug (for the events)
 -- ARGV[21+n..23+n]   with events, three more columns (else empty): each result's offset, match
---                    id ("-": unknown) and achievedAt (unix seconds)
+--                    id ("-": unknown) and achievedAt (unix seconds), separated by single
+--                    spaces (common.lua causes_open: read only for the results that emit)
 --
 -- The script collapses the results per (key group, member, xid) under the board's rule before
 -- writing: cumulative sums them (so a sum that overflows is left out whole), best and latest
@@ -129,13 +130,14 @@ local function add(i, member, points, ticks, sxid, cause)
 end
 local causes = nil
 if events then
-  causes = {
-    string.gmatch(ARGV[21 + ngroups], '%d+'),
-    string.gmatch(ARGV[22 + ngroups], '%S+'),
-    string.gmatch(ARGV[23 + ngroups], '%d+'),
-  }
+  causes = causes_open(ARGV[21 + ngroups], ARGV[22 + ngroups], ARGV[23 + ngroups], count)
+  if not causes then
+    return redis.error_reply('apply_results: ' .. count .. ' results sent, an events column '
+      .. '(offsets, match ids, times) does not hold as many values of its kind, separated by '
+      .. 'single spaces')
+  end
 end
-for _ = 1, count do
+for k = 1, count do
   local member, spoints, sticks, sxid = members(), points_of(), ticks_of(), xids()
   local sl, dl = tonumber(season_long() or ''), tonumber(daily() or '')
   if not (member and spoints and sticks and sxid and sl and dl)
@@ -143,14 +145,8 @@ for _ = 1, count do
     return redis.error_reply('apply_results: ' .. count .. ' results sent, a column is short '
       .. 'or names a key group outside 1..' .. ngroups)
   end
-  local cause = nil
-  if causes then
-    cause = {causes[1](), causes[2](), causes[3]()}
-    if not (cause[1] and cause[2] and cause[3]) then
-      return redis.error_reply('apply_results: ' .. count .. ' results sent, an events column '
-        .. '(offsets, match ids, times) is short')
-    end
-  end
+  -- With events, a season-long result's cause is its index: causes_at reads it if it emits.
+  local cause = causes and k or nil
   local points, ticks = tonumber(spoints), tonumber(sticks)
   if sl > 0 then
     add(sl, member, points, ticks, sxid, cause)
@@ -164,10 +160,6 @@ for c = 1, 6 do
     return redis.error_reply('apply_results: ' .. count .. ' results sent, column ' .. c
       .. ' has more')
   end
-end
-if causes and (causes[1]() or causes[2]() or causes[3]()) then
-  return redis.error_reply('apply_results: ' .. count .. ' results sent, an events column has '
-    .. 'more')
 end
 
 -- Members per ZADD or ZMSCORE call (unpack stays well inside Lua's stack limit).
@@ -235,11 +227,11 @@ do
       else
         counted[#counted + 1] = e
         if new ~= nil and new ~= old then
-          steps[#steps + 1] = {member, old, new, e[6]}
+          steps[#steps + 1] = {member, old, new, causes_at(causes, e[6])}
           now[member] = new
         elseif rule == 'cumulative' then
           -- A counted result that leaves the score as it was: still the player's news.
-          steps[#steps + 1] = {member, old, old, e[6]}
+          steps[#steps + 1] = {member, old, old, causes_at(causes, e[6])}
         end
       end
     end

@@ -380,6 +380,41 @@ local function rank_step_events(events, b, step, top_n)
   end
 end
 
+-- A batch's causes (the apply scripts' three events columns: each result's offset, match id
+-- and achievedAt, single-space separated, count tokens each) -> a reader, or nil when a column
+-- does not hold count tokens of its kind. A cause is cut out of the columns only for a result
+-- that emits (causes_at): splitting every result's three tokens into Lua strings up front cost
+-- more than the rest of a batch's events, since most results change nothing and emit nothing.
+local function causes_open(offsets, match_ids, ats, count)
+  local columns = {offsets, match_ids, ats}
+  for c = 1, 3 do
+    local column = columns[c]
+    local _, tokens = string.gsub(column, '%S+', '')
+    if tokens ~= count or string.find(column, '  ', 1, true) or string.byte(column, 1) == 32
+        or string.byte(column, -1) == 32 or (c ~= 2 and string.find(column, '[^%d ]')) then
+      return nil
+    end
+  end
+  return {columns = columns, starts = {1, 1, 1}, index = 1}
+end
+
+-- The cause {offset, match id, at} of result k (from 1); k never decreases between calls.
+local function causes_at(causes, k)
+  local columns, starts = causes.columns, causes.starts
+  while causes.index < k do
+    for c = 1, 3 do
+      starts[c] = string.find(columns[c], ' ', starts[c], true) + 1
+    end
+    causes.index = causes.index + 1
+  end
+  local cause = {}
+  for c = 1, 3 do
+    local last = string.find(columns[c], ' ', starts[c], true)
+    cause[c] = string.sub(columns[c], starts[c], last and last - 1 or -1)
+  end
+  return cause
+end
+
 -- Each player of ``steps`` (the season-long steps with events: {group, member, ...}) -> the
 -- value Redis holds for them before the batch (false: none), read with one ``command`` per
 -- ``batch`` players (ZMSCORE on a board's set, HMGET on a wide board's index), not one call per

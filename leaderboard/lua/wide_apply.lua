@@ -22,7 +22,8 @@
 -- ARGV[14+n]         rank events: the board's event top N (0: the board emits no events)
 -- ARGV[15+n..18+n]   the topic's tag, board id, season id and board slug (for the events)
 -- ARGV[19+n..21+n]   with events, three more columns (else empty): each result's offset, match
---                    id ("-": unknown) and achievedAt (unix seconds)
+--                    id ("-": unknown) and achievedAt (unix seconds), separated by single
+--                    spaces (common.lua causes_open: read only for the results that emit)
 --
 -- With events the season-long key is written result by result, as in apply_results.lua; the
 -- events' points are the key's points (its first value).
@@ -118,13 +119,14 @@ local function add(i, member, key, xid, cause)
 end
 local causes = nil
 if events then
-  causes = {
-    string.gmatch(ARGV[19 + ngroups], '%d+'),
-    string.gmatch(ARGV[20 + ngroups], '%S+'),
-    string.gmatch(ARGV[21 + ngroups], '%d+'),
-  }
+  causes = causes_open(ARGV[19 + ngroups], ARGV[20 + ngroups], ARGV[21 + ngroups], count)
+  if not causes then
+    return redis.error_reply('wide_apply: ' .. count .. ' results sent, an events column '
+      .. '(offsets, match ids, times) does not hold as many values of its kind, separated by '
+      .. 'single spaces')
+  end
 end
-for _ = 1, count do
+for k = 1, count do
   local member, key, sxid = members(), keys_of(), xids()
   local sl, dl = tonumber(season_long() or ''), tonumber(daily() or '')
   local xid = tonumber(sxid or '')
@@ -134,14 +136,8 @@ for _ = 1, count do
       .. 'holds a key that is not ' .. key_length .. ' characters long, '
       .. 'or names a key group outside 1..' .. ngroups)
   end
-  local cause = nil
-  if causes then
-    cause = {causes[1](), causes[2](), causes[3]()}
-    if not (cause[1] and cause[2] and cause[3]) then
-      return redis.error_reply('wide_apply: ' .. count .. ' results sent, an events column '
-        .. '(offsets, match ids, times) is short')
-    end
-  end
+  -- With events, a season-long result's cause is its index: causes_at reads it if it emits.
+  local cause = causes and k or nil
   if sl > 0 then
     add(sl, member, key, xid, cause)
   end
@@ -154,10 +150,6 @@ for c = 1, 5 do
     return redis.error_reply('wide_apply: ' .. count .. ' results sent, column ' .. c
       .. ' has more')
   end
-end
-if causes and (causes[1]() or causes[2]() or causes[3]()) then
-  return redis.error_reply('wide_apply: ' .. count .. ' results sent, an events column has '
-    .. 'more')
 end
 
 -- Every player's key on each group now: one HMGET per group and up to BATCH players (a call
@@ -274,10 +266,10 @@ do
       else
         counted[#counted + 1] = e
         if new ~= nil and new ~= old then
-          steps[#steps + 1] = {member, old, new, e[6]}
+          steps[#steps + 1] = {member, old, new, causes_at(causes, e[6])}
           now[member] = new
         elseif rule == 'cumulative' then
-          steps[#steps + 1] = {member, old, old, e[6]}
+          steps[#steps + 1] = {member, old, old, causes_at(causes, e[6])}
         end
       end
     end

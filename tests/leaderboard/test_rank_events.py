@@ -351,24 +351,39 @@ def test_a_covered_call_hands_back_what_its_outbox_still_holds(board_redis, inta
     assert apply(board, [ref_result(1, 2, (20,), 6)]).events == ()
 
 
-def test_a_short_events_column_fails_loudly_and_moves_nothing(
-    board_redis, intact, monkeypatch
+# A caller of another version: (the events column it spoils, how).
+_SPOILED_EVENTS_COLUMNS = {
+    "match ids one short": (6, lambda column: column.rsplit(" ", 1)[0]),
+    "offsets one more": (5, lambda column: f"{column} 99"),
+    "a time not a number": (7, lambda column: f"x{column[1:]}"),
+    "two spaces between offsets": (5, lambda column: column.replace(" ", "  ")),
+}
+
+
+@pytest.mark.parametrize("columns", [(), ("desc", "asc")], ids=["plain", "tie-break"])
+@pytest.mark.parametrize("spoiled", sorted(_SPOILED_EVENTS_COLUMNS))
+def test_a_malformed_events_column_fails_loudly_and_moves_nothing(
+    board_redis, intact, monkeypatch, spoiled, columns
 ) -> None:
     from redis.exceptions import ResponseError
 
     from leaderboard.services import apply as apply_module
 
-    board = make_board()
-    results = [counted(ref_result(0, 1, (10,), 5)), counted(ref_result(1, 2, (20,), 6))]
+    board = make_board(columns=columns)
+    more = (1,) * len(columns)
+    results = [
+        counted(ref_result(0, 1, (10, *more), 5)),
+        counted(ref_result(1, 2, (20, *more), 6)),
+    ]
     real = apply_module._event_args
+    index, spoil = _SPOILED_EVENTS_COLUMNS[spoiled]
 
-    def short(**kwargs):
-        # A caller of another version: its match ids column one short.
+    def malformed(**kwargs):
         args = real(**kwargs)
-        args[6] = str(args[6]).rsplit(" ", 1)[0]
+        args[index] = spoil(str(args[index]))
         return args
 
-    monkeypatch.setattr(apply_module, "_event_args", short)
+    monkeypatch.setattr(apply_module, "_event_args", malformed)
     with pytest.raises(ResponseError, match="events column"):
         board_results_apply(
             topic=TOPIC, results=results, handled_offsets={0: 1}, boards={BOARD: board}
