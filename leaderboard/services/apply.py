@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, NamedTuple
 from uuid import UUID
 
+import msgspec
 from django.conf import settings
 
 from leaderboard import keys
@@ -161,6 +162,19 @@ def _joined(numbers: list[int]) -> str:
     return " ".join(map(str, numbers))
 
 
+_uuids_json = msgspec.json.Encoder()
+
+
+def _uuid_column(match_ids: list[UUID | None]) -> str:
+    """The match ids as one space-separated column ("-": none), in their canonical form. The
+    UUIDs are written by msgspec's encoder in C, as JSON strings, rather than by ``str()`` each
+    (half a microsecond a result, the largest part of the events columns' cost)."""
+    if not match_ids or None in match_ids:
+        return " ".join([str(m) if m is not None else "-" for m in match_ids])
+    # ["a-b-...","c-d-..."]: a canonical UUID holds neither a quote nor a comma.
+    return _uuids_json.encode(match_ids)[2:-2].decode("ascii").replace('","', " ")
+
+
 def _event_args(*, topic: str, board: BoardRef, group: CountedGroup) -> list[str | int]:
     """The scripts' rank events arguments: top N (0: none), the topic's tag, board, season,
     slug, and the offsets, match ids and times columns (empty without events)."""
@@ -168,10 +182,7 @@ def _event_args(*, topic: str, board: BoardRef, group: CountedGroup) -> list[str
     if not board.rank_events:
         return [0, tag, board.id, board.season_id, board.slug, "", "", ""]
     n = len(group)
-    if group.match_ids is None:
-        match_ids = " ".join(["-"] * n)
-    else:
-        match_ids = " ".join([str(m) if m is not None else "-" for m in group.match_ids])
+    match_ids = " ".join(["-"] * n) if group.match_ids is None else _uuid_column(group.match_ids)
     if group.at_seconds is None:
         start = int(board.season.starts_at.timestamp())
         resolution = board.codec.resolution_seconds

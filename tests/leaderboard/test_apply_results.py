@@ -231,3 +231,14 @@ def test_a_batch_larger_than_one_zadd_lands_whole_on_both_boards(board_redis, ru
     ):
         got = {m: int(s) for m, s in board_redis.zrange(key, 0, -1, withscores=True)}
         assert got == want
+
+
+def test_the_match_ids_column_is_each_uuid_canonical_and_dash_for_none() -> None:
+    from uuid import UUID, uuid4
+
+    from leaderboard.services.apply import _uuid_column
+
+    ids = [uuid4() for _ in range(50)] + [UUID(int=0), UUID(int=2**128 - 1)]
+    assert _uuid_column(ids) == " ".join(str(m) for m in ids)
+    assert _uuid_column([ids[0], None, ids[1]]) == f"{ids[0]} - {ids[1]}"
+    assert _uuid_column([]) == ""
