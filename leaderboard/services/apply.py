@@ -165,7 +165,7 @@ def _joined(numbers: list[int]) -> str:
 _uuids_json = msgspec.json.Encoder()
 
 
-def _uuid_column(match_ids: list[UUID | None]) -> str:
+def _uuid_column(match_ids: Sequence[UUID | None]) -> str:
     """The match ids as one space-separated column ("-": none), in their canonical form. The
     UUIDs are written by msgspec's encoder in C, as JSON strings, rather than by ``str()`` each
     (half a microsecond a result, the largest part of the events columns' cost)."""
