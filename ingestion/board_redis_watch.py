@@ -7,6 +7,11 @@ deliver again. Every consumer asks Redis who its masters are (``board_redis_mast
 ``boards_lost_writes_repair`` against the group's committed offsets of every partition (not only
 its own: the member that applied the lost writes may be gone). Until the repair succeeds (a slot
 without a master, a rebuild already running) it tries again at each check.
+
+The periodic check alone leaves a window: a batch retried after the failover could land on the
+promoted replica before the next check, and its apply would raise the board's watermark past
+the lost offsets, hiding them from the repair. So the batch handler asks again before each
+retry at the boards (``before_boards_retry``), and waits while a repair is owed.
 """
 
 from __future__ import annotations
@@ -54,6 +59,14 @@ class BoardRedisWatch:
             self._masters = masters
         if self._repair_pending:
             self._repair(consumer)
+
+    def before_boards_retry(self, consumer: KafkaConsumer) -> None:
+        """Before the batch's next attempt at the boards, after one failed: check the masters
+        now, repair if they changed, and raise ``redis.ConnectionError`` while a repair is owed
+        (the caller's retrying waits and calls again)."""
+        self.observe(consumer, now=self._next_check)
+        if self._repair_pending:
+            raise redis.ConnectionError("the boards' Redis failed over: lost-writes repair owed")
 
     def _repair(self, consumer: KafkaConsumer) -> None:
         try:

@@ -296,6 +296,7 @@ class MatchResultConsumer:
                 dead_letters=sink,
                 retrying=self._retrying,
                 rank_events=self._rank_events,
+                boards_failed=lambda: self._board_redis.before_boards_retry(consumer),
             )
         if profiles:
             profiled = player_profiles_ingest(

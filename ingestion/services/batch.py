@@ -15,7 +15,7 @@ reading per-result objects was a large share of the consumer's CPU.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from functools import partial
@@ -386,6 +386,7 @@ def match_results_ingest(
     dead_letters: DeadLetterSink,
     retrying: Retrying = run_once,
     rank_events: RankEventSink | None = None,
+    boards_failed: Callable[[], None] | None = None,
 ) -> BatchOutcome:
     """Handle one polled batch; when it returns, both sinks hold it, its rank events are on
     Kafka, and offsets may be committed.
@@ -393,6 +394,11 @@ def match_results_ingest(
     ``retrying`` wraps each step that talks to a dependency, so a dependency that goes away
     makes the step wait and run again (each step is safe to repeat). ``rank_events``: where the
     boards' rank events go (default: the process's producer on KAFKA_RANK_EVENTS_TOPIC).
+    ``boards_failed``: called before each new attempt at the boards after one failed (the
+    consumer's failover watch). A Redis that failed over may have lost writes it had
+    acknowledged; the next apply would raise the board's watermark past them and hide them from
+    the lost-writes repair, so the repair runs first, and the call raises a Redis error (the
+    step waits) while it cannot run yet.
     """
     if not records:
         return BatchOutcome(0, 0, 0, 0, 0)
@@ -432,7 +438,13 @@ def match_results_ingest(
     # Read after the batch committed: it decides which results hold a latest-rule board.
     latest = retrying("PostgreSQL", lambda: _latest_of(decoded, stored))
 
+    attempts = 0
+
     def apply() -> tuple[int, int, int, tuple[OutboxEntry, ...]]:
+        nonlocal attempts
+        attempts += 1
+        if attempts > 1 and boards_failed is not None:
+            boards_failed()
         counted = _counted(decoded, stored, latest)
         if not counted.groups:
             return 0, counted.duplicates, counted.excluded, ()
