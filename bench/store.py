@@ -10,7 +10,9 @@ own store step: season lock, COPY, INSERT ... ON CONFLICT DO NOTHING RETURNING) 
 shipped, and with the season foreign key the table used to carry (added NOT VALID, deferred,
 as Django created it; dropped after). It reports the PostgreSQL backend's CPU per result, read
 from /proc (so the server must run on this machine), and the ratio between the two. Rounds
-alternate the variants so that the table's growth favours neither.
+alternate the variants so that the table's growth favours neither. Then the disk a stored result
+takes: the growth of the results table (heap and TOAST) and of its indexes over the rows the
+run stored.
 
 Isolation: its own database (``leaderboard_bench_store``, created and migrated if absent), its
 own season; nothing touches Redis or Kafka.
@@ -72,6 +74,18 @@ def _backend_cpu_seconds() -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _table_bytes() -> tuple[int, int, int]:
+    """The results table's (heap and TOAST, indexes, rows): what its growth costs on disk."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_table_size(%s::regclass), pg_indexes_size(%s::regclass), count(*) FROM "
+            + _RESULTS,
+            [_RESULTS, _RESULTS],
+        )
+        table, indexes, rows = cursor.fetchone()
+    return int(table), int(indexes), int(rows)
+
+
 def _results(season: Season, count: int, rng: Random, first_offset: int) -> list[ResultRow]:
     span = int((season.ends_at - season.starts_at).total_seconds()) - 1
     board_id = main_board_get(season_id=season.id).id
@@ -119,6 +133,7 @@ def main() -> None:
     offset = 0
     with connection.cursor() as cursor:
         cursor.execute(_DROP_FK)
+    size_before = _table_bytes()
     try:
         for round_ in range(args.rounds):
             order = list(totals) if round_ % 2 == 0 else list(reversed(totals))
@@ -141,6 +156,9 @@ def main() -> None:
     finally:
         with connection.cursor() as cursor:
             cursor.execute(_DROP_FK)
+    table, indexes, rows = (
+        after - before for after, before in zip(_table_bytes(), size_before, strict=True)
+    )
     n = args.results * args.rounds
     shipped, fk = (totals[v][0] / n * 1e6 for v in totals)
     print(
@@ -149,6 +167,12 @@ def main() -> None:
         f"the foreign key is {(fk - shipped) / fk:.0%} of the latter, shipped = "
         f"{fk / shipped:.2f}x fewer CPU per result"
     )
+    if rows > 0:
+        print(
+            f"Disk per stored result (the results table's growth over the {rows:,} rows this run "
+            f"stored): {(table + indexes) / rows:.1f} bytes, of which the table (heap and TOAST) "
+            f"{table / rows:.1f} and its indexes {indexes / rows:.1f}"
+        )
 
 
 if __name__ == "__main__":
