@@ -11,10 +11,8 @@ were others before, and the retried batch's first attempt at the boards failing.
 
 from __future__ import annotations
 
-import random
 import uuid
 from collections.abc import Sequence
-from datetime import timedelta
 
 import pytest
 import redis
@@ -29,7 +27,7 @@ from leaderboard import keys
 from leaderboard.models import ScoringRule
 from seasons.models import SeasonStatus
 from tests.helpers import main_board_id, make_season
-from tests.ingestion.ingest_helpers import Result, assert_boards_match
+from tests.ingestion.ingest_helpers import assert_boards_match, seeded_results
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,17 +54,7 @@ def test_a_batch_retried_after_a_failover_waits_for_the_lost_writes_repair(
 ) -> None:
     season = make_season(rule=ScoringRule.CUMULATIVE, status=SeasonStatus.ACTIVE)
     topic = kafka_topic_factory("watch-repair")
-    rng = random.Random(8)
-    results = [
-        Result(
-            uuid.uuid4(),
-            rng.randint(1, 30),
-            season.id,
-            rng.randint(0, 100),
-            season.starts_at + timedelta(hours=rng.randint(0, 47)),
-        )
-        for _ in range(200)
-    ]
+    results = seeded_results(season, 200, players=30, seed=8)
     records = [ConsumedRecord(0, n, r.key(), r.value()) for n, r in enumerate(results)]
     letters = _Letters()
     for start in range(0, 150, 50):
