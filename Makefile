@@ -72,11 +72,20 @@ PYTEST_ARGS ?= --durations=15
 # The two passes run side by side, each line of output marked with its pass: their tests wait on
 # Kafka, Redis and processes far more than they compute, and they share only PostgreSQL (each
 # with its own test database) and the cache Redis (under each test's own key prefix).
+# Each pass's own output is kept in .local/test-logs/, and the tests that failed are repeated
+# last: interleaved passes bury pytest's summary, and CI often shows only a run's last lines.
+TEST_LOGS := .local/test-logs
 test: services browser prometheus lint $(STAMP)
-	@set -o pipefail; \
-	( $(MAKE) --no-print-directory test-cluster 2>&1 | sed -u 's/^/[cluster] /' ) & cluster=$$!; \
-	$(MAKE) --no-print-directory test-only 2>&1 | sed -u 's/^/[single]  /'; single=$$?; \
+	@set -o pipefail; mkdir -p $(TEST_LOGS); \
+	( $(MAKE) --no-print-directory test-cluster 2>&1 | tee $(TEST_LOGS)/cluster.log \
+		| sed -u 's/^/[cluster] /' ) & cluster=$$!; \
+	$(MAKE) --no-print-directory test-only 2>&1 | tee $(TEST_LOGS)/single.log \
+		| sed -u 's/^/[single]  /'; single=$$?; \
 	wait $$cluster; cluster=$$?; \
+	for pass in single cluster; do \
+		grep -E '^(FAILED|ERROR) tests/' $(TEST_LOGS)/$$pass.log | cut -c1-400 \
+			| sed "s/^/make test: $$pass pass: /"; \
+	done; \
 	echo "make test: single-node pass exit $$single, cluster pass exit $$cluster"; \
 	test $$single -eq 0 && test $$cluster -eq 0
 
