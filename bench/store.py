@@ -14,6 +14,11 @@ alternate the variants so that the table's growth favours neither. Then the disk
 takes: the growth of the results table (heap and TOAST) and of its indexes over the rows the
 run stored.
 
+Last, unless ``--no-prune``, the season is closed and its results deleted as the retention deletes
+a closed season's (``season_results_prune``: batches of 10,000 per transaction through the board
+index), with the backend's CPU and the wall time per deleted result against the shipped store's
+of the same run.
+
 Isolation: its own database (``leaderboard_bench_store``, created and migrated if absent), its
 own season; nothing touches Redis or Kafka.
 """
@@ -43,10 +48,13 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
+from django.utils import timezone  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from closeout.services import season_results_prune  # noqa: E402
 from leaderboard.models import MatchResult  # noqa: E402
 from leaderboard.selectors.boards import main_board_get  # noqa: E402
 from leaderboard.services import (  # noqa: E402
@@ -55,7 +63,7 @@ from leaderboard.services import (  # noqa: E402
     match_results_store,
     season_setup,
 )
-from seasons.models import Season  # noqa: E402
+from seasons.models import Season, SeasonStatus  # noqa: E402
 
 _FK = "bench_store_season_fk"
 _RESULTS = MatchResult._meta.db_table
@@ -117,6 +125,9 @@ def main() -> None:
     parser.add_argument("--results", type=int, default=200_000, help="per variant and round")
     parser.add_argument("--batch", type=int, default=5_000, help="results per store call")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--no-prune", action="store_true", help="keep the run's results (no prune measured)"
+    )
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
@@ -173,6 +184,37 @@ def main() -> None:
             f"stored): {(table + indexes) / rows:.1f} bytes, of which the table (heap and TOAST) "
             f"{table / rows:.1f} and its indexes {indexes / rows:.1f}"
         )
+    if not args.no_prune:
+        _prune(
+            season,
+            stored=n * 2,
+            store_cpu=totals["shipped"][0] / n,
+            store_wall=totals["shipped"][1] / n,
+        )
+
+
+def _prune(season: Season, *, stored: int, store_cpu: float, store_wall: float) -> None:
+    """Close the season and delete its results as the retention does; report per result."""
+    settings.MATCH_RESULTS_RETENTION_DAYS = 1
+    Season.objects.filter(id=season.id).update(
+        status=SeasonStatus.CLOSED, closed_at=timezone.now() - timedelta(days=2)
+    )
+    bar = tqdm(total=stored, desc="prune", unit="result", leave=False)
+
+    def progress(results: int, refused: int) -> None:
+        bar.update(results - bar.n)
+
+    cpu, wall = _backend_cpu_seconds(), time.monotonic()
+    pruned = season_results_prune(season_id=season.id, progress=progress)
+    cpu, wall = _backend_cpu_seconds() - cpu, time.monotonic() - wall
+    bar.close()
+    per_cpu, per_wall = cpu / pruned.results, wall / pruned.results
+    print(
+        f"Prune of the season's {pruned.results:,} results (batches of 10,000): backend CPU "
+        f"{per_cpu * 1e6:.1f} µs/result ({per_cpu / store_cpu:.2f}x the shipped store's), wall "
+        f"{per_wall * 1e6:.1f} µs/result ({per_wall / store_wall:.2f}x), "
+        f"{pruned.results / wall:,.0f} results/s"
+    )
 
 
 if __name__ == "__main__":

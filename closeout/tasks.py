@@ -22,8 +22,10 @@ from .services import (
     season_close,
     season_final_events_publish,
     season_history_archive,
+    season_results_prune,
     seasons_final_events_due,
     seasons_history_due,
+    seasons_results_prune_due,
 )
 
 # Seconds one close-out task waits for the consumer to drain before leaving it to the next sweep.
@@ -102,3 +104,26 @@ def season_history_archive_task(*, season_id: int) -> int:
 @shared_task(**{**QUICK_TASK, "soft_time_limit": 600, "time_limit": 660})
 def history_prune_task() -> int:
     return history_prune()
+
+
+@shared_task(**QUICK_TASK)
+def match_results_prune_due_task() -> list[int]:
+    """Queue the prune of every closed season past MATCH_RESULTS_RETENTION_DAYS (their ids)."""
+    due = seasons_results_prune_due()
+    for season_id in due:
+        season_results_prune_task.delay(season_id=season_id)
+    return due
+
+
+@shared_task(
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=True,
+    max_retries=5,
+    # Batches of 10,000 rows: tens of millions of results take minutes. A season cut short
+    # stays unmarked and the next hourly run deletes what is left.
+    soft_time_limit=1800,
+    time_limit=1860,
+)
+def season_results_prune_task(*, season_id: int) -> int:
+    """Delete the closed season's match results and refused results (match results deleted)."""
+    return season_results_prune(season_id=season_id).results

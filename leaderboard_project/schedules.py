@@ -57,6 +57,13 @@ PERIODIC_TASKS: tuple[PeriodicTaskSpec, ...] = (
         expires_seconds=3600,
     ),
     PeriodicTaskSpec(
+        name="seasons: prune closed seasons' match results past their retention",
+        task="closeout.tasks.match_results_prune_due_task",
+        every_seconds=3600,
+        description="deletes the results of seasons closed MATCH_RESULTS_RETENTION_DAYS ago",
+        expires_seconds=3600,
+    ),
+    PeriodicTaskSpec(
         name="seasons: create the seasons schedules have due",
         task="closeout.tasks.schedules_advance_task",
         every_seconds=30,

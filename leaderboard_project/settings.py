@@ -551,6 +551,14 @@ FINAL_STANDINGS_SIZE = env.int("FINAL_STANDINGS_SIZE", default=1000)
 # How long every player's archived final entries (GET /api/players/{player}/history) are kept
 # after their season ended; a periodic task prunes older ones.
 HISTORY_RETENTION_DAYS = env.int("HISTORY_RETENTION_DAYS", default=400)
+# How long a closed season's match results (and the results its tournament boards refused) are
+# kept after its close-out: the window in which voids and bans can still re-rank its final
+# standings. A periodic task deletes them past it; 0 keeps every result for good.
+MATCH_RESULTS_RETENTION_DAYS = env.int("MATCH_RESULTS_RETENTION_DAYS", default=90)
+if MATCH_RESULTS_RETENTION_DAYS < 0:
+    raise ImproperlyConfigured(
+        f"MATCH_RESULTS_RETENTION_DAYS={MATCH_RESULTS_RETENTION_DAYS}: use days (0: keep for good)"
+    )
 # Seconds between a season's switch to "closing" and the moment its close-out records the
 # topic's end offsets to drain: results game servers publish just after the end still count.
 SEASON_CLOSE_GRACE_SECONDS = env.int("SEASON_CLOSE_GRACE_SECONDS", default=30)

@@ -131,6 +131,7 @@ class SeasonAdminBase(admin.ModelAdmin):
         "closing_since",
         "drain_end_offsets",
         "closed_at",
+        "results_pruned_at",
     )
     # Read-only fields that layers above add (leaderboard's live boards).
     _live_fields: tuple[str, ...] = ()

@@ -40,6 +40,10 @@ class Season(models.Model):
     # {"topic": ..., "recorded_at": ISO 8601, "partitions": {"<partition>": <end offset>}}.
     # The close-out finalizes only once the consumer group committed up to them (seasons/services).
     drain_end_offsets = models.JSONField(null=True, blank=True, editable=False)
+    # When the last of the closed season's match results was deleted, MATCH_RESULTS_RETENTION_DAYS
+    # after its close-out (closeout/services/retention.py): its final standings, grants and
+    # players' history stay; corrections can no longer re-rank it.
+    results_pruned_at = models.DateTimeField(null=True, blank=True, editable=False)
     # A season a schedule started (contract 0.3): the schedule and the number of its cron
     # occurrence (1 = the first tick after the schedule's starts_from). Null on seasons staff
     # created by hand.

@@ -3,7 +3,8 @@ grants, dropping the keys), ``rewards`` (tiers, grant status), ``standings`` (a 
 corrections, reviewed before they apply), ``schedules`` (the seasons of recurring
 competitions, created ahead of each occurrence), ``history`` (every player's final entries,
 archived after the close-out), ``final_events`` (the season_final rank events), ``leagues`` (a
-league board's movements and its grants by rank within each cohort). Callers import from here.
+league board's movements and its grants by rank within each cohort), ``retention`` (closed
+seasons' match results deleted past their retention). Callers import from here.
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ from .history import (
     seasons_history_due,
 )
 from .leagues import board_movements_decide, league_grants_create
+from .retention import (
+    ResultsPruned,
+    season_results_prune,
+    season_results_retained_require,
+    seasons_results_prune_due,
+)
 from .rewards import reward_grant_status_set, reward_tier_create
 from .schedules import (
     ScheduleAdvanced,
@@ -55,6 +62,7 @@ __all__ = [
     "CloseWaitingFor",
     "GrantChange",
     "HistoryArchived",
+    "ResultsPruned",
     "ScheduleAdvanced",
     "SchedulesAdvanced",
     "SeasonCloseProgress",
@@ -80,8 +88,11 @@ __all__ = [
     "season_close_wait",
     "season_final_events_publish",
     "season_history_archive",
+    "season_results_prune",
+    "season_results_retained_require",
     "season_standings_correct",
     "season_standings_review",
     "seasons_final_events_due",
     "seasons_history_due",
+    "seasons_results_prune_due",
 ]

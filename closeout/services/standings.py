@@ -15,6 +15,7 @@ from seasons.models import Season, SeasonStatus
 from ..models import FinalStanding, GrantStatus, RewardGrant, RewardTier
 from ..selectors import StandingRow, board_standings_compute
 from .close_out import final_standings_replace
+from .retention import season_results_retained_require
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +137,7 @@ def season_standings_review(*, season_id: int) -> StandingsReview:
     season = Season.objects.get(pk=season_id)
     if season.status != SeasonStatus.CLOSED:
         raise ValidationError(f"season {season_id} is {season.status}, not closed")
+    season_results_retained_require(season=season)
     return _standings_plan(season)[1]
 
 
@@ -145,6 +147,7 @@ def season_standings_correct(*, season_id: int, fingerprint: str) -> StandingsRe
     season = Season.objects.select_for_update(no_key=True).get(pk=season_id)
     if season.status != SeasonStatus.CLOSED:
         raise ValidationError(f"season {season_id} is {season.status}, not closed")
+    season_results_retained_require(season=season)
     plans, review = _standings_plan(season)
     if review.fingerprint != fingerprint:
         raise ValidationError("the corrections changed since the review: review them again")
