@@ -17,7 +17,8 @@ run stored.
 Last, unless ``--no-prune``, the season is closed and its results deleted as the retention deletes
 a closed season's (``season_results_prune``: batches of 10,000 per transaction through the board
 index), with the backend's CPU and the wall time per deleted result against the shipped store's
-of the same run.
+of the same run; then the bench's database gives the deleted rows' space back (``VACUUM FULL``,
+unmeasured), so that a later run's disk figure is the growth of new rows, not space reused.
 
 Isolation: its own database (``leaderboard_bench_store``, created and migrated if absent), its
 own season; nothing touches Redis or Kafka.
@@ -215,6 +216,11 @@ def _prune(season: Season, *, stored: int, store_cpu: float, store_wall: float) 
         f"{per_wall * 1e6:.1f} µs/result ({per_wall / store_wall:.2f}x), "
         f"{pruned.results / wall:,.0f} results/s"
     )
+    # Deleted rows leave space PostgreSQL reuses for later inserts (once vacuumed): a later
+    # run's growth would then read low. The bench's own database gives it back, unmeasured.
+    print("Giving the pruned space back (VACUUM FULL of the bench database's results table)")
+    with connection.cursor() as cursor:
+        cursor.execute(f"VACUUM FULL {_RESULTS}")
 
 
 if __name__ == "__main__":
