@@ -6,6 +6,7 @@ Every task is idempotent and takes ids: a retry or a duplicate delivery changes 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from celery import shared_task
 from django.conf import settings
@@ -27,6 +28,13 @@ from .services import (
     seasons_history_due,
     seasons_results_prune_due,
 )
+
+# The close-out's long tasks: transient failures retried with backoff, a time limit each.
+_RETRIED: dict[str, Any] = {
+    "autoretry_for": TRANSIENT_ERRORS,
+    "retry_backoff": True,
+    "max_retries": 5,
+}
 
 # Seconds one close-out task waits for the consumer to drain before leaving it to the next sweep.
 _TASK_DRAIN_WAIT_SECONDS = 10.0
@@ -57,9 +65,7 @@ def seasons_close_due_task() -> list[int]:
 
 
 @shared_task(
-    autoretry_for=TRANSIENT_ERRORS,
-    retry_backoff=True,
-    max_retries=5,
+    **_RETRIED,
     # The standings query reads every result of the season once: minutes at tens of millions.
     soft_time_limit=600,
     time_limit=660,
@@ -76,7 +82,7 @@ def season_close_task(*, season_id: int) -> str:
     return result.describe()
 
 
-@shared_task(autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, max_retries=5)
+@shared_task(**_RETRIED)
 def season_final_events_task(*, season_id: int) -> int:
     """Publish the closed season's season_final rank events not sent yet (events sent)."""
     return season_final_events_publish(season_id=season_id)
@@ -89,9 +95,7 @@ def schedules_advance_task() -> list[int]:
 
 
 @shared_task(
-    autoretry_for=TRANSIENT_ERRORS,
-    retry_backoff=True,
-    max_retries=5,
+    **_RETRIED,
     # One INSERT ... SELECT per board: minutes at tens of millions of players.
     soft_time_limit=1800,
     time_limit=1860,
@@ -116,9 +120,7 @@ def match_results_prune_due_task() -> list[int]:
 
 
 @shared_task(
-    autoretry_for=TRANSIENT_ERRORS,
-    retry_backoff=True,
-    max_retries=5,
+    **_RETRIED,
     # Batches of 10,000 rows: tens of millions of results take minutes. A season cut short
     # stays unmarked and the next hourly run deletes what is left.
     soft_time_limit=1800,
