@@ -54,6 +54,12 @@ def season_history_archive(*, season_id: int) -> HistoryArchived:
         raise ValidationError(
             f"season {season_id} is {season.status}: history is archived once closed"
         )
+    if season.results_pruned_at is not None:
+        # Archived from the results, which are gone: it would archive an empty history.
+        raise ValidationError(
+            f"season {season_id}'s match results were pruned on "
+            f"{season.results_pruned_at:%Y-%m-%d}: its history can no longer be archived"
+        )
     started = time.monotonic()
     boards = rows = 0
     for board in board_list(season_id=season_id):
@@ -136,6 +142,7 @@ def seasons_history_due(*, now: datetime | None = None) -> list[int]:
         Season.objects.filter(
             status=SeasonStatus.CLOSED,
             ends_at__gte=oldest,
+            results_pruned_at__isnull=True,
             boards__history_archive__isnull=True,
         )
         .distinct()

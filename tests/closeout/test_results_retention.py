@@ -19,6 +19,7 @@ from closeout.services import (
     season_results_prune,
     season_standings_correct,
     season_standings_review,
+    seasons_history_due,
     seasons_results_prune_due,
 )
 from leaderboard.models import Board, MatchResult, RefusalCode, RefusedResult
@@ -115,6 +116,12 @@ def test_only_closed_seasons_past_the_retention_are_pruned_in_batches(seasons) -
     assert FinalStanding.objects.filter(season=old).count() == kept_standings
     assert HistoryEntry.objects.filter(season=old).count() == kept_history
     assert seasons_results_prune_due() == []
+    # Its history is never archived again from results that are gone (a marker deleted by hand).
+    HistoryArchive.objects.filter(season=old).delete()
+    assert seasons_history_due() == []
+    with pytest.raises(ValidationError, match="history can no longer be archived"):
+        season_history_archive(season_id=old.id)
+    assert HistoryEntry.objects.filter(season=old).count() == kept_history
 
 
 @pytest.mark.django_db
