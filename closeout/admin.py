@@ -172,7 +172,7 @@ class FinalStandingAdmin(ReadOnlyAdmin):
     list_select_related = ("season",)
     actions = [
         csv_export_action(
-            fields=("season_id", "rank", "player_id", "points", "reached_at"),
+            fields=("season_id", "rank", "player_id", "points", "reached_at", "attempts"),
             filename="final_standings.csv",
         )
     ]

@@ -22,6 +22,7 @@ from leaderboard import openapi
 from leaderboard.apis import PublicApi, parse
 from leaderboard.models import BOARD_SLUG_PATTERN, MAIN_BOARD
 from leaderboard.serializers import (
+    AttemptsField,
     ErrorSerializer,
     MetadataField,
     PlayerIdPathSerializer,
@@ -55,6 +56,7 @@ class FinalEntrySerializer(serializers.Serializer):
     tiebreakers = TiebreakersField()
     metadata = MetadataField()
     tier = TierField()
+    attempts = AttemptsField()
     movement = serializers.ChoiceField(
         choices=Movement.values,
         allow_null=True,

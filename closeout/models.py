@@ -148,6 +148,10 @@ class FinalStanding(models.Model):
     # On a board with tie-break columns, the value of each column by name (contract 0.3);
     # null elsewhere.
     tiebreakers = models.JSONField(null=True, blank=True)
+    # On a board with max-attempts, the player's attempts at close-out (contract 0.3); null
+    # elsewhere. Stored, not counted when read: the match results it counts are pruned
+    # MATCH_RESULTS_RETENTION_DAYS later.
+    attempts = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "seasons_finalstanding"

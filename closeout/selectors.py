@@ -19,6 +19,7 @@ from leaderboard.selectors.boards import BoardRef
 from leaderboard.selectors.metadata import entries_with_metadata
 from leaderboard.selectors.rankings import NOT_KEPT
 from leaderboard.selectors.scores import board_scores_top
+from leaderboard.selectors.tournaments import entries_with_attempts
 from players.selectors import player_profiles_get
 from seasons.leagues import Movement
 from seasons.models import Schedule, Season, SeasonStatus
@@ -37,6 +38,8 @@ class StandingRow:
     metadata: Any = NOT_KEPT
     # On a board with tie-break columns, each column's value by name; None elsewhere.
     tiebreakers: dict[str, int] | None = None
+    # On a board with max-attempts, the player's attempts; None elsewhere.
+    attempts: int | None = None
 
     @property
     def stored_metadata(self) -> Any:
@@ -48,7 +51,8 @@ def board_standings_compute(*, board: BoardRef, limit: int) -> list[StandingRow]
     """The board's top ``limit`` from PostgreSQL (the aggregation a rebuild loads), never from
     Redis, which may have lost writes. Ranks follow the board: encoded score, then the lower
     player id for an exact tie, so ranks are distinct and reproducible. On a board that keeps
-    metadata, each row carries its deciding result's."""
+    metadata, each row carries its deciding result's; on a board with max-attempts, the
+    player's attempts."""
     codec = board.codec
     wide = board.wide_codec
     tick = timedelta(seconds=codec.resolution_seconds)
@@ -71,7 +75,9 @@ def board_standings_compute(*, board: BoardRef, limit: int) -> list[StandingRow]
                 tiebreakers=tiebreakers,
             )
         )
-    return entries_with_metadata(board=board, entries=rows)
+    return entries_with_attempts(
+        board=board, entries=entries_with_metadata(board=board, entries=rows)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +98,9 @@ class FinalEntry:
     # for a player in no cohort); NOT_KEPT and None elsewhere.
     tier: Any = NOT_KEPT
     movement: str | None = None
+    # On a board with max-attempts, the attempts at close-out (None: none, or not known for a
+    # season closed before they were stored whose results were pruned).
+    attempts: int | None = None
 
 
 class SeasonNotFinal(Exception):
@@ -109,7 +118,7 @@ def final_standings_list(
         raise SeasonNotFinal(f"season {season_id} does not exist")
     board = (
         Board.objects.filter(season_id=season_id, slug=board_slug)
-        .only("id", "keeps_metadata", "tiers")
+        .only("id", "keeps_metadata", "tiers", "max_attempts")
         .first()
     )
     if board is None:
@@ -145,6 +154,7 @@ def final_standings_list(
                 tiebreakers=standing.tiebreakers,
                 tier=tier if board.tiers else NOT_KEPT,
                 movement=movement,
+                attempts=standing.attempts if board.max_attempts is not None else None,
             )
         )
     return entries

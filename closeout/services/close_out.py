@@ -451,6 +451,7 @@ def final_standings_replace(*, board: BoardRef, rows: Sequence[StandingRow]) -> 
             reached_at=row.reached_at,
             metadata=row.stored_metadata,
             tiebreakers=row.tiebreakers,
+            attempts=row.attempts,
         )
         for row in rows
     )

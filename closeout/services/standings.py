@@ -81,8 +81,8 @@ def _board_plan(board: BoardRef) -> _BoardPlan:
         if (
             o
             and n
-            and (o.rank, o.points, o.reached_at, o.metadata, o.tiebreakers)
-            == (n.rank, n.points, n.reached_at, n.stored_metadata, n.tiebreakers)
+            and (o.rank, o.points, o.reached_at, o.metadata, o.tiebreakers, o.attempts)
+            == (n.rank, n.points, n.reached_at, n.stored_metadata, n.tiebreakers, n.attempts)
         ):
             continue
         standing_changes.append(

@@ -6,8 +6,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from closeout.services import season_close
+from leaderboard.models import MatchResult
 from seasons.models import SeasonStatus
-from tests.factories import MatchResultFactory, SeasonFactory
+from tests.factories import MatchResultFactory, SeasonFactory, board_factory
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 END = START + timedelta(days=30)
@@ -94,3 +95,34 @@ def test_bad_limit_is_400(api: APIClient, season, limit: str) -> None:
     assert response.status_code == 400
     # The read API's error shape, like every public view.
     assert "limit" in response.json()["errors"]
+
+
+@pytest.mark.django_db
+def test_standings_of_a_board_with_max_attempts_carry_the_attempts_kept_past_the_results(
+    api: APIClient, season
+) -> None:
+    cup = board_factory(season, "cup", max_attempts=3)
+    # Player 4: three matches, one voided (voiding does not give the attempt back); 5: one.
+    for player, points, voided in [(4, 10, False), (4, 70, True), (4, 40, False), (5, 20, False)]:
+        MatchResultFactory.create(
+            season=season,
+            board=cup,
+            player_id=player,
+            points=points,
+            achieved_at=START + timedelta(minutes=points),
+            voided_at=START + timedelta(days=1) if voided else None,
+        )
+    season_close(season_id=season.id, now=END, grace_seconds=0)
+
+    def standings(board: str) -> list[dict]:
+        response = api.get(f"/api/seasons/{season.id}/boards/{board}/standings")
+        assert response.status_code == 200
+        return response.json()["entries"]
+
+    expected = [(4, 40, 3), (5, 20, 1)]
+    assert [(e["playerId"], e["points"], e["attempts"]) for e in standings("cup")] == expected
+    # The main board has no max-attempts: its entries have no such field.
+    assert all("attempts" not in entry for entry in standings("main"))
+    # Stored at close-out: the standings still say it once the results are pruned.
+    MatchResult.objects.filter(board=cup).delete()
+    assert [(e["playerId"], e["points"], e["attempts"]) for e in standings("cup")] == expected
