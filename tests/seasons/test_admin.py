@@ -247,10 +247,11 @@ def test_standings_and_grants_are_read_only_with_csv(
         {"action": "export_csv", ACTION_CHECKBOX_NAME: standing_ids},
     )
     assert csv_response.content.decode().splitlines() == [
-        "season_id,rank,player_id,points,reached_at",
-        f"{season.id},1,12,90,2026-10-01 00:00:03+00:00",
-        f"{season.id},2,13,40,2026-10-01 00:00:02+00:00",
-        f"{season.id},3,11,40,2026-10-01 00:00:07+00:00",
+        "season_id,rank,player_id,points,reached_at,attempts",
+        # The board has no max-attempts: no count.
+        f"{season.id},1,12,90,2026-10-01 00:00:03+00:00,",
+        f"{season.id},2,13,40,2026-10-01 00:00:02+00:00,",
+        f"{season.id},3,11,40,2026-10-01 00:00:07+00:00,",
     ]
 
     # Staff change a grant's status, and only that.
