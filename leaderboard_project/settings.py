@@ -8,6 +8,7 @@ services`` starts. Two modules build on this one, each chosen by DJANGO_SETTINGS
 the benchmarks) and ``settings_test`` (the test suite, through pyproject.toml).
 """
 
+import importlib.metadata
 import ipaddress
 from datetime import timedelta
 from pathlib import Path
@@ -378,7 +379,9 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Leaderboard API",
     "DESCRIPTION": "Real-time season leaderboards: rankings, friends, daily and weekly boards.",
-    "VERSION": "1.0.0",
+    # The release of the contracts it serves (README, "Contracts and versions"): one number,
+    # pyproject.toml's.
+    "VERSION": importlib.metadata.version("leaderboard"),
     "SERVE_INCLUDE_SCHEMA": False,
     # /api/docs and /api/redoc load their JS/CSS from our own static files (drf-spectacular-
     # sidecar), never from a CDN: they work offline and nothing unpinned runs in staff browsers.

@@ -34,7 +34,7 @@ from .fault_helpers import (
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-# The issue's bar (issue 11): every board exact within 60 s of the loss, no command typed.
+# The recovery's bar: every board exact within 60 s of the loss, no command typed.
 REPAIR_SECONDS = 60
 # ... and noticed "in seconds": boards that stay wrong and unchanged this long, with the
 # stream over, are not being repaired (this keeps a missing repair from costing 60 s a case).

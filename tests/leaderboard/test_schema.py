@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 
 import pytest
@@ -15,6 +16,9 @@ def test_schema_is_valid_openapi_3_and_documents_every_read_operation(client):
     schema = json.loads(response.content)
     validate_schema(schema)
     assert schema["openapi"].startswith("3.")
+    # The release of the contracts served (README, "Contracts and versions"): the package's.
+    assert schema["info"]["version"] == importlib.metadata.version("leaderboard")
+    assert schema["info"]["version"].startswith("0.3.")
     paths = schema["paths"]
     board = "/api/seasons/{season}/leaderboard"
     for path in [
@@ -31,7 +35,7 @@ def test_schema_is_valid_openapi_3_and_documents_every_read_operation(client):
     top = paths[f"{board}/top"]["get"]
     top_params = {p["name"]: p for p in top["parameters"] if p["in"] in {"path", "query"}}
     assert set(top_params) == {"season", "limit"}
-    # The bounds the views enforce (issue 11: the schema stated none of them).
+    # The bounds the views enforce, stated in the schema.
     assert top_params["season"]["schema"] == {
         "type": "integer",
         "format": "int64",
