@@ -257,6 +257,8 @@ class ArchivedSeason:
     season: Season
     winners: list[FinalEntry]
     leagues: list[LeagueMovements] = field(default_factory=list)
+    # Its main board (the winners' columns: tie-break columns, metadata); None without one.
+    board: BoardRef | None = None
 
 
 def league_movements_summary(*, season_ids: list[int]) -> dict[int, list[LeagueMovements]]:
@@ -296,13 +298,22 @@ def schedule_archive(
     total = closed.count()
     seasons = list(closed.order_by("-occurrence")[offset : offset + limit])
     archived = []
-    leagues = league_movements_summary(season_ids=[season.id for season in seasons])
+    season_ids = [season.id for season in seasons]
+    leagues = league_movements_summary(season_ids=season_ids)
+    boards = {
+        board.season_id: BoardRef.from_model(board)
+        for board in Board.objects.select_related("season").filter(
+            season_id__in=season_ids, slug=MAIN_BOARD
+        )
+    }
     for season in seasons:
         try:
             winners = final_standings_list(season_id=season.id, limit=top)
         except SeasonNotFinal:
             winners = []
-        archived.append(ArchivedSeason(season, winners, leagues.get(season.id, [])))
+        archived.append(
+            ArchivedSeason(season, winners, leagues.get(season.id, []), boards.get(season.id))
+        )
     return archived, total
 
 

@@ -40,6 +40,7 @@ def schedule_page(request: HttpRequest, slug: str) -> HttpResponse:
     view = schedule_view(schedule=schedule)
     # The current season's top 10, live from its board (as its own page reads it).
     current_top = None
+    board = None
     league_boards: list[BoardRef] = []
     if view.current_season_id is not None:
         board = board_get_cached(season_id=view.current_season_id, slug=MAIN_BOARD)
@@ -49,6 +50,8 @@ def schedule_page(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "schedule": view,
         "current_top": current_top,
+        "current_board": board,
+        "current_caption": f"The current season's top {len(current_top or ())}",
         "league_boards": league_boards,
         "archive": archived,
         "page": page,

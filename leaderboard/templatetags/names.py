@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 
 from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 register = template.Library()
 
@@ -22,6 +24,19 @@ def flag(country: str | None) -> str:
     if not country or len(country) != 2 or not country.isascii() or not country.isalpha():
         return ""
     return "".join(chr(_REGIONAL_A + ord(letter) - ord("A")) for letter in country.upper())
+
+
+@register.filter
+def flag_span(country: str | None) -> SafeString | str:
+    """The flag before a player's name, labelled with the code for readers that do not draw
+    it (followed by a space); "" for a player without a country."""
+    if not country:
+        return ""
+    return format_html(
+        '<span class="flag" role="img" aria-label="{0}" title="{0}">{1}</span> ',
+        country,
+        flag(country),
+    )
 
 
 @register.filter

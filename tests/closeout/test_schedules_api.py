@@ -179,6 +179,11 @@ def test_the_schedule_page_shows_the_countdown_and_the_archive_of_final_standing
         schedule, 2, datetime(2026, 1, 1, tzinfo=UTC), status=SeasonStatus.CLOSED
     )
     board = past.boards.get()
+    # The past season's main board ranks by kills after points and keeps metadata: its
+    # winners show both.
+    Board.objects.filter(pk=board.pk).update(
+        tiebreak_columns=[{"name": "kills", "order": "desc"}], keeps_metadata=True
+    )
     for rank, player in enumerate((7, 8), start=1):
         FinalStanding.objects.create(
             season=past,
@@ -187,19 +192,33 @@ def test_the_schedule_page_shows_the_countdown_and_the_archive_of_final_standing
             player_id=player,
             points=100 - rank,
             reached_at=past.starts_at,
+            tiebreakers={"kills": 10 - rank},
+            metadata={"car": "red"} if player == 7 else None,
         )
     PlayerProfile.objects.create(
-        player_id=7, display_name="Alice", name_updated_at=timezone.now(), updated_at=timezone.now()
+        player_id=7,
+        display_name="Alice",
+        country="FR",
+        name_updated_at=timezone.now(),
+        updated_at=timezone.now(),
     )
     page = client.get("/schedules/cup").content.decode()
     assert f'href="/seasons/{current.id}"' in page
-    assert "No results yet." in page  # the current season's top, live (empty here)
+    assert "No scores yet." in page  # the current season's top, live (empty here)
     board_page = client.get(f"/seasons/{current.id}").content.decode()
     assert 'href="/schedules/cup">Cup</a> #4' in board_page
     assert f'id="countdown" datetime="{current.ends_at.isoformat()}"' in page
     assert "Cup #2" in page
-    assert '<td>1</td><td><a href="/players/7/history">Alice</a></td><td>99</td>' in page
-    assert '<td>2</td><td><a href="/players/8/history">Player 8</a></td><td>98</td>' in page
+    assert '<th scope="col" class="num" title="ranked desc">kills</th>' in page
+    assert (
+        '<td class="num">1</td><td><span class="flag" role="img" aria-label="FR" title="FR">'
+        '\U0001f1eb\U0001f1f7</span> <a href="/players/7/history">Alice</a></td>'
+        '<td class="num">99</td><td class="num">9</td><td class="meta">car: red</td>'
+    ) in page
+    assert (
+        '<td class="num">2</td><td><a href="/players/8/history">Player 8</a></td>'
+        '<td class="num">98</td><td class="num">8</td><td class="meta"></td>'
+    ) in page
     assert f'href="/api/seasons/{past.id}/standings"' in page
     index = client.get("/schedules").content.decode()
     assert 'href="/schedules/cup">Cup</a>' in index
