@@ -14,9 +14,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.contrib.contenttypes.models import ContentType
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migrations import historical_apps, migrate_to
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,24 +38,11 @@ SEASONS = {
 }
 
 
-def _migrate(targets: list[tuple[str, str]]) -> MigrationExecutor:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor
-
-
 @pytest.fixture
 def old_apps() -> Iterator[Any]:
     """The historical apps before 0006; the database goes back to the latest state after."""
-    executor = _migrate(BEFORE)
-    try:
-        yield executor.loader.project_state(BEFORE).apps
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(executor.loader.graph.leaf_nodes())
-        ContentType.objects.clear_cache()
+    with historical_apps(BEFORE) as apps:
+        yield apps
 
 
 def test_boards_of_seasons_closed_before_count_as_sent(old_apps) -> None:
@@ -94,7 +80,7 @@ def test_boards_of_seasons_closed_before_count_as_sent(old_apps) -> None:
             reached_at=NOW - timedelta(days=40),
         )
 
-    executor = _migrate(AFTER)
+    executor = migrate_to(AFTER)
     new_apps = executor.loader.project_state(AFTER).apps
     sent = new_apps.get_model("closeout", "FinalEventsSent")
 

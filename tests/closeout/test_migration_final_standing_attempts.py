@@ -15,9 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.contrib.contenttypes.models import ContentType
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migrations import historical_apps, migrate_to
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,23 +31,10 @@ NOW = datetime.now(UTC).replace(microsecond=0)
 KEPT, PRUNED = 7301, 7302
 
 
-def _migrate(targets: list[tuple[str, str]]) -> MigrationExecutor:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor
-
-
 @pytest.fixture
 def old_apps() -> Iterator[Any]:
-    executor = _migrate(BEFORE)
-    try:
-        yield executor.loader.project_state(BEFORE).apps
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(executor.loader.graph.leaf_nodes())
-        ContentType.objects.clear_cache()
+    with historical_apps(BEFORE) as apps:
+        yield apps
 
 
 def test_closed_tournament_standings_get_their_attempts(old_apps) -> None:
@@ -97,7 +83,7 @@ def test_closed_tournament_standings_get_their_attempts(old_apps) -> None:
                 reached_at=starts + timedelta(days=2),
             )
 
-    executor = _migrate(AFTER)
+    executor = migrate_to(AFTER)
     new_apps = executor.loader.project_state(AFTER).apps
     standings = new_apps.get_model("closeout", "FinalStanding").objects.filter(
         season_id__in=(KEPT, PRUNED)

@@ -30,7 +30,6 @@ import pytest
 from django.contrib.auth.models import Group, Permission, User
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from rest_framework import serializers
 
 from closeout.models import FinalStanding, RewardGrant, RewardTier
@@ -42,6 +41,7 @@ from leaderboard.services import board_all_rebuild
 from seasons.memo import process_memos_clear
 from seasons.selectors import SeasonRef
 from tests.helpers import expected_board, mark_intact
+from tests.migrations import historical_apps, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -67,28 +67,11 @@ BANNED_PLAYER = 13
 ABSENT_PLAYER = 999
 
 
-def _latest(executor: MigrationExecutor) -> list[tuple[str, str]]:
-    return executor.loader.graph.leaf_nodes()
-
-
-def _migrate(targets: list[Any]) -> MigrationExecutor:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor
-
-
 @pytest.fixture
 def old_apps() -> Iterator[Any]:
     """The historical apps before boards; the database goes back to the latest state after."""
-    executor = _migrate(BEFORE_TARGETS)
-    try:
-        yield executor.loader.project_state(BEFORE).apps
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(_latest(executor))
-        ContentType.objects.clear_cache()
+    with historical_apps(BEFORE_TARGETS) as apps:
+        yield apps
 
 
 # --- the old data ----------------------------------------------------------------------------
@@ -394,8 +377,7 @@ def test_boards_migration_keeps_every_row_and_every_answer_of_the_read_api(old_a
     }
     grants_before = _rows("SELECT id, tier_id, player_id, rank, status FROM seasons_rewardgrant")
 
-    _migrate(_latest(MigrationExecutor(connection)))
-    ContentType.objects.clear_cache()
+    migrate_to_latest()
     process_memos_clear()
     top_snapshot_memo_clear()
 
