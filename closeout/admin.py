@@ -166,13 +166,22 @@ class RewardTierInline(admin.TabularInline):
 
 @admin.register(FinalStanding)
 class FinalStandingAdmin(ReadOnlyAdmin):
-    list_display = ("season", "rank", "player_id", "points", "reached_at")
+    # Each board of a season has its own standings: the board says whose rank it is.
+    list_display = ("season", "board", "rank", "player_id", "points", "reached_at", "attempts")
     list_filter = ("season",)
     search_fields = ("=player_id",)
-    list_select_related = ("season",)
+    list_select_related = ("season", "board")
     actions = [
         csv_export_action(
-            fields=("season_id", "rank", "player_id", "points", "reached_at", "attempts"),
+            fields=(
+                "season_id",
+                "board__slug",
+                "rank",
+                "player_id",
+                "points",
+                "reached_at",
+                "attempts",
+            ),
             filename="final_standings.csv",
         )
     ]
@@ -211,11 +220,11 @@ class HistoryArchiveAdmin(ReadOnlyAdmin):
 
 @admin.register(RewardGrant)
 class RewardGrantAdmin(ReadOnlyAdmin):
-    list_display = ("season", "rank", "player_id", "reward_name", "quantity", "status")
+    list_display = ("season", "board", "rank", "player_id", "reward_name", "quantity", "status")
     list_filter = ("season", "status")
     list_editable = ("status",)
     search_fields = ("=player_id",)
-    list_select_related = ("season",)
+    list_select_related = ("season", "board")
     fields = ("season", "tier", "rank", "player_id", "reward_name", "quantity", "status")
     readonly_fields = ("season", "tier", "rank", "player_id", "reward_name", "quantity")
 
@@ -227,6 +236,7 @@ class RewardGrantAdmin(ReadOnlyAdmin):
         csv_export_action(
             fields=(
                 "season_id",
+                "board__slug",
                 "rank",
                 "player_id",
                 "reward_name",

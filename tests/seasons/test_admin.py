@@ -225,10 +225,14 @@ def test_standings_and_grants_are_read_only_with_csv(
     staff: Client, season: Season, drained_match_results
 ) -> None:
     season_close(season_id=season.id, grace_seconds=0)
-    assert staff.get("/admin/closeout/finalstanding/").status_code == 200
+    standings = staff.get("/admin/closeout/finalstanding/")
+    assert standings.status_code == 200
     assert staff.get("/admin/closeout/finalstanding/add/").status_code == 403
     grants = staff.get("/admin/closeout/rewardgrant/")
     assert grants.status_code == 200
+    # Every board has its own standings and grants: each row names its board.
+    for page in (standings, grants):
+        assert f"(main, season {season.id})" in page.content.decode()
 
     ids = [str(pk) for pk in RewardGrant.objects.values_list("id", flat=True)]
     csv_response = staff.post(
@@ -236,10 +240,10 @@ def test_standings_and_grants_are_read_only_with_csv(
     )
     assert csv_response["Content-Type"] == "text/csv"
     lines = csv_response.content.decode().splitlines()
-    assert lines[0] == "season_id,rank,player_id,reward_name,quantity,status,created_at"
-    assert [line.split(",")[:6] for line in lines[1:]] == [
-        [str(season.id), "1", "12", "gems", "1", "pending"],
-        [str(season.id), "2", "13", "gems", "1", "pending"],
+    assert lines[0] == "season_id,board,rank,player_id,reward_name,quantity,status,created_at"
+    assert [line.split(",")[:7] for line in lines[1:]] == [
+        [str(season.id), "main", "1", "12", "gems", "1", "pending"],
+        [str(season.id), "main", "2", "13", "gems", "1", "pending"],
     ]
     standing_ids = [str(pk) for pk in season.final_standings.values_list("id", flat=True)]
     csv_response = staff.post(
@@ -247,11 +251,11 @@ def test_standings_and_grants_are_read_only_with_csv(
         {"action": "export_csv", ACTION_CHECKBOX_NAME: standing_ids},
     )
     assert csv_response.content.decode().splitlines() == [
-        "season_id,rank,player_id,points,reached_at,attempts",
+        "season_id,board,rank,player_id,points,reached_at,attempts",
         # The board has no max-attempts: no count.
-        f"{season.id},1,12,90,2026-10-01 00:00:03+00:00,",
-        f"{season.id},2,13,40,2026-10-01 00:00:02+00:00,",
-        f"{season.id},3,11,40,2026-10-01 00:00:07+00:00,",
+        f"{season.id},main,1,12,90,2026-10-01 00:00:03+00:00,",
+        f"{season.id},main,2,13,40,2026-10-01 00:00:02+00:00,",
+        f"{season.id},main,3,11,40,2026-10-01 00:00:07+00:00,",
     ]
 
     # Staff change a grant's status, and only that.
