@@ -367,7 +367,7 @@ class MatchResultAdmin(admin.ModelAdmin):
         "voided_at",
     )
     list_filter = ("season",)
-    list_select_related = ("board",)
+    list_select_related = ("season", "board")
     search_fields = ("=player_id", "=match_id")
     show_full_result_count = False  # COUNT(*) over tens of millions of rows is not free
     actions = (void_match_results,)
@@ -386,6 +386,7 @@ class MatchResultAdmin(admin.ModelAdmin):
 class PlayerBanAdmin(admin.ModelAdmin):
     list_display = ("player_id", "season", "reason", "created_by", "created_at")
     list_filter = ("season",)
+    list_select_related = ("season", "created_by")
     search_fields = ("=player_id", "reason")
     fields = ("season", "player_id", "reason")
 
@@ -579,7 +580,7 @@ class RebuildRunAdmin(ReadOnlyAdmin):
         "finished_at",
     )
     list_filter = ("status", "season")
-    list_select_related = ("board",)
+    list_select_related = ("season", "board")
 
 
 @admin.register(ReconcileRun)
@@ -597,3 +598,4 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
         "rebuilt",
     )
     list_filter = ("drift_found", "rebuilt", "season")
+    list_select_related = ("season", "board")

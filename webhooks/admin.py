@@ -160,6 +160,7 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
         "error",
     )
     list_filter = ("status", "endpoint")
+    list_select_related = ("endpoint",)
     search_fields = ("=id",)
     search_help_text = "A delivery id (X-Leaderboard-Delivery) or an event id."
     readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
