@@ -118,7 +118,7 @@ def final_standings_list(
         raise SeasonNotFinal(f"season {season_id} does not exist")
     board = (
         Board.objects.filter(season_id=season_id, slug=board_slug)
-        .only("id", "keeps_metadata", "tiers", "max_attempts")
+        .only("id", "keeps_metadata", "tiers")
         .first()
     )
     if board is None:
@@ -154,7 +154,7 @@ def final_standings_list(
                 tiebreakers=standing.tiebreakers,
                 tier=tier if board.tiers else NOT_KEPT,
                 movement=movement,
-                attempts=standing.attempts if board.max_attempts is not None else None,
+                attempts=standing.attempts,
             )
         )
     return entries

@@ -77,6 +77,10 @@ def test_schema_is_valid_openapi_3_and_documents_every_read_operation(client):
     assert "nullable" not in entry["attempts"]
     standing = schema["components"]["schemas"]["PlayerStanding"]["properties"]
     assert {"displayName", "country", "attempts"} <= set(standing)
+    # A final standing on a board with max-attempts: the attempts stored at close-out.
+    final = schema["components"]["schemas"]["FinalEntry"]
+    assert final["properties"]["attempts"]["type"] == "integer"
+    assert "attempts" not in final.get("required", [])
     # A card's board row: tier on league boards, cohort on boards with cohorts, both
     # nullable (no cohort yet) and left out elsewhere.
     card_board = schema["components"]["schemas"]["CardBoard"]
