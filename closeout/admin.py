@@ -20,7 +20,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from leaderboard.models import MAIN_BOARD, Board
-from seasons.admin import ReadOnlyAdmin, confirmed_action, csv_export_action
+from seasons.admin import LargeTableAdmin, ReadOnlyAdmin, confirmed_action, csv_export_action
 from seasons.cron import CronError
 from seasons.models import Schedule, Season, SeasonStatus
 from seasons.selectors import schedule_next_occurrences
@@ -165,7 +165,7 @@ class RewardTierInline(admin.TabularInline):
 
 
 @admin.register(FinalStanding)
-class FinalStandingAdmin(ReadOnlyAdmin):
+class FinalStandingAdmin(LargeTableAdmin, ReadOnlyAdmin):
     # Each board of a season has its own standings: the board says whose rank it is.
     list_display = ("season", "board", "rank", "player_id", "points", "reached_at", "attempts")
     list_filter = ("season",)
@@ -188,7 +188,7 @@ class FinalStandingAdmin(ReadOnlyAdmin):
 
 
 @admin.register(HistoryEntry)
-class HistoryEntryAdmin(ReadOnlyAdmin):
+class HistoryEntryAdmin(LargeTableAdmin, ReadOnlyAdmin):
     """Every player's archived final entries: searched by player id (an index scan), filtered by
     season; no full count on a table of millions of rows."""
 
@@ -206,7 +206,6 @@ class HistoryEntryAdmin(ReadOnlyAdmin):
     list_filter = ("season",)
     search_fields = ("=player_id",)
     list_select_related = ("season", "board")
-    show_full_result_count = False
 
 
 @admin.register(HistoryArchive)
@@ -219,7 +218,7 @@ class HistoryArchiveAdmin(ReadOnlyAdmin):
 
 
 @admin.register(RewardGrant)
-class RewardGrantAdmin(ReadOnlyAdmin):
+class RewardGrantAdmin(LargeTableAdmin, ReadOnlyAdmin):
     list_display = ("season", "board", "rank", "player_id", "reward_name", "quantity", "status")
     list_filter = ("season", "status")
     list_editable = ("status",)

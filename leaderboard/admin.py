@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from seasons.admin import ReadOnlyAdmin, SeasonAdminBase, confirmed_action
+from seasons.admin import LargeTableAdmin, ReadOnlyAdmin, SeasonAdminBase, confirmed_action
 from seasons.models import Season
 
 from .models import (
@@ -356,7 +356,7 @@ class SeasonBoardsMixin(_SeasonAdmin):
 
 
 @admin.register(MatchResult)
-class MatchResultAdmin(admin.ModelAdmin):
+class MatchResultAdmin(LargeTableAdmin):
     list_display = (
         "match_id",
         "player_id",
@@ -369,7 +369,6 @@ class MatchResultAdmin(admin.ModelAdmin):
     list_filter = ("season",)
     list_select_related = ("season", "board")
     search_fields = ("=player_id", "=match_id")
-    show_full_result_count = False  # COUNT(*) over tens of millions of rows is not free
     actions = (void_match_results,)
 
     def get_search_results(
@@ -437,7 +436,7 @@ class CohortMemberInline(admin.TabularInline):
 
 
 @admin.register(Cohort)
-class CohortAdmin(ReadOnlyAdmin):
+class CohortAdmin(LargeTableAdmin, ReadOnlyAdmin):
     """A board's cohorts and their members: assigned by ingestion, never edited (a player's
     cohort never changes)."""
 
@@ -458,7 +457,7 @@ class CohortAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Participant)
-class ParticipantAdmin(admin.ModelAdmin):
+class ParticipantAdmin(LargeTableAdmin):
     """Who joined each tournament board (docs/tournaments.md). Players join through the API;
     staff look them up by player id and remove them (the seat frees up, their stored results
     stay counted, their next ones are refused as not_joined)."""
@@ -471,7 +470,6 @@ class ParticipantAdmin(admin.ModelAdmin):
     ordering = ("board", "joined_at", "player_id")
     fields = ("board", "player_id", "joined_at")
     readonly_fields = fields
-    show_full_result_count = False
     actions = ("remove_participants",)
 
     @admin.display(description="Season")
@@ -510,7 +508,7 @@ class ParticipantAdmin(admin.ModelAdmin):
 
 
 @admin.register(RefusedResult)
-class RefusedResultAdmin(ReadOnlyAdmin):
+class RefusedResultAdmin(LargeTableAdmin, ReadOnlyAdmin):
     """The results tournament boards refused (not_joined, attempts_exhausted), each decided once
     and dead-lettered once; kept so a redelivery is never decided again."""
 
@@ -527,7 +525,6 @@ class RefusedResultAdmin(ReadOnlyAdmin):
     list_filter = ("code", "board__season")
     list_select_related = ("board",)
     search_fields = ("=player_id", "=match_id")
-    show_full_result_count = False
 
 
 def _tier_name(board: Board, tier: int | None) -> str | None:
@@ -537,7 +534,7 @@ def _tier_name(board: Board, tier: int | None) -> str | None:
 
 
 @admin.register(LeagueMovement)
-class LeagueMovementAdmin(ReadOnlyAdmin):
+class LeagueMovementAdmin(LargeTableAdmin, ReadOnlyAdmin):
     """Who moved where at each league close-out (decided with the final standings, never
     edited: the next season's cohorts are formed from them). Searched by player id."""
 
@@ -554,7 +551,6 @@ class LeagueMovementAdmin(ReadOnlyAdmin):
     search_fields = ("=player_id",)
     search_help_text = "A player id: their movements, newest season first."
     ordering = ("-board_id", "player_id")
-    show_full_result_count = False
 
     @admin.display(description="Tier played")
     def tier_played(self, obj: LeagueMovement) -> str:

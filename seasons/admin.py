@@ -12,15 +12,19 @@ app that owns it and list it in the ``actions`` of ``leaderboard_project.admin.S
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db import connections
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.utils.functional import cached_property
 
 from .models import Season, SeasonStatus
 from .services import season_create, season_status_transition
@@ -86,6 +90,37 @@ def csv_export_action(*, fields: tuple[str, ...], filename: str) -> Callable[...
         return response
 
     return export_csv
+
+
+class EstimatedCountPaginator(Paginator):
+    """Pages of a table of millions of rows (match results, standings, grants, history): the
+    rows are counted exactly up to ``exact_limit``, past it the count is PostgreSQL's planner
+    estimate for the list's query. Django's own paginator runs a COUNT(*) of the whole list on
+    every page, seconds of reading on tens of millions of rows; this one reads at most
+    ``exact_limit`` + 1 index entries and asks the planner for the rest."""
+
+    exact_limit = 10_000
+
+    @cached_property
+    def count(self) -> int:
+        queryset = self.object_list
+        if not isinstance(queryset, QuerySet):
+            return super().count
+        bounded = queryset.order_by()[: self.exact_limit + 1].count()
+        if bounded <= self.exact_limit:
+            return bounded
+        return max(bounded, _planned_rows(queryset))
+
+
+def _planned_rows(queryset: QuerySet[Any]) -> int:
+    """How many rows PostgreSQL's planner expects ``queryset`` to return."""
+    sql, params = queryset.order_by().query.sql_with_params()
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+        plan = cursor.fetchone()[0]
+    if isinstance(plan, str):  # a driver that does not decode json
+        plan = json.loads(plan)
+    return int(plan[0]["Plan"]["Plan Rows"])
 
 
 # --- Season actions ------------------------------------------------------------------------------
@@ -185,3 +220,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class LargeTableAdmin(admin.ModelAdmin):
+    """The list of a table that grows with play: no COUNT(*) of the table (neither Django's
+    "N total" beside a filtered list nor the page's own count past ``exact_limit`` rows)."""
+
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False

@@ -1,6 +1,7 @@
 """The admin's lists of records that grow with play (results, runs, standings, grants, bans,
 participants, kept webhook batches) read their related rows with the page, not one query per
-row: the queries of a list page do not grow with its rows."""
+row: the queries of a list page do not grow with its rows; and the lists of tables of millions
+of rows never count the whole table (seasons.admin.EstimatedCountPaginator)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from leaderboard.models import (
     RebuildRun,
     ReconcileRun,
 )
+from seasons.admin import EstimatedCountPaginator
 from seasons.models import Season
 from tests.factories import MatchResultFactory, SeasonFactory
 from webhooks.models import DeliveryStatus, WebhookDelivery
@@ -113,3 +115,40 @@ def test_a_list_page_reads_as_many_queries_for_one_row_as_for_six(staff: Client,
     for _ in range(5):
         ROWS[path](SeasonFactory.create())
     assert _queries(staff, path) == one
+
+
+# The lists of tables that reach millions of rows (LargeTableAdmin).
+LARGE = (
+    "closeout/finalstanding",
+    "closeout/rewardgrant",
+    "leaderboard/matchresult",
+    "leaderboard/participant",
+)
+
+
+@pytest.mark.parametrize("path", LARGE)
+def test_a_large_list_counts_at_most_its_limit_and_asks_the_planner_past_it(
+    staff: Client, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(EstimatedCountPaginator, "exact_limit", 2)
+    for _ in range(4):
+        ROWS[path](SeasonFactory.create())
+    with CaptureQueriesContext(connection) as captured:
+        page = staff.get(f"/admin/{path}/")
+    assert page.status_code == 200
+    counts = [query["sql"] for query in captured if "COUNT(" in query["sql"].upper()]
+    assert counts, "the page counted nothing"
+    # Each count reads at most limit + 1 rows: never the whole table.
+    assert all("LIMIT 3" in sql for sql in counts), counts
+    assert any(query["sql"].startswith("EXPLAIN") for query in captured)
+    assert page.context["cl"].result_count >= 3
+
+
+def test_a_large_list_below_its_limit_is_counted_exactly(staff: Client) -> None:
+    seasons = [SeasonFactory.create() for _ in range(3)]
+    for season in seasons:
+        ROWS["closeout/finalstanding"](season)
+    page = staff.get("/admin/closeout/finalstanding/")
+    assert page.context["cl"].result_count == 3
+    filtered = staff.get(f"/admin/closeout/finalstanding/?season__id__exact={seasons[0].pk}")
+    assert filtered.context["cl"].result_count == 1
