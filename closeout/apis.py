@@ -26,6 +26,7 @@ from leaderboard.serializers import (
     ErrorSerializer,
     MetadataField,
     PlayerIdPathSerializer,
+    SeasonPathSerializer,
     StrictIntegerField,
     TiebreakersField,
     TierField,
@@ -92,7 +93,8 @@ class _StandingsSchema(AutoSchema):
 
 class SeasonStandingsApi(PublicApi):
     """GET /api/seasons/{season}/boards/{board}/standings?limit=1000: a closed season's final
-    entries on one board (``/api/seasons/{season}/standings``: the main board)."""
+    entries on one board (``/api/seasons/{season}/standings`` and
+    ``/api/seasons/{season}/leaderboard/standings``: the main board)."""
 
     class InputSerializer(serializers.Serializer):
         limit = serializers.IntegerField(required=False, min_value=1)
@@ -111,10 +113,10 @@ class SeasonStandingsApi(PublicApi):
     schema = _StandingsSchema()
 
     @extend_schema(
-        parameters=[openapi.path_id("season_id", "The season's id."), openapi.RETRY_AFTER],
+        parameters=[openapi.SEASON, openapi.RETRY_AFTER],
         responses={
             200: OutputSerializer,
-            400: OpenApiResponse(ErrorSerializer, description="A malformed limit."),
+            400: OpenApiResponse(ErrorSerializer, description="A malformed season or limit."),
             404: OpenApiResponse(
                 ErrorSerializer,
                 description="Unknown season or board, or the season is not closed yet (the "
@@ -123,7 +125,8 @@ class SeasonStandingsApi(PublicApi):
             **openapi.PUBLIC_ERRORS,
         },
     )
-    def get(self, request: Request, season_id: int, board: str = MAIN_BOARD) -> Response:
+    def get(self, request: Request, season: str, board: str = MAIN_BOARD) -> Response:
+        season_id = parse(SeasonPathSerializer, {"season": season})["season"]
         query = self.InputSerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         limit = query.validated_data.get("limit", settings.FINAL_STANDINGS_SIZE)

@@ -85,6 +85,20 @@ def test_standings_of_a_closed_season(api: APIClient, season) -> None:
     }
     response = api.get(f"/api/seasons/{season.id}/standings?limit=2")
     assert [e["playerId"] for e in response.json()["entries"]] == [8, 9]
+    # Every read of main also answers under /leaderboard/, and under /boards/main/.
+    for path in ("leaderboard/standings", "boards/main/standings"):
+        other = api.get(f"/api/seasons/{season.id}/{path}")
+        assert other.status_code == 200, path
+        assert other.json() == api.get(f"/api/seasons/{season.id}/standings").json()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("season_id", ["abc", "0", "12.0", "+3"])
+@pytest.mark.parametrize("path", ["standings", "leaderboard/standings", "boards/main/standings"])
+def test_a_malformed_season_is_400(api: APIClient, season_id: str, path: str) -> None:
+    response = api.get(f"/api/seasons/{season_id}/{path}")
+    assert response.status_code == 400
+    assert "season" in response.json()["errors"]
 
 
 @pytest.mark.django_db

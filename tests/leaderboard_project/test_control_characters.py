@@ -103,7 +103,7 @@ def test_every_route_has_a_sample_path() -> None:
     routes = {route for route, _ in _paths(1)}
     for expected in (
         "api/seasons/<str:season>/boards/<str:board>/top",
-        "api/seasons/<int:season_id>/boards/<str:board>/standings",
+        "api/seasons/<str:season>/boards/<str:board>/standings",
         "api/match-results",
         "seasons/<int:season_id>/boards/<str:board>",
         "",
