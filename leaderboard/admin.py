@@ -13,6 +13,7 @@ from django.contrib.admin import helpers
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
+from django.forms.formsets import DELETION_FIELD_NAME
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
@@ -192,7 +193,8 @@ class BoardForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.initial["tiebreak_columns"] = ", ".join(map(str, self.instance.tiebreaks))
-        if self.instance.pk is not None and self.instance.match_results.exists():
+        self._scored = self.instance.pk is not None and self.instance.match_results.exists()
+        if self._scored:
             for field in SCORE_FIELDS:
                 self.fields[field].disabled = True
                 self.fields[field].help_text = "fixed: the board has results"
@@ -206,6 +208,13 @@ class BoardForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        if data.get(DELETION_FIELD_NAME) and self.instance.pk is not None:
+            refusal = self._deletion_refusal()
+            if refusal:
+                # Refused before Django's own check, which would load every protected row (a
+                # board's results: millions) to list them in its message.
+                data[DELETION_FIELD_NAME] = False
+                raise forms.ValidationError(refusal)
         try:
             tournament_options_check(
                 join_required=bool(data.get("join_required")),
@@ -215,6 +224,19 @@ class BoardForm(forms.ModelForm):
         except ValidationError as exc:
             raise forms.ValidationError(exc.messages) from exc
         return data
+
+    def _deletion_refusal(self) -> str | None:
+        if self.instance.slug == MAIN_BOARD:
+            return (
+                "The main board cannot be deleted: every season has one (the /leaderboard/ "
+                "paths and results without a board mean it)."
+            )
+        if self._scored:
+            return (
+                f"Board {self.instance.slug} has results and cannot be deleted: its results "
+                "stay the truth its standings, history and rebuilds are made from."
+            )
+        return None
 
     def clean_tiebreak_columns(self) -> list[dict[str, str]]:
         text = self.cleaned_data.get("tiebreak_columns") or ""

@@ -8,12 +8,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from leaderboard.models import Board, Cohort
 from leaderboard.services import ResultColumns, ResultRow, match_results_store
 from seasons.models import Season
-from tests.factories import MatchResultFactory, SeasonFactory
+from tests.factories import MatchResultFactory, SeasonFactory, board_factory
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 SEASONS = "/admin/seasons/season/"
@@ -240,3 +242,52 @@ def test_cohorts_are_chosen_on_the_board_row_and_listed_with_their_fill(staff: C
     page = staff.get(f"/admin/leaderboard/cohort/{first.id}/change/").content.decode()
     assert "41" in page
     assert "42" in page
+
+
+def _delete_rows(staff: Client, season: Season, boards: list[Board]) -> Any:
+    """Post the season's change page with every board row of ``boards`` marked for deletion."""
+    data = {
+        "name": season.name,
+        "ends_at_0": "2026-10-31",
+        "ends_at_1": "00:00:00",
+        **_management("boards", len(boards), len(boards)),
+        **_management("reward_tiers", 0, 0),
+    }
+    for index, board in enumerate(boards):
+        data |= _board_row(
+            index, id=board.id, season=season.id, slug=board.slug, name=board.name,
+            order=board.order, rule=board.rule,
+            time_resolution_seconds=board.time_resolution_seconds, DELETE="on",
+        )  # fmt: skip
+    return staff.post(f"{SEASONS}{season.id}/change/", data)
+
+
+def test_a_board_with_results_is_not_deleted_and_its_results_are_not_loaded(
+    staff: Client,
+) -> None:
+    season: Season = SeasonFactory.create(starts_at=START, ends_at=START + timedelta(days=30))
+    laps = board_factory(season=season, slug="laps")
+    for player in (1, 2, 3):
+        MatchResultFactory.create(season=season, board=laps, player_id=player, points=5)
+    with CaptureQueriesContext(connection) as captured:
+        page = _delete_rows(staff, season, [laps])
+    assert page.status_code == 200  # refused, with the reason on the page
+    assert "Board laps has results and cannot be deleted" in page.content.decode()
+    assert Board.objects.filter(id=laps.id).exists()
+    # The results were only probed (one row at most), never listed.
+    reads = [q["sql"] for q in captured if "matchresult" in q["sql"]]
+    assert reads
+    assert all("LIMIT 1" in sql for sql in reads), reads
+
+
+def test_the_main_board_is_not_deleted_and_a_board_without_results_is(staff: Client) -> None:
+    season: Season = SeasonFactory.create(starts_at=START, ends_at=START + timedelta(days=30))
+    main = Board.objects.get(season=season, slug="main")
+    spare = board_factory(season=season, slug="spare")
+    page = _delete_rows(staff, season, [main])
+    assert page.status_code == 200
+    assert "The main board cannot be deleted" in page.content.decode()
+    assert Board.objects.filter(id=main.id).exists()
+    page = _delete_rows(staff, season, [spare])
+    assert page.status_code == 302, page.content.decode()[:2000]
+    assert set(Board.objects.filter(season=season).values_list("slug", flat=True)) == {"main"}
