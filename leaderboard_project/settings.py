@@ -211,7 +211,8 @@ KAFKA_DEAD_LETTER_TOPIC = env.str(
     "KAFKA_DEAD_LETTER_TOPIC", default=f"{KAFKA_MATCH_RESULTS_TOPIC}.dlq"
 )
 # Contract 0.3: player profiles (key = player id), consumed by the same consumer process as
-# the match results; bad profiles go to their own dead-letter topic. Empty: not consumed.
+# the match results (always; empty means the default, as everywhere); bad profiles go to their own
+# dead-letter topic.
 KAFKA_PLAYER_PROFILES_TOPIC = env.str("KAFKA_PLAYER_PROFILES_TOPIC", default="player-profiles")
 KAFKA_PLAYER_PROFILES_DEAD_LETTER_TOPIC = env.str(
     "KAFKA_PLAYER_PROFILES_DEAD_LETTER_TOPIC", default=f"{KAFKA_PLAYER_PROFILES_TOPIC}.dlq"

@@ -1035,7 +1035,7 @@ def table(title: str, rows: dict[str, dict[str, float]], columns: list[str]) -> 
 
 
 def summarize(report: dict[str, Any]) -> list[str]:
-    """The issue's targets, computed from figures of this run."""
+    """The read path's targets (docs/benchmarks.md), computed from figures of this run."""
     python = report["python"]
     lines = [
         f"selector p99: player entry {python['selector: player entry (Lua)']['p99_ms']:.3f} ms, "
