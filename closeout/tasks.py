@@ -13,7 +13,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from leaderboard.services import league_boards_open
-from seasons.models import Season, SeasonStatus
+from seasons.selectors import seasons_closing_since
 from seasons.services import season_statuses_sync
 from seasons.tasks import QUICK_TASK, TRANSIENT_ERRORS
 
@@ -44,11 +44,8 @@ _TASK_DRAIN_WAIT_SECONDS = 10.0
 def seasons_close_due_task() -> list[int]:
     """Queue a close-out for every season whose end and drain grace have passed."""
     season_statuses_sync()
-    drained_before = timezone.now() - timedelta(seconds=settings.SEASON_CLOSE_GRACE_SECONDS)
-    due = list(
-        Season.objects.filter(status=SeasonStatus.CLOSING, closing_since__lte=drained_before)
-        .order_by("id")
-        .values_list("id", flat=True)
+    due = seasons_closing_since(
+        before=timezone.now() - timedelta(seconds=settings.SEASON_CLOSE_GRACE_SECONDS)
     )
     # League boards still waiting though the previous season of their league is closed (a crash
     # between that close-out's commit and its opening of them).

@@ -71,6 +71,16 @@ def season_list() -> QuerySet[Season]:
     return Season.objects.select_related("schedule").order_by("-starts_at", "-id")
 
 
+def seasons_closing_since(*, before: datetime) -> list[int]:
+    """The closing seasons that stopped taking results at or before ``before`` (their close-out
+    is due once the consumer's drain grace has passed), by id."""
+    return list(
+        Season.objects.filter(status=SeasonStatus.CLOSING, closing_since__lte=before)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+
+
 def season_list_active(*, include_closing: bool = False) -> list[Season]:
     """Seasons taking results now (status kept in step with the dates by season_statuses_sync).
 
