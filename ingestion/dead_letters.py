@@ -30,7 +30,9 @@ def dead_letter_headers(*, letter: DeadLetter, topic: str) -> list[tuple[str, by
     """Headers of a dead letter: why it was rejected, and where it came from."""
     return [
         ("dlq.code", letter.code.encode()),
-        ("dlq.reason", letter.reason.encode()),
+        # Escaped rather than refused: a reason quoting a sender's text that is not UTF-8
+        # must not stop the consumer from setting the message aside.
+        ("dlq.reason", letter.reason.encode("utf-8", "backslashreplace")),
         ("dlq.source.topic", topic.encode()),
         ("dlq.source.partition", str(letter.record.partition).encode()),
         ("dlq.source.offset", str(letter.record.offset).encode()),

@@ -518,10 +518,17 @@ def _tiebreakers_field(value: object) -> dict[str, int] | None:
         if isinstance(item, bool) or not isinstance(item, int):
             raise MessageRejected(
                 INVALID_TIEBREAKERS,
-                f"tiebreakers.{str(name)[:32]} must be an integer, got {_json_type(item)}",
+                f"tiebreakers.{_sent_name(name)} must be an integer, got {_json_type(item)}",
                 field="tiebreakers",
             )
     return value
+
+
+def _sent_name(name: object) -> str:
+    """A name the sender chose, as a reason quotes it: cut to 32 characters, and a lone surrogate
+    (valid JSON, not text) escaped, so the reason still encodes as UTF-8 (a dead letter's header,
+    an HTTP 400's body)."""
+    return str(name)[:32].encode("utf-8", "backslashreplace").decode()
 
 
 def _check_tiebreakers(message: MatchResultMessage, board: BoardSpec, where: str) -> None:
@@ -536,7 +543,7 @@ def _check_tiebreakers(message: MatchResultMessage, board: BoardSpec, where: str
             )
         return
     if sent is None or set(sent) != set(names):
-        got = "none" if sent is None else ", ".join(sorted(str(n)[:32] for n in sent)) or "{}"
+        got = "none" if sent is None else ", ".join(sorted(_sent_name(n) for n in sent)) or "{}"
         raise MessageRejected(
             INVALID_TIEBREAKERS,
             f"{where} needs tiebreakers with exactly its columns {', '.join(names)}; got {got}",

@@ -198,6 +198,9 @@ def test_every_kind_of_bad_message_is_dead_lettered_with_its_reason(topics, boar
             "outside_season",
         ),
         (bad(seasonId=closed.id, achievedAt=closed.starts_at.isoformat()), "season_closed"),
+        # A lone surrogate is valid JSON but not text: the reason that names it must still
+        # encode (as \ud800), or the consumer could not write its dead letter.
+        (bad(tiebreakers={"\ud800": "x"}), "invalid_tiebreakers"),
     ]
     goods = [
         Result(uuid.uuid4(), n, season.id, n * 10, when) for n in range(1, len(bad_messages) + 2)
@@ -223,6 +226,8 @@ def test_every_kind_of_bad_message_is_dead_lettered_with_its_reason(topics, boar
         assert headers["dlq.reason"]
         assert headers["dlq.source.topic"] == topic
         assert int(headers["dlq.source.offset"]) >= 0
+    surrogate = {k: v.decode() for k, v in letters[f"bad-{len(bad_messages) - 1}".encode()].headers}
+    assert surrogate["dlq.reason"] == "tiebreakers.\\ud800 must be an integer, got a string"
 
 
 def test_daily_boards_expire_and_consumer_stats_are_published(

@@ -121,6 +121,20 @@ def test_any_bad_item_rejects_the_whole_request(
     assert topic_size(door_topic, kafka_bootstrap) == 0
 
 
+def test_a_name_that_is_not_text_is_quoted_escaped_in_a_json_400(
+    door_topic, door_season, raw_token, kafka_bootstrap
+):
+    # "\ud800" is valid JSON, not text: the reason that names it must still render.
+    raw = json.dumps(result(tiebreakers={"\ud800": "x"})).encode()
+    assert b"\\ud800" in raw
+    response = client_with(raw_token).post(URL, raw, content_type="application/json")
+    assert response.status_code == 400, response.content
+    (item,) = response.json()["invalid"]
+    assert item["code"] == "invalid_tiebreakers"
+    assert item["reason"] == "tiebreakers.\\ud800 must be an integer, got a string"
+    assert topic_size(door_topic, kafka_bootstrap) == 0
+
+
 def test_every_bad_item_is_listed_with_its_index(door_topic, door_season, raw_token):
     body = [result(1), result(points=-5), result(2), result(seasonId=77)]
     response = client_with(raw_token).post(URL, body, format="json")
