@@ -38,9 +38,13 @@ def day_parse(value: str) -> date:
     try:
         if len(value) != 10:
             raise ValueError
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value)
     except ValueError:
         raise serializers.ValidationError(f"must be a date as YYYY-MM-DD, got {value!r}") from None
+    if day == date.max:
+        # Its board ends at the next midnight, past datetime's range (building it was a 500).
+        raise serializers.ValidationError(f"must be a day before {date.max}, got {value!r}")
+    return day
 
 
 def iso_week_parse(value: str) -> tuple[int, int]:

@@ -50,7 +50,9 @@ def test_daily_top(client, board_redis):
     assert client.get(empty).json() == []
 
 
-@pytest.mark.parametrize("day", ["2026-13-01", "2026-02-30", "20261002", "2026-1-2", "today"])
+@pytest.mark.parametrize(
+    "day", ["2026-13-01", "2026-02-30", "20261002", "2026-1-2", "today", "9999-12-31"]
+)
 def test_daily_rejects_a_malformed_day(client, day):
     season = make_season()
     response = client.get(f"/api/seasons/{season.id}/leaderboard/daily/{day}/top")

@@ -62,6 +62,8 @@ def test_each_period_reads_its_own_parameters():
         ),
         ("period=daily&day=2026-1-2", "Day: must be a date as YYYY-MM-DD, got '2026-1-2'"),
         ("period=daily&day=2026-13-01", "Day: must be a date as YYYY-MM-DD, got '2026-13-01'"),
+        # Its board would end past datetime's range (the page was a 500).
+        ("period=daily&day=9999-12-31", "Day: must be a day before 9999-12-31, got '9999-12-31'"),
         (
             "period=weekly&week=2026-W60",
             "Week: must be an ISO week as YYYY-Www with a week that exists that year, "

@@ -60,6 +60,8 @@ def test_ranks_at_the_deepest_start_is_an_empty_page(client, season):
         (f"daily/2026-10-02/top?limit={2**63}", "limit"),
         # The week's Sunday is in year 10000: building its board overflowed.
         ("weekly/9999-W52/top", "week"),
+        # The day's board ends at the next midnight, in year 10000.
+        ("daily/9999-12-31/top", "day"),
     ],
 )
 def test_oversized_parameters_are_400(client, season, rest, field):
