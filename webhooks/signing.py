@@ -31,6 +31,10 @@ def signature_header(*, secret: str, timestamp: int, body: bytes) -> str:
     return f"t={int(timestamp)},v1={v1}"
 
 
+# Seconds since 1970 stay below 10^12 for thirty thousand years.
+_MAX_T_DIGITS = 12
+
+
 class SignatureInvalid(Exception):
     pass
 
@@ -51,9 +55,11 @@ def signature_verify(
     candidates: list[str] = []
     for part in header.split(","):
         name, _, value = part.strip().partition("=")
-        if name == "t" and value.isdigit():
+        # ASCII digits of a time in seconds, and ASCII signatures: anything else a sender may
+        # write (thousands of digits, superscripts, non-ASCII text) is malformed, not a crash.
+        if name == "t" and value.isascii() and value.isdigit() and len(value) <= _MAX_T_DIGITS:
             timestamp = int(value)
-        elif name == "v1":
+        elif name == "v1" and value.isascii():
             candidates.append(value)
     if timestamp is None or not candidates:
         raise SignatureInvalid("malformed signature header (needs t=<seconds>,v1=<hex>)")

@@ -56,6 +56,13 @@ def test_verify_accepts_the_genuine_request_and_says_why_it_refuses_others():
         (header, BODY, now + 301, "outside the tolerance"),
         (header.replace("t=1800000000", "t=1800000001"), BODY, now, "does not match"),
         (signature_header(secret="x" * 20, timestamp=now, body=BODY), BODY, now, "does not match"),
+        # What a hostile sender may write instead of a time or a signature: refused, never a
+        # crash (int() of 5,000 digits raises, 10^400 seconds overflows, "²" is a digit to
+        # isdigit(), compare_digest refuses non-ASCII text).
+        (f"t={'9' * 5000},v1=ab", BODY, now, "malformed"),
+        (f"t=1{'0' * 400},v1=ab", BODY, now, "malformed"),
+        ("t=\u00b2,v1=ab", BODY, now, "malformed"),
+        (f"t={now},v1=\u00e9", BODY, now, "malformed"),
     ]
     for given, body, at, reason in cases:
         with pytest.raises(SignatureInvalid, match=reason):
