@@ -97,7 +97,7 @@ class SeasonStandingsApi(PublicApi):
     ``/api/seasons/{season}/leaderboard/standings``: the main board)."""
 
     class InputSerializer(serializers.Serializer):
-        limit = serializers.IntegerField(required=False, min_value=1)
+        limit = StrictIntegerField(required=False, min_value=1)
 
         def validate_limit(self, value: int) -> int:
             if value > settings.FINAL_STANDINGS_SIZE:

@@ -53,6 +53,8 @@ urlpatterns = [
 
 # JSON 404s under /api/ (the API's error shape); the default page elsewhere.
 handler404 = "leaderboard.views.not_found"
+# What Django refuses before a view answers (too many fields, a body too large): JSON under /api/.
+handler400 = "leaderboard_project.views.bad_request"
 # An unhandled exception: JSON under /api/ (clients parse it), Django's bare 500 page elsewhere;
 # with DEBUG off neither says anything about the error or the settings.
 handler500 = "leaderboard_project.views.server_error"

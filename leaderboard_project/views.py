@@ -93,6 +93,15 @@ def metrics_json(request: HttpRequest) -> JsonResponse:
     )
 
 
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400 (a request Django refuses before any view answers: too many query fields, a
+    body past the upload limits, a Host not allowed): the API's error shape under /api/, Django's
+    plain 400 page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": f"bad request: {exception}"}, status=400)
+    return defaults.bad_request(request, exception)
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
     """handler500: the API's error shape under /api/, Django's plain 500 page elsewhere."""
     if request.path.startswith("/api/"):

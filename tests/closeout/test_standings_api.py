@@ -102,7 +102,7 @@ def test_a_malformed_season_is_400(api: APIClient, season_id: str, path: str) ->
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("limit", ["0", "-3", "abc", "1001", "2.5"])
+@pytest.mark.parametrize("limit", ["0", "-3", "abc", "1001", "2.5", "1.0", "+5", " 5", "1_000"])
 def test_bad_limit_is_400(api: APIClient, season, limit: str) -> None:
     season_close(season_id=season.id, now=END, grace_seconds=0)
     response = api.get(f"/api/seasons/{season.id}/standings", {"limit": limit})
