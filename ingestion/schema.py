@@ -32,6 +32,7 @@ know them.
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from datetime import UTC, datetime
@@ -287,6 +288,28 @@ def _holds(value: object, kind: type) -> bool:
     return False
 
 
+def _unstorable(value: object) -> str | None:
+    """Why PostgreSQL's jsonb could not store a parsed JSON value exactly, or None. A NUL
+    (\\u0000, valid JSON) has no place in its text, and a number past a double (1e400 reads as
+    infinity) has no JSON form: stored, either would fail the batch's insert (or, written as
+    null, lose the value)."""
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "holds a NUL character (\\u0000), which PostgreSQL cannot store"
+        elif type(item) is float:
+            if not math.isfinite(item):
+                return "holds a number out of a double's range (it reads as infinity)"
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
 def metadata_compact(value: object) -> bytes | None:
     """The metadata field's value in its compact UTF-8 form; MessageRejected when it is not a
     JSON object or that form is longer than METADATA_MAX_BYTES. None (absent or null) is None.
@@ -305,6 +328,9 @@ def metadata_compact(value: object) -> bytes | None:
             "metadata holds an integer literal too long to keep exactly",
             field="metadata",
         )
+    unstorable = _unstorable(value)
+    if unstorable:
+        raise MessageRejected(INVALID_METADATA, f"metadata {unstorable}", field="metadata")
     try:
         compact = orjson.dumps(value)
     except TypeError:
@@ -351,7 +377,11 @@ def message_decode(raw: bytes | None) -> MatchResultMessage:
         except Exception:  # noqa: S110 -- whatever the fast path refuses, the checked path decides
             pass
         else:
-            if metadata is not None and len(metadata) > METADATA_MAX_BYTES:
+            # Too long, or maybe holding a NUL (orjson writes it \u0000): the checked path
+            # decides, and says why.
+            if metadata is not None and (
+                len(metadata) > METADATA_MAX_BYTES or b"\\u0000" in metadata
+            ):
                 at = None
             if at is not None:
                 return MatchResultMessage(

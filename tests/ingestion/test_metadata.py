@@ -230,3 +230,28 @@ def test_bad_metadata_is_dead_lettered_and_a_board_without_metadata_stores_and_s
     assert all(
         "metadata" not in e for e in client.get(f"/api/seasons/{season.id}/leaderboard/top").json()
     )
+
+
+def test_metadata_postgresql_cannot_store_is_dead_lettered_and_the_batch_goes_on(client) -> None:
+    # Valid JSON that jsonb refuses (a NUL) or that has no JSON form once parsed (1e400 reads as
+    # infinity): stored, the batch's insert failed, or the value became null.
+    season = make_season(starts_at=START - timedelta(days=1))
+    board_factory(season, "laps", keeps_metadata=True)
+    at = START + timedelta(hours=1)
+    good = Sent(uuid.uuid4(), 1, 50, at, {"car": "x"}, "laps")
+    unstorable = [b'{"car": "\\u0000"}', b'{"\\u0000": 1}', b'{"a": [{"b": "x\\u0000"}]}']
+    unstorable += [b'{"a": 1e400}', b'{"a": -1e999, "b": 18446744073709551616}']
+    records = [ConsumedRecord(0, 0, b"1", good.value(season.id))]
+    for n, metadata in enumerate(unstorable, start=2):
+        sent = Sent(uuid.uuid4(), n, 60, at, {"car": "placeholder"}, "laps").value(season.id)
+        raw = sent.replace(b'{"car": "placeholder"}', metadata)
+        records.append(ConsumedRecord(0, n, str(n).encode(), raw))
+    letters = LetterSink()
+    match_results_ingest(topic=TOPIC, records=records, dead_letters=letters)
+
+    assert {
+        int(letter.record.key or b""): letter.code for letter in letters.letters
+    } == dict.fromkeys(range(2, 2 + len(unstorable)), INVALID_METADATA)
+    assert list(MatchResult.objects.values_list("player_id", "metadata")) == [(1, {"car": "x"})]
+    entry = client.get(f"/api/seasons/{season.id}/boards/laps/players/1").json()
+    assert entry["metadata"] == {"car": "x"}
