@@ -4,6 +4,11 @@ Each letter keeps the original key and bytes; the reason and the source (topic, 
 offset) travel in headers (``dead_letter_headers``, docs/ingestion.md). ``publish``
 returns only once the broker has acknowledged every letter (``acks=all``), because the batch's
 offsets are committed right after: a letter lost there would be a message lost.
+
+A letter too large to publish (a message that reached the source topic compressed, or that
+filled the broker's limit before the headers were added) is published cut: the first
+``CUT_VALUE_BYTES`` of its value and ``CUT_KEY_BYTES`` of its key, with headers saying so and
+how large the original was. Refused whole, it would be retried forever and hold the partition.
 """
 
 from __future__ import annotations
@@ -14,11 +19,16 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from kafka import KafkaProducer
+from kafka.errors import MessageSizeTooLargeError
+from kafka.producer.future import FutureRecordMetadata
 
 from . import metrics
 from .records import DeadLetter
 
 logger = logging.getLogger(__name__)
+
+CUT_VALUE_BYTES = 65_536
+CUT_KEY_BYTES = 1_024
 
 
 class DeadLetterSink(Protocol):
@@ -61,18 +71,14 @@ class KafkaDeadLetterSink:
         self._source_topic = source_topic
 
     def publish(self, *, letters: Sequence[DeadLetter]) -> None:
-        futures = [
-            self._producer.send(
-                self._topic,
-                key=letter.record.key,
-                value=letter.record.value,
-                headers=dead_letter_headers(letter=letter, topic=self._source_topic),
-            )
-            for letter in letters
-        ]
+        futures = [self._send(letter) for letter in letters]
         self._producer.flush(timeout=30)
-        for future in futures:
-            future.get(timeout=30)
+        for letter, future in zip(letters, futures, strict=True):
+            try:
+                future.get(timeout=30)
+            except MessageSizeTooLargeError:
+                # The broker's limit (the producer checks its own in send()).
+                self._send(letter, cut=True).get(timeout=30)
         # Counted once acknowledged: a letter that failed to send is sent again with the batch.
         metrics.dead_letters_count(
             topic=self._source_topic, reasons=[letter.code for letter in letters]
@@ -85,3 +91,32 @@ class KafkaDeadLetterSink:
                 letter.record.offset,
                 letter.reason,
             )
+
+    def _send(self, letter: DeadLetter, *, cut: bool = False) -> FutureRecordMetadata:
+        key, value = letter.record.key, letter.record.value
+        headers = dead_letter_headers(letter=letter, topic=self._source_topic)
+        if not cut:
+            try:
+                return self._producer.send(self._topic, key=key, value=value, headers=headers)
+            except MessageSizeTooLargeError:
+                pass
+        logger.warning(
+            "dead letter: %s partition %d offset %d is too large to publish whole (key %d, "
+            "value %d bytes): published cut",
+            self._source_topic,
+            letter.record.partition,
+            letter.record.offset,
+            len(key or b""),
+            len(value or b""),
+        )
+        headers += [
+            ("dlq.cut", b"true"),
+            ("dlq.key.bytes", str(len(key or b"")).encode()),
+            ("dlq.value.bytes", str(len(value or b"")).encode()),
+        ]
+        return self._producer.send(
+            self._topic,
+            key=None if key is None else key[:CUT_KEY_BYTES],
+            value=None if value is None else value[:CUT_VALUE_BYTES],
+            headers=headers,
+        )

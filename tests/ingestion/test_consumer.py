@@ -10,9 +10,12 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.conf import settings
 from django.db import connection
+from kafka import KafkaProducer
 
 from ingestion.consumer import IngestTotals, MatchResultConsumer
+from ingestion.dead_letters import CUT_VALUE_BYTES
 from leaderboard import keys
 from leaderboard.models import MatchResult, PlayerBan, ScoringRule
 from seasons.models import SeasonStatus
@@ -228,6 +231,39 @@ def test_every_kind_of_bad_message_is_dead_lettered_with_its_reason(topics, boar
         assert int(headers["dlq.source.offset"]) >= 0
     surrogate = {k: v.decode() for k, v in letters[f"bad-{len(bad_messages) - 1}".encode()].headers}
     assert surrogate["dlq.reason"] == "tiebreakers.\\ud800 must be an integer, got a string"
+
+
+def test_a_dead_letter_too_large_to_publish_whole_is_published_cut(topics, board_redis) -> None:
+    # 2 MB of spaces reach the topic gzipped (about 2 KB on the wire): whole, with its headers,
+    # the dead letter is past the producer's and broker's 1 MB. Refused, it was retried forever
+    # and held the partition.
+    season = make_season(rule=ScoringRule.BEST)
+    topic, dlq = topics
+    when = season.starts_at + timedelta(days=1)
+    before, after = (Result(uuid.uuid4(), n, season.id, 10 * n, when) for n in (1, 2))
+    huge = b" " * 2_000_000 + b"x"
+    producer = KafkaProducer(
+        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
+        compression_type="gzip",
+        max_request_size=4_000_000,
+        acks="all",
+    )
+    for key, value in [(before.key(), before.value()), (before.key(), huge)]:
+        producer.send(topic, key=key, value=value, partition=0)
+    producer.send(topic, key=after.key(), value=after.value(), partition=0)
+    producer.flush()
+    producer.close()
+
+    totals = _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=3)
+
+    assert (totals.dead_letters, totals.applied) == (1, 2)
+    assert_boards_match(board_redis, season, [before, after])
+    [letter] = topic_read(dlq, count=1)
+    headers = {k: v.decode() for k, v in letter.headers}
+    assert headers["dlq.code"] == "not_json"
+    assert (headers["dlq.cut"], headers["dlq.value.bytes"]) == ("true", str(len(huge)))
+    assert letter.value == huge[:CUT_VALUE_BYTES]
+    assert letter.key == before.key()
 
 
 def test_daily_boards_expire_and_consumer_stats_are_published(
