@@ -35,6 +35,7 @@ from .leagues import board_movements_decide, league_grants_create
 from .retention import (
     ResultsPruned,
     season_results_prune,
+    season_results_prune_check,
     season_results_retained_require,
     seasons_results_prune_due,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "season_final_events_publish",
     "season_history_archive",
     "season_results_prune",
+    "season_results_prune_check",
     "season_results_retained_require",
     "season_standings_correct",
     "season_standings_review",

@@ -82,16 +82,49 @@ def seasons_results_prune_due(*, now: datetime | None = None) -> list[int]:
     cutoff = results_retention_cutoff(now=now)
     if cutoff is None:
         return []
-    history_oldest = now - timedelta(days=settings.HISTORY_RETENTION_DAYS)
     unarchived = Board.objects.filter(history_archive__isnull=True).values("season_id")
     return list(
         Season.objects.filter(
             status=SeasonStatus.CLOSED, closed_at__lt=cutoff, results_pruned_at__isnull=True
         )
-        .filter(~Q(id__in=unarchived) | Q(ends_at__lt=history_oldest))
+        .filter(~Q(id__in=unarchived) | Q(ends_at__lt=_history_oldest(now=now)))
         .order_by("closed_at", "id")
         .values_list("id", flat=True)
     )
+
+
+def _history_oldest(*, now: datetime) -> datetime:
+    """Seasons that ended before this are never archived again (the history's own retention)."""
+    return now - timedelta(days=settings.HISTORY_RETENTION_DAYS)
+
+
+def season_results_prune_check(*, season_id: int, now: datetime | None = None) -> None:
+    """Raise ValidationError saying why the season's results may not be pruned now: it does not
+    exist, is not closed, is inside the retention, or its history is not archived yet (the
+    archive is read from the results: pruned first, every player's history of it is lost)."""
+    now = now or timezone.now()
+    season = Season.objects.filter(id=season_id).first()
+    if season is None:
+        raise ValidationError(f"season {season_id} does not exist")
+    cutoff = results_retention_cutoff(now=now)
+    if season.status != SeasonStatus.CLOSED or cutoff is None or not season.closed_at:
+        raise ValidationError(f"season {season_id} is {season.status}: its results are kept")
+    if season.closed_at >= cutoff:
+        raise ValidationError(
+            f"season {season_id} closed on {season.closed_at:%Y-%m-%d}: its results are kept "
+            f"until MATCH_RESULTS_RETENTION_DAYS ({settings.MATCH_RESULTS_RETENTION_DAYS}) after"
+        )
+    unarchived = list(
+        Board.objects.filter(season_id=season_id, history_archive__isnull=True)
+        .order_by("id")
+        .values_list("slug", flat=True)
+    )
+    if unarchived and season.ends_at >= _history_oldest(now=now):
+        raise ValidationError(
+            f"season {season_id}'s history is not archived yet (boards {', '.join(unarchived)}):"
+            " its results are kept until it is (the close-out's sweep archives it within a "
+            "minute)"
+        )
 
 
 def season_results_prune(
@@ -101,20 +134,10 @@ def season_results_prune(
     progress: Callable[[int, int], None] | None = None,
 ) -> ResultsPruned:
     """Delete the season's match results and refused results, ``batch`` rows per transaction,
-    then mark it pruned. The caller decided it is due (``seasons_results_prune_due``); this
-    checks again that it is closed and past the retention. ``progress(results, refused)`` is
-    called after every batch with the totals so far."""
-    season = Season.objects.filter(id=season_id).first()
-    if season is None:
-        raise ValidationError(f"season {season_id} does not exist")
-    cutoff = results_retention_cutoff(now=timezone.now())
-    if season.status != SeasonStatus.CLOSED or cutoff is None or not season.closed_at:
-        raise ValidationError(f"season {season_id} is {season.status}: its results are kept")
-    if season.closed_at >= cutoff:
-        raise ValidationError(
-            f"season {season_id} closed on {season.closed_at:%Y-%m-%d}: its results are kept "
-            f"until MATCH_RESULTS_RETENTION_DAYS ({settings.MATCH_RESULTS_RETENTION_DAYS}) after"
-        )
+    then mark it pruned; ValidationError, deleting nothing, when it is not due
+    (``season_results_prune_check``: the caller may name any season). ``progress(results,
+    refused)`` is called after every batch with the totals so far."""
+    season_results_prune_check(season_id=season_id)
     deleted = [0, 0]
     for board_id in (
         Board.objects.filter(season_id=season_id).order_by("id").values_list("id", flat=True)

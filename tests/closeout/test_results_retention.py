@@ -129,9 +129,17 @@ def test_a_season_whose_history_is_owed_waits_for_its_archive(seasons, settings)
     old = seasons["old"]
     HistoryArchive.objects.filter(board__season=old, board__slug="cup").delete()
     assert seasons_results_prune_due() == []
+    # Named by hand (the command's --season), it is refused too, and nothing goes: pruned first,
+    # every player's history of the season would be lost.
+    with pytest.raises(ValidationError, match=r"history is not archived yet \(boards cup\)"):
+        season_results_prune(season_id=old.id)
+    with pytest.raises(CommandError, match="history is not archived yet"):
+        call_command("prune_match_results", "--season", str(old.id), "--dry-run")
+    assert _counts(old) == (24, 4)
     # Unless it ended before the history's own retention: it will never be archived again.
     settings.HISTORY_RETENTION_DAYS = 1
     assert seasons_results_prune_due() == [old.id]
+    assert season_results_prune(season_id=old.id).results == 24
 
 
 @pytest.mark.django_db

@@ -6,7 +6,11 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from closeout.services import season_results_prune, seasons_results_prune_due
+from closeout.services import (
+    season_results_prune,
+    season_results_prune_check,
+    seasons_results_prune_due,
+)
 
 
 class Command(BaseCommand):
@@ -22,14 +26,22 @@ class Command(BaseCommand):
             type=int,
             dest="season_id",
             default=None,
-            help="only this season (closed, past the retention); default every season due",
+            help="only this season (closed, past the retention, its history archived); default "
+            "every season due",
         )
         parser.add_argument(
             "--dry-run", action="store_true", help="list the seasons due and delete nothing"
         )
 
     def handle(self, *args: Any, season_id: int | None, dry_run: bool, **options: Any) -> None:
-        due = seasons_results_prune_due() if season_id is None else [season_id]
+        if season_id is None:
+            due = seasons_results_prune_due()
+        else:
+            try:
+                season_results_prune_check(season_id=season_id)
+            except ValidationError as exc:
+                raise CommandError("; ".join(exc.messages)) from exc
+            due = [season_id]
         if dry_run or not due:
             self.stdout.write(f"seasons due: {due or 'none'}")
             return
