@@ -17,7 +17,10 @@ from datetime import date
 from typing import Any
 
 from celery import shared_task
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from leaderboard.services import (
     CorrectionSubject,
@@ -31,11 +34,15 @@ from leaderboard.services import (
     weekly_boards_build,
 )
 
+# Redis or PostgreSQL away for a moment. redis-py's connection errors are not the built-in
+# ConnectionError: named alone, a Redis blip failed a staff-queued rebuild or correction for good.
+_OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError, InterfaceError)
+
 
 # A rebuild already running for the board is retried later rather than run twice at once.
 @shared_task(
     name="leaderboard.tasks.board_rebuild_task",
-    autoretry_for=(RebuildInProgressError, ConnectionError),
+    autoretry_for=(RebuildInProgressError, *_OUTAGES),
     retry_backoff=30,
     retry_kwargs={"max_retries": 5},
     soft_time_limit=1800,
@@ -95,7 +102,7 @@ def boards_recover_task() -> str:
 # A board being rebuilt may be reading a snapshot from before the correction: retry after it.
 @shared_task(
     name="leaderboard.tasks.boards_correct_task",
-    autoretry_for=(RebuildInProgressError, ConnectionError),
+    autoretry_for=(RebuildInProgressError, *_OUTAGES),
     retry_backoff=15,
     retry_kwargs={"max_retries": 10},
     soft_time_limit=3000,
