@@ -38,7 +38,8 @@ def cron_check(expression: str) -> str:
 def timezone_check(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    # OSError: a directory of the zone database ("Europe") or a file it cannot read.
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
         raise CronError(f"unknown time zone {name!r} (an IANA name, e.g. Europe/Paris)") from exc
 
 

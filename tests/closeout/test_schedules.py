@@ -335,6 +335,8 @@ def test_two_beats_at_once_create_each_season_once() -> None:
         ({"cron": "61 * * * *"}, "not a valid cron expression"),
         ({"cron": "0 0 30 2 *"}, "never fires"),
         ({"timezone_name": "Mars/Olympus"}, "unknown time zone"),
+        # A directory of the zone database: ZoneInfo raised IsADirectoryError (a 500).
+        ({"timezone_name": "Europe"}, "unknown time zone"),
         ({"template_season_id": 999_999}, "template season 999999 does not exist"),
         ({"lead_minutes": 100_000}, "lead minutes must be within"),
         ({"slug": "Not A Slug"}, "slug"),

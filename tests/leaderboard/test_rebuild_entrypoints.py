@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from leaderboard import keys
@@ -38,6 +41,18 @@ def test_command_rejects_bad_input():
         call_command("rebuild_leaderboard", "--season", "424242")
     with pytest.raises(CommandError, match="not a date"):
         call_command("rebuild_leaderboard", "--season", "1", "--day", "2026-13-01")
+    # From the command line: argparse's usage and reason, not a traceback.
+    run = subprocess.run(
+        [sys.executable, "manage.py", "rebuild_leaderboard", "--season", "1", "--day", "2026-13"],
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 2, run.stderr
+    assert "argument --day: '2026-13' is not a date (YYYY-MM-DD)" in run.stderr
+    assert "Traceback" not in run.stderr
 
 
 def _two_days(board_redis, season):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from argparse import ArgumentTypeError
 from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import date
@@ -25,7 +26,9 @@ def _day(value: str) -> date:
     try:
         return date.fromisoformat(value)
     except ValueError as exc:
-        raise CommandError(f"--day {value!r} is not a date (YYYY-MM-DD)") from exc
+        # argparse's own error (usage and a one-line reason): a CommandError raised while the
+        # arguments are parsed escapes Django's handler as a traceback.
+        raise ArgumentTypeError(f"{value!r} is not a date (YYYY-MM-DD)") from exc
 
 
 def _overflow_note(result: RebuildResult) -> str:
