@@ -28,6 +28,8 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
+from redis.exceptions import LockError
+from redis.lock import Lock
 
 from leaderboard import keys
 from leaderboard.player_names import player_names_recover
@@ -49,8 +51,10 @@ from .reconcile import (
 
 logger = logging.getLogger(__name__)
 
-# A recovery that crashed holds its board's lock at most this long; a running one keeps it.
-RECOVERY_LOCK_SECONDS = 900
+# A recovery that crashed holds its lock at most this long. Longer than the recovery task's hard
+# time limit (leaderboard/tasks.py, 1,900 s), so a running one keeps it: a shorter lock let the
+# next tick start the same recovery beside a long one.
+RECOVERY_LOCK_SECONDS = 2_000
 # After a restart, players ingested since this long before the last check that saw the old
 # Redis are compared: the writes an AOF ``everysec`` loses are the last second or two before
 # the crash, applied at most a few seconds after their PostgreSQL commit (ingested_at), and
@@ -159,6 +163,19 @@ def board_mark_checked(*, board_id: int) -> None:
     )
 
 
+def _lock(client: Any, name: str) -> Lock:
+    """A recovery's lock: taken without waiting, released only by its holder (redis-py's token
+    lock): a run that outlived its lock does not free the one the next run took meanwhile."""
+    return client.lock(name, timeout=RECOVERY_LOCK_SECONDS, blocking=False)
+
+
+def _release(lock: Lock) -> None:
+    try:
+        lock.release()
+    except LockError:
+        logger.warning("recovery lock %s expired before its run ended", lock.name)
+
+
 def boards_recovering_get(*, boards: list[BoardRef]) -> set[int]:
     """The boards a recovery is rebuilding now (their lock is held)."""
     if not boards:
@@ -185,8 +202,8 @@ def board_recover(
     boards.
     """
     client = get_board_redis()
-    lock = keys.board_recovering(board_id=board.id)
-    if not client.set(lock, reason[:100], nx=True, ex=RECOVERY_LOCK_SECONDS):
+    lock = _lock(client, keys.board_recovering(board_id=board.id))
+    if not lock.acquire():
         return None
     started = time.monotonic()
     try:
@@ -210,7 +227,7 @@ def board_recover(
         logger.info("recovery of board %s waits for a rebuild in progress", board.id)
         return None
     finally:
-        client.delete(lock)
+        _release(lock)
     recovered = BoardRecovered(
         board_id=board.id,
         reason=reason,
@@ -308,10 +325,10 @@ def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> 
     heartbeat = f"{run_id} {time.time():.3f}"  # wall time: compared with ingested_at
     reconciled: list[ReconcileResult] = []
     complete = True
-    lock = keys.redis_restart_check_lock()
+    lock = _lock(client, keys.redis_restart_check_lock())
     if unchecked:
         complete = False
-        if client.set(lock, run_id, nx=True, ex=RECOVERY_LOCK_SECONDS):
+        if lock.acquire():
             try:
                 # On a large board, the players ingested shortly before the last look at the
                 # old Redis are where lost last writes are (compared beside the sample).
@@ -331,7 +348,7 @@ def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> 
                 )
                 recovered += repaired
             finally:
-                client.delete(lock)
+                _release(lock)
     # The name cache (leaderboard/player_names.py): refilled from PostgreSQL when Redis lost
     # it or restarted, after the boards, which reads wait on.
     names_rebuilt = player_names_recover(redis_restarted=restarted)
