@@ -122,6 +122,10 @@ def test_only_closed_seasons_past_the_retention_are_pruned_in_batches(seasons) -
     with pytest.raises(ValidationError, match="history can no longer be archived"):
         season_history_archive(season_id=old.id)
     assert HistoryEntry.objects.filter(season=old).count() == kept_history
+    # close_season on it: closed already, the history's refusal said, not a traceback.
+    out, err = StringIO(), StringIO()
+    call_command("close_season", "--season", str(old.id), stdout=out, stderr=err)
+    assert "history can no longer be archived" in err.getvalue()
 
 
 @pytest.mark.django_db
