@@ -268,6 +268,19 @@ def test_a_template_that_cannot_be_copied_stops_that_schedule_only(
 
 
 @pytest.mark.django_db
+def test_a_schedule_that_fails_otherwise_does_not_hold_the_others(template: Season) -> None:
+    # A time zone the server's zone database no longer has (stored when it had it).
+    broken = make_schedule(template)
+    make_schedule(template, slug="daily", cron="0 0 * * *")
+    Schedule.objects.filter(id=broken.id).update(timezone="Mars/Olympus")
+    result = schedules_advance(now=T0)
+    by_slug = {one.schedule: one for one in result.schedules}
+    assert by_slug["weekly-cup"].error.startswith("CronError: unknown time zone 'Mars/Olympus'")
+    assert seasons_of(broken) == []
+    assert len(by_slug["daily"].created) == 1
+
+
+@pytest.mark.django_db
 def test_a_paused_schedule_creates_nothing_and_a_resumed_one_skips_what_passed(
     template: Season,
 ) -> None:
