@@ -13,7 +13,8 @@ check happens twice:
 "Public" is ``ipaddress``'s ``is_global`` (which leaves out loopback, the private ranges,
 link-local including the cloud metadata address 169.254.169.254, shared address space
 100.64.0.0/10, documentation and reserved ranges) and not multicast; IPv6 addresses that
-embed an IPv4 one (IPv4-mapped, 6to4, Teredo) are judged by that one too. With
+embed an IPv4 one (IPv4-mapped, IPv4-translated, 6to4, Teredo, NAT64's well-known prefix) are
+judged by that one too, and NAT64's local-use prefix (64:ff9b:1::/48) is private. With
 ``WEBHOOK_ALLOW_PRIVATE=true`` (the local demo, the tests) every unicast address is allowed.
 Redirects are never followed (transport.py): a redirect to an internal address would pass
 every check above.
@@ -56,6 +57,15 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+# IPv6 prefixes whose last 32 bits are an IPv4 address the packet goes to: NAT64's well-known
+# prefix (RFC 6052) and IPv4-translated addresses (RFC 2765). ipaddress calls both global.
+_IPV4_IN_LOW_32 = (
+    ipaddress.IPv6Network("64:ff9b::/96"),
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),
+)
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215: a network's own translator
+
+
 def address_refusal(address: IPAddress, *, allow_private: bool) -> str | None:
     """Why ``address`` may not be a webhook's target, or None when it may."""
     if address.is_multicast:
@@ -65,9 +75,14 @@ def address_refusal(address: IPAddress, *, allow_private: bool) -> str | None:
     if allow_private:
         return None
     if isinstance(address, ipaddress.IPv6Address):
+        if address in _NAT64_LOCAL:
+            return "a local-use NAT64 address"
         embedded = address.ipv4_mapped or address.sixtofour
         if embedded is None and address.teredo is not None:
             embedded = address.teredo[1]
+        if embedded is None and any(address in prefix for prefix in _IPV4_IN_LOW_32):
+            # A NAT64 gateway (DNS64 networks) or a translator reaches this IPv4 address.
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
         if embedded is not None:
             inner = address_refusal(embedded, allow_private=False)
             if inner is not None:

@@ -48,10 +48,14 @@ REFUSED = [
     "::ffff:127.0.0.1",  # IPv4-mapped loopback
     "::ffff:10.0.0.1",
     "2002:7f00:1::1",  # 6to4 around 127.0.0.1
+    "64:ff9b::a9fe:a9fe",  # NAT64 (RFC 6052) to 169.254.169.254
+    "64:ff9b::7f00:1",  # NAT64 to 127.0.0.1
+    "::ffff:0:a00:1",  # IPv4-translated 10.0.0.1
+    "64:ff9b:1::808:808",  # NAT64's local-use prefix (RFC 8215)
     "2001:db8::1",
     "::",
 ]
-PUBLIC = ["93.184.216.34", "8.8.8.8", "1.1.1.1", "2606:4700:4700::1111"]
+PUBLIC = ["93.184.216.34", "8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "64:ff9b::808:808"]
 
 
 @pytest.mark.parametrize("address", REFUSED)
