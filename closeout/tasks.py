@@ -73,7 +73,8 @@ def season_close_task(*, season_id: int) -> str:
     # closing, unfinalized, and the sweep (seasons_close_due_task, every minute) queues this
     # again: that is the retry, and never two retry chains per season.
     wait = min(settings.SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS, _TASK_DRAIN_WAIT_SECONDS)
-    result = season_close(season_id=season_id, drain_timeout_seconds=wait)
+    # The sweep queued it as closing: one staff reopened since stays open.
+    result = season_close(season_id=season_id, drain_timeout_seconds=wait, start_closing=False)
     if result.closed:
         season_history_archive_task.delay(season_id=season_id)
     return result.describe()

@@ -47,6 +47,9 @@ class CloseOutcome(StrEnum):
     # that close-out decides who plays in which tier here (docs/leagues.md).
     LEAGUE_WAITING = "league_waiting"
     IN_PROGRESS = "in_progress"
+    # Staff reopened the season while its close-out waited (grace, drain): nothing was closed,
+    # granted or deleted, and the reopening stands.
+    REOPENED = "reopened"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class SeasonCloseResult:
     drain_until: datetime | None = None
     lagging: str = ""  # what the consumer has not drained yet (LAGGING)
     waiting_for_season: int | None = None  # the league's previous season (LEAGUE_WAITING)
+    status: str = ""  # the season's status found (REOPENED)
 
     @property
     def closed(self) -> bool:
@@ -88,6 +92,11 @@ class SeasonCloseResult:
             )
         if self.outcome == CloseOutcome.IN_PROGRESS:
             return f"season {self.season_id}: another close-out of it is running; nothing done here"
+        if self.outcome == CloseOutcome.REOPENED:
+            return (
+                f"season {self.season_id} is {self.status} again (reopened while its close-out "
+                "waited): nothing was closed, granted or deleted"
+            )
         if self.outcome == CloseOutcome.ALREADY_CLOSED:
             return (
                 f"season {self.season_id} was already closed: nothing granted; "
@@ -107,8 +116,13 @@ def season_close(
     drain_timeout_seconds: float | None = None,
     force: bool = False,
     on_drain_progress: Callable[[str], None] | None = None,
+    start_closing: bool = True,
 ) -> SeasonCloseResult:
     """Close a season out; safe to run any number of times, and to resume after a crash.
+
+    ``start_closing``: a season that is neither closing nor closed is switched to closing (staff
+    asking for its close-out). False (the periodic task, a waiting run looking again) leaves a
+    season staff reopened meanwhile as it is: REOPENED, nothing done.
 
     1. Status "closing". Ingestion still takes results achieved inside the window (those queued
        in Kafka at the switch must count), and rejects only closed seasons.
@@ -147,6 +161,8 @@ def season_close(
             raise ValidationError(f"season {season_id} does not exist")
         already_closed = season.status == SeasonStatus.CLOSED
         if not already_closed and season.status != SeasonStatus.CLOSING:
+            if not start_closing:
+                return _reopened(season_id, season.status)
             season.status = SeasonStatus.CLOSING
             season.closing_since = now
             season.drain_end_offsets = None
@@ -187,6 +203,9 @@ def season_close(
             )
             logger.warning(result.describe())
             return result
+        except _NotClosing as reopened:
+            # Reopened during the grace or the drain: its boards are live, not leftovers.
+            return _reopened(season_id, reopened.status)
         if finalized is None:
             return in_progress
         standings, grants_created = finalized
@@ -399,6 +418,7 @@ def season_close_wait(
     def drain_progress(detail: str) -> None:
         report(CloseWaitingFor.DRAIN, detail)
 
+    first = True
     while True:
         result = season_close(
             season_id=season_id,
@@ -406,9 +426,12 @@ def season_close_wait(
             drain_timeout_seconds=max(0.0, deadline - time.monotonic()),
             force=force,
             on_drain_progress=drain_progress,
+            # Only the first look closes the season; a reopening while this waits stands.
+            start_closing=first,
         )
+        first = False
         remaining = deadline - time.monotonic()
-        if result.closed or remaining <= 0:
+        if result.closed or result.outcome == CloseOutcome.REOPENED or remaining <= 0:
             return SeasonCloseWait(
                 result=result,
                 waited_seconds=time.monotonic() - started,
@@ -496,17 +519,31 @@ class _LeagueWaiting(Exception):
         self.season_id = season_id
 
 
+class _NotClosing(Exception):
+    def __init__(self, status: str) -> None:
+        super().__init__(f"the season is {status}")
+        self.status = status
+
+
+def _reopened(season_id: int, status: str) -> SeasonCloseResult:
+    result = SeasonCloseResult(season_id=season_id, outcome=CloseOutcome.REOPENED, status=status)
+    logger.warning(result.describe())
+    return result
+
+
 @transaction.atomic
 def _season_finalize(*, season_id: int, now: datetime) -> tuple[int | None, int] | None:
-    """(standings, grants created) over every board; (None, 0) when no longer closing; None
-    when locked."""
+    """(standings, grants created) over every board; (None, 0) when closed meanwhile; None
+    when locked; _NotClosing when staff reopened it."""
     season = (
         Season.objects.select_for_update(no_key=True, skip_locked=True).filter(id=season_id).first()
     )
     if season is None:
         return None
-    if season.status != SeasonStatus.CLOSING:
+    if season.status == SeasonStatus.CLOSED:
         return None, 0
+    if season.status != SeasonStatus.CLOSING:
+        raise _NotClosing(season.status)
     waiting = Board.objects.filter(season_id=season_id, league_waiting=True).first()
     if waiting is not None:
         with connection.cursor() as cursor:

@@ -222,9 +222,12 @@ def _flat_args(board: BoardRef, text: bytes, overflowed: list[int] | None) -> li
 
 
 def board_scores_top(*, board: BoardRef, limit: int, day: date | None = None) -> list[BoardScore]:
-    """The first ``limit`` players in rank order: score descending, then player id (stable)."""
+    """The first ``limit`` players in rank order: score descending, then player id (stable). A
+    player whose cumulative sum overflows the codec is off the board, as in Redis and in the
+    history (``board_ranks_sql``), so it is off the final standings too."""
     sql = f"""
         SELECT * FROM ({scored_sql(board=board, day=day)}) s
+        WHERE s.score IS NOT NULL
         ORDER BY {best_first(board)}, s.player_id
         LIMIT %(limit)s
     """  # noqa: S608

@@ -11,7 +11,7 @@ from closeout.services import CloseOutcome, reward_tier_create, season_close
 from leaderboard import keys
 from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
-from tests.helpers import main_board_id
+from tests.helpers import as_board, main_board_id
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 END = START + timedelta(days=30)
@@ -137,6 +137,40 @@ def test_close_out_waits_for_the_drain_grace(best_season: Season) -> None:
 
 
 @pytest.mark.django_db
+def test_a_season_reopened_while_its_close_out_waits_stays_open_with_its_boards(
+    best_season: Season, board_redis, monkeypatch
+) -> None:
+    season = best_season
+    board = keys.board(board_id=main_board_id(season.id))
+    asked = END - timedelta(minutes=5)  # staff close it early, then change their mind
+    assert season_close(season_id=season.id, now=asked, grace_seconds=60).outcome == (
+        CloseOutcome.DRAINING
+    )
+    Season.objects.filter(id=season.id).update(status=SeasonStatus.ACTIVE, closing_since=None)
+    # The periodic task (queued while it was closing) leaves the reopened season as it is.
+    later = asked + timedelta(seconds=61)
+    swept = season_close(season_id=season.id, now=later, grace_seconds=60, start_closing=False)
+    assert (swept.outcome, swept.status) == (CloseOutcome.REOPENED, SeasonStatus.ACTIVE)
+    assert Season.objects.get(id=season.id).status == SeasonStatus.ACTIVE
+
+    # Reopened during the drain itself (after the switch, before the standings): the
+    # finalize finds it active, and its live boards are not taken for leftovers.
+    import closeout.services.close_out as close_out
+
+    def reopen_while_draining(**kwargs: object) -> str:
+        Season.objects.filter(id=season.id).update(status=SeasonStatus.ACTIVE, closing_since=None)
+        return ""
+
+    monkeypatch.setattr(close_out, "_season_drain_wait", reopen_while_draining)
+    result = season_close(season_id=season.id, now=later, grace_seconds=0)
+    assert result.outcome == CloseOutcome.REOPENED
+    assert Season.objects.get(id=season.id).status == SeasonStatus.ACTIVE
+    assert board_redis.exists(board) == 1
+    assert FinalStanding.objects.filter(season=season).count() == 0
+    assert RewardGrant.objects.filter(season=season).count() == 0
+
+
+@pytest.mark.django_db
 def test_close_out_of_a_cumulative_season(settings) -> None:
     settings.FINAL_STANDINGS_SIZE = 2
     season = SeasonFactory.create(starts_at=START, ends_at=END, rule="cumulative")
@@ -149,6 +183,19 @@ def test_close_out_of_a_cumulative_season(settings) -> None:
     # Both have 25 points; player 1's last result is earlier (30 s against 40 s).
     assert standings(season.id) == [(1, 1, 25, at(30)), (2, 2, 25, at(40))]
     assert (result.standings, result.grants_created) == (2, 2)
+
+
+@pytest.mark.django_db
+def test_a_cumulative_sum_past_the_codec_is_off_the_standings_and_the_season_closes() -> None:
+    # As on the board in Redis and in the history: the close-out failed on it, every sweep,
+    # and the season stayed closing for good.
+    season = SeasonFactory.create(starts_at=START, ends_at=END, rule="cumulative")
+    top = as_board(season).codec.max_points
+    for player, points in [(1, top), (1, top), (2, 7)]:
+        MatchResultFactory.create(season=season, player_id=player, points=points, achieved_at=at(9))
+    result = season_close(season_id=season.id, now=AFTER, grace_seconds=0)
+    assert (result.outcome, result.standings) == (CloseOutcome.CLOSED, 1)
+    assert standings(season.id) == [(1, 2, 7, at(9))]
 
 
 @pytest.mark.django_db

@@ -6,7 +6,12 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from closeout.services import SeasonCloseProgress, season_close_wait, season_history_archive
+from closeout.services import (
+    CloseOutcome,
+    SeasonCloseProgress,
+    season_close_wait,
+    season_history_archive,
+)
 
 # Exit codes besides 0 (the season is closed) and 1 (an error: unknown season, bad arguments).
 # Both mean the season is still closing; nothing failed, the periodic close-out carries on.
@@ -90,6 +95,8 @@ class Command(BaseCommand):
                     f"history: {archived.rows} players archived over {archived.boards} boards "
                     f"in {archived.seconds:.1f} s"
                 )
+        elif wait.result.outcome == CloseOutcome.REOPENED:
+            raise CommandError(wait.result.describe())
         elif no_wait:
             raise CommandError(wait.result.describe(), returncode=EXIT_STILL_CLOSING)
         else:
