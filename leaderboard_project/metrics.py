@@ -63,9 +63,13 @@ HTTP_SECONDS = Histogram(
 UNRESOLVED_VIEW = "<unresolved>"
 
 
+# The methods a label names; any other (a client may send any token) is counted as "other".
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
 class PrometheusHttpMiddleware:
-    """Counts and times every request, labelled by the resolved view's name (bounded), never by
-    the path (unbounded: player ids, dates)."""
+    """Counts and times every request, labelled by the resolved view's name and the method
+    (both bounded), never by the path (unbounded: player ids, dates)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -76,7 +80,8 @@ class PrometheusHttpMiddleware:
         match = request.resolver_match
         # view_name: the pattern's name, or the view's dotted path when the pattern has none.
         view = match.view_name if match is not None else UNRESOLVED_VIEW
-        labels = {"view": view, "method": request.method or "", "status": str(response.status_code)}
+        method = request.method if request.method in _METHODS else "other"
+        labels = {"view": view, "method": method, "status": str(response.status_code)}
         HTTP_REQUESTS.labels(**labels).inc()
         HTTP_SECONDS.labels(**labels).observe(time.perf_counter() - started)
         return response

@@ -116,8 +116,14 @@ AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15
 # Username and address together: a guesser cannot lock a staff member out from elsewhere.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-# The address is REMOTE_ADDR (django-ipware is not installed, so a forged X-Forwarded-For is
-# never read); behind a proxy, gunicorn's --forwarded-allow-ips decides what REMOTE_ADDR is.
+# The address the throttle and the operators' views trust (leaderboard.throttling.client_address):
+# REMOTE_ADDR, or behind API_TRUSTED_PROXY_COUNT proxies the X-Forwarded-For entry the outermost
+# of them wrote. REMOTE_ADDR alone is the proxy's for every client behind it: one guesser would
+# lock a staff member out from everywhere.
+AXES_CLIENT_IP_CALLABLE = "leaderboard_project.access.request_client_address"
+# Admin messages wait in the session (PostgreSQL), not in a cookie: the one that shows a new
+# game-server token or webhook secret once would otherwise travel in a signed, unencrypted cookie.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 
 ROOT_URLCONF = "leaderboard_project.urls"
 WSGI_APPLICATION = "leaderboard_project.wsgi.application"

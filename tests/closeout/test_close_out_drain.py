@@ -205,6 +205,8 @@ def test_the_task_waits_briefly_and_leaves_it_to_the_next_sweep(drain, season, s
     topic, _, _ = drain
     publish_results(topic, [result(season, 1, 5, END - timedelta(seconds=3))])
     settings.SEASON_CLOSE_GRACE_SECONDS = 0
+    # The sweep queues the task for closing seasons (the end passed: the status sync did it).
+    Season.objects.filter(id=season.id).update(status=SeasonStatus.CLOSING, closing_since=END)
     said = season_close_task.run(season_id=season.id)
     assert "is closing but NOT finalized" in said
     assert "lagging: partition" in said

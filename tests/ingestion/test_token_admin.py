@@ -15,9 +15,13 @@ TOKEN = re.compile(r"lbgs_[A-Za-z0-9_\-]{40,}")
 
 
 def test_creating_a_token_shows_it_once(admin_client) -> None:
-    response = admin_client.post(
-        reverse("admin:ingestion_gameservertoken_add"), {"name": "eu-west-1"}, follow=True
+    created = admin_client.post(
+        reverse("admin:ingestion_gameservertoken_add"), {"name": "eu-west-1"}
     )
+    # The message that shows the token waits server-side (the session), never in a cookie:
+    # Django's default stores it in a signed, unencrypted cookie that proxies may log.
+    assert "messages" not in created.cookies
+    response = admin_client.get(created["Location"])
     assert response.status_code == 200
     shown = TOKEN.findall(response.content.decode())
     assert len(set(shown)) == 1

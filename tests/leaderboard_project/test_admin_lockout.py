@@ -17,10 +17,13 @@ def staff_user(db):
     )
 
 
-def _login(client: Client, password: str, address: str = "198.51.100.7") -> int:
+def _login(
+    client: Client, password: str, address: str = "198.51.100.7", forwarded_for: str = ""
+) -> int:
     response = client.post(
         "/admin/login/?next=/admin/",
         {"username": "ops", "password": password},
+        headers={"X-Forwarded-For": forwarded_for} if forwarded_for else None,
         REMOTE_ADDR=address,
     )
     return response.status_code
@@ -68,3 +71,19 @@ def test_a_forged_forwarded_for_does_not_escape_the_lockout(staff_user) -> None:
             HTTP_X_FORWARDED_FOR=f"10.0.0.{n}",
         )
     assert _login(client, PASSWORD) == 429
+
+
+def test_behind_a_trusted_proxy_the_lockout_is_per_client_not_per_proxy(
+    staff_user, settings
+) -> None:
+    # Every request comes from the proxy (10.0.0.5); the client is the entry it appended.
+    settings.API_TRUSTED_PROXY_COUNT = 1
+    proxy = "10.0.0.5"
+    for _ in range(6):
+        _login(Client(), "wrong", proxy, forwarded_for="203.0.113.66")
+    assert _login(Client(), "wrong", proxy, forwarded_for="203.0.113.66") == 429
+    # The staff member, through the same proxy from elsewhere, still gets in.
+    assert _login(Client(), PASSWORD, proxy, forwarded_for="198.51.100.7") == 302
+    # A client cannot pick its address: what it writes left of the proxy's entry is ignored.
+    forged = "192.0.2.1, 203.0.113.66"
+    assert _login(Client(), PASSWORD, proxy, forwarded_for=forged) == 429

@@ -49,6 +49,11 @@ def test_metrics_is_prometheus_text_with_requests_and_boards(client, board_redis
 
     assert client.get("/healthz").status_code == 200
     assert client.get(f"/no-such-page/{uuid.uuid4()}").status_code == 404
+    # A method a client made up is one series, whatever it is (it was one per method: any
+    # client could grow /metrics without bound).
+    made_up = [f"Z{uuid.uuid4().hex[:8].upper()}" for _ in range(3)]
+    for method in made_up:
+        client.generic(method, "/healthz")
     response = client.get("/metrics")
 
     assert response.status_code == 200
@@ -62,6 +67,9 @@ def test_metrics_is_prometheus_text_with_requests_and_boards(client, board_redis
     assert sample("leaderboard_http_requests_total", **healthz) == before + 1
     # Any unknown path is one series, not one per path.
     assert sample("leaderboard_http_requests_total", **unresolved) == before_404 + 1
+    assert not any(method in text for method in made_up)
+    other = {"view": "healthz", "method": "other", "status": "405"}
+    assert sample("leaderboard_http_requests_total", **other) >= 3
     assert sample("leaderboard_http_request_duration_seconds_count", **healthz) >= 1
     assert sample("leaderboard_http_request_duration_seconds_bucket", le="+Inf", **healthz) >= 1
     main = {"season": str(season.id), "board": "main"}
