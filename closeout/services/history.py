@@ -134,6 +134,15 @@ def board_history_archive(*, board: BoardRef, season_ends_at: datetime) -> int |
     return rows
 
 
+def season_history_forget(*, season_id: int) -> int:
+    """Drop the season's archived history and its markers, in the caller's transaction, so the
+    close-out's sweep (every minute) archives it again from the results as they are then: a
+    standings correction (a void, a ban) moves every rank below it. Rows dropped."""
+    rows, _ = HistoryEntry.objects.filter(season_id=season_id).delete()
+    HistoryArchive.objects.filter(season_id=season_id).delete()
+    return rows
+
+
 def seasons_history_due(*, now: datetime | None = None) -> list[int]:
     """Closed seasons within the retention with a board whose history is not archived."""
     now = now or timezone.now()

@@ -15,6 +15,7 @@ from seasons.models import Season, SeasonStatus
 from ..models import FinalStanding, GrantStatus, RewardGrant, RewardTier
 from ..selectors import StandingRow, board_standings_compute
 from .close_out import final_standings_replace
+from .history import season_history_forget
 from .retention import season_results_retained_require
 
 
@@ -153,6 +154,9 @@ def season_standings_correct(*, season_id: int, fingerprint: str) -> StandingsRe
         raise ValidationError("the corrections changed since the review: review them again")
     for plan in plans:
         _board_plan_apply(plan)
+    # Every player's history of the season was ranked from the results before the correction,
+    # below the final standings' top too.
+    season_history_forget(season_id=season_id)
     return review
 
 

@@ -7,12 +7,14 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
-from closeout.models import FinalStanding, GrantStatus, RewardGrant
+from closeout.models import FinalStanding, GrantStatus, HistoryEntry, RewardGrant
 from closeout.services import (
     reward_tier_create,
     season_close,
+    season_history_archive,
     season_standings_correct,
     season_standings_review,
+    seasons_history_due,
 )
 from leaderboard import keys
 from leaderboard.models import MatchResult, PlayerBan, ScoringRule
@@ -123,6 +125,8 @@ def test_a_closed_season_lists_corrected_standings_and_grants_for_review(
     reward_tier_create(season_id=season.id, rank_from=1, rank_to=1, reward_name="crown")
     reward_tier_create(season_id=season.id, rank_from=2, rank_to=3, reward_name="gems")
     assert season_close(season_id=season.id, grace_seconds=0).standings == 3
+    season_history_archive(season_id=season.id)
+    assert HistoryEntry.objects.get(season=season, player_id=1).rank == 1
     RewardGrant.objects.filter(player_id=2).update(status=GrantStatus.DELIVERED)
 
     correction = player_ban(season_id=season.id, player_id=1, reason="cheat")
@@ -164,6 +168,16 @@ def test_a_closed_season_lists_corrected_standings_and_grants_for_review(
         4: (3, "gems", GrantStatus.PENDING),
     }
     assert not season_standings_review(season_id=season.id).has_changes
+    # Every player's history of the season is ranked again, from the corrected results: the
+    # sweep archives it anew (here at once).
+    assert HistoryEntry.objects.filter(season=season).count() == 0
+    assert seasons_history_due() == [season.id]
+    season_history_archive(season_id=season.id)
+    assert list(
+        HistoryEntry.objects.filter(season=season)
+        .order_by("rank")
+        .values_list("player_id", "rank", "total")
+    ) == [(2, 1, 3), (3, 2, 3), (4, 3, 3)]
 
 
 @pytest.fixture
