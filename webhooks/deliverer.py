@@ -375,9 +375,11 @@ class WebhookDeliverer:
         return self.totals
 
     def _stop_workers(self) -> None:
-        workers = [*self._workers.values(), *self._retired]
-        for worker in workers:
+        # A retired worker (its endpoint deactivated) still keeps what it queued: those events
+        # will not be routed to it again when they are read next time.
+        for worker in self._workers.values():
             worker.stop(keep_queued=False)
+        workers = [*self._workers.values(), *self._retired]
         # A request in flight finishes within its timeouts; past that the thread is left (a
         # daemon) and its events, not committed, are read again next time.
         limit = time.monotonic() + self.options.connect_timeout + self.options.read_timeout + 1

@@ -26,7 +26,7 @@ import ipaddress
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # host, port -> the addresses it resolves to (injectable: the tests' DNS).
@@ -112,12 +112,24 @@ def _split(url: str) -> tuple[str, str, int, str]:
     host = (parts.hostname or "").rstrip(".")
     if not host:
         raise TargetRefused("the URL has no host")
+    try:
+        # An internationalized name in its ASCII form (IDNA): what DNS resolves, and what the
+        # Host header and the request line can carry (they take ASCII only).
+        host = host.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise TargetRefused(f"{host!r} is not a valid host name: {exc}") from None
     if port is None:
         port = 443 if scheme == "https" else 80
     path = parts.path or "/"
     if parts.query:
         path = f"{path}?{parts.query}"
-    return scheme, host, port, path
+    return scheme, host, port, quote(path, safe=_PATH_SAFE)
+
+
+# Kept as the URL writes them: RFC 3986's reserved characters and "%" (escapes already made).
+# Anything else (non-ASCII text, a space) is percent-encoded as UTF-8: the request line takes
+# neither, and http.client raised on them inside the worker.
+_PATH_SAFE = "/%:@!$&'()*+,;=?~._-[]"
 
 
 def _literal(host: str) -> IPAddress | None:

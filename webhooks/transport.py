@@ -12,12 +12,15 @@ sends one request at a time), so no endpoint waits for another's connection or t
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import urllib3
 from urllib3.exceptions import HTTPError
 
 from .targets import Resolver, Target, TargetRefused, target_resolve
+
+logger = logging.getLogger(__name__)
 
 # What is read of an answer's body, for the error kept with a failed batch.
 ANSWER_BYTES_KEPT = 512
@@ -74,6 +77,18 @@ class EndpointTransport:
         return pool
 
     def post(self, *, url: str, body: bytes, headers: dict[str, str]) -> Answer:
+        """One try: its answer, or a failure saying why. Never raises: whatever goes wrong
+        with one endpoint's request is that endpoint's failed try (its backoff, its kept
+        batch), not the end of its worker, whose batch in flight would hold every endpoint's
+        offsets."""
+        try:
+            return self._post(url=url, body=body, headers=headers)
+        except Exception as exc:
+            self.close()
+            logger.exception("webhook request to %s failed unexpectedly", url)
+            return Answer(status=0, error=f"{type(exc).__name__}: {exc}"[:500])
+
+    def _post(self, *, url: str, body: bytes, headers: dict[str, str]) -> Answer:
         try:
             target = target_resolve(url, allow_private=self._allow_private, resolver=self._resolver)
         except TargetRefused as exc:

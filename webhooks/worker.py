@@ -138,6 +138,10 @@ class EndpointWorker:
         self._backoff_until = 0.0
         self._slow = False
         self._next_kept_check = 0.0
+        # After a kept batch went out, live events go next: kept batches due one after another
+        # (a slow endpoint's overflow is due at once) never starve the queue, whose events hold
+        # every endpoint's Kafka offsets until sent.
+        self._live_turn = False
         self._thread = threading.Thread(
             target=self._run, name=f"webhook-{config.endpoint_id}", daemon=True
         )
@@ -264,9 +268,11 @@ class EndpointWorker:
             waiting = self._take(None)
             if waiting:
                 self._keep(waiting, next_attempt_at=self._backoff_until, error=KEPT_BACKING_OFF)
-            self._wait(self._backoff_until - now)
+            # Nothing is sent before the backoff ends, kept batches due or not.
+            self._wait(self._backoff_until - now, wake_for_kept=False)
             return
-        if now >= self._next_kept_check:
+        live_turn, self._live_turn = self._live_turn and self._has_queued(), False
+        if now >= self._next_kept_check and not live_turn:
             kept = self._retrying(
                 "PostgreSQL",
                 lambda: webhook_delivery_claim_due(
@@ -277,6 +283,7 @@ class EndpointWorker:
             )
             if kept is not None:
                 self._send_kept(kept)
+                self._live_turn = True
                 return
             due = self._retrying(
                 "PostgreSQL", lambda: webhook_next_due_at(endpoint_id=self.endpoint_id)
@@ -298,9 +305,15 @@ class EndpointWorker:
             count = len(self._queue) if limit is None else min(limit, len(self._queue))
             return [self._queue.popleft() for _ in range(count)]
 
-    def _wait(self, seconds: float) -> None:
+    def _has_queued(self) -> bool:
         with self._cond:
-            if self._queue or self._stop.is_set() or self._next_kept_check == 0.0:
+            return bool(self._queue)
+
+    def _wait(self, seconds: float, *, wake_for_kept: bool = True) -> None:
+        with self._cond:
+            if self._queue or self._stop.is_set():
+                return
+            if wake_for_kept and self._next_kept_check == 0.0:
                 return
             self._cond.wait(max(0.0, min(seconds, IDLE_TICK_SECONDS)))
 

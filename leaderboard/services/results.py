@@ -16,7 +16,7 @@ from typing import NamedTuple
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
-from leaderboard.models import Board, CohortMember, MatchResult, PlayerBan
+from leaderboard.models import Board, CohortMember, MatchResult, PlayerBan, RefusedResult
 from seasons.models import Season
 
 from ..selectors._sql import array_literal
@@ -143,9 +143,14 @@ _COHORT_MEMBERS = CohortMember._meta.db_table
 # leaderboard migration 0005): this lock, taken once per batch and held to the commit, is the
 # one those checks took. A season or board being deleted waits for the batch, and then its
 # trigger sees the batch's rows and refuses. Ordered, so two consumers lock in the same order.
+# The last column: whether the board judges its results as a tournament. A board that ever
+# refused one still does with both options cleared since: a refused result stays refused
+# (redelivered, replayed), so the judging must still take it out of the batch.
 LOCK_BOARDS_SQL = f"""
     SELECT b.id, b.cohort_size, b.league_waiting, cardinality(b.tiers), b.slug, s.schedule_id,
-           s.occurrence, b.cohort_members, b.join_required OR b.max_attempts IS NOT NULL
+           s.occurrence, b.cohort_members,
+           b.join_required OR b.max_attempts IS NOT NULL
+               OR EXISTS (SELECT 1 FROM {RefusedResult._meta.db_table} f WHERE f.board_id = b.id)
     FROM {_BOARDS} b JOIN {_SEASONS} s ON s.id = b.season_id
     WHERE b.id = ANY(%s) ORDER BY b.id FOR KEY SHARE OF b, s
 """  # noqa: S608

@@ -98,6 +98,12 @@ def test_not_joined_results_are_dead_letters_once_and_the_joined_count(board_red
     assert MatchResult.objects.filter(board=cup).count() == 3
     assert RefusedResult.objects.filter(board=cup).count() == 2
     assert not RefusedResult.objects.filter(dead_lettered_at__isnull=True).exists()
+    # Staff open the board to everyone afterwards: what was refused stays refused, however
+    # often its record comes again; new results count.
+    Board.objects.filter(id=cup.id).update(join_required=False, max_attempts=None)
+    assert _ingest([ConsumedRecord(0, 53, results[4].key(), results[4].value())]).letters == []
+    assert MatchResult.objects.filter(board=cup).count() == 3
+    assert _board_scores(cup) == {1: 10, 2: 20, 3: 30}
 
 
 def test_results_beyond_the_attempts_are_dead_letters_once(board_redis) -> None:

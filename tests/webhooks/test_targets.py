@@ -179,6 +179,37 @@ def test_the_connection_goes_to_the_address_checked_with_the_name_as_host(receiv
     assert request.path == "/hook?k=1"
 
 
+def test_an_internationalized_name_and_path_go_out_in_their_ascii_forms(receiver_factory):
+    # Raw, neither fits a request line: http.client raised inside the worker, which died with
+    # its batch and held every endpoint's offsets.
+    receiver = receiver_factory()
+    calls = []
+
+    def resolver(host, port):
+        calls.append(host)
+        return ["127.0.0.1"]
+
+    answer = _transport(allow_private=True, resolver=resolver).post(
+        url=f"http://пример.рф:{receiver.port}/хук ok?k=1", body=b"[]", headers={}
+    )
+    assert answer.ok, answer.error
+    assert calls == ["xn--e1afmkfd.xn--p1ai"]
+    (request,) = receiver.answered()
+    assert request.headers["Host"] == f"xn--e1afmkfd.xn--p1ai:{receiver.port}"
+    assert request.path == "/%D1%85%D1%83%D0%BA%20ok?k=1"
+
+
+def test_whatever_fails_in_a_request_is_a_failed_try_not_a_crash():
+    def resolver(host, port):
+        raise RuntimeError("a resolver bug")
+
+    answer = _transport(allow_private=True, resolver=resolver).post(
+        url="http://receiver.example/hook", body=b"[]", headers={}
+    )
+    assert (answer.ok, answer.status) == (False, 0)
+    assert answer.error == "RuntimeError: a resolver bug"
+
+
 def test_a_redirect_is_a_failure_and_never_followed(receiver_factory):
     elsewhere = receiver_factory()
     redirecting = receiver_factory(behaviour=lambda n: 307)
