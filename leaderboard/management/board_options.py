@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from argparse import ArgumentParser, ArgumentTypeError
-from collections.abc import Callable
 from typing import Any
 
 from leaderboard.codec import MAX_TIEBREAK_COLUMNS, TIEBREAK_VALUE_MAX, ScoreCodec
+from leaderboard.management.arguments import int_between
 from leaderboard.models import (
     COHORT_SIZE_MAX,
     COHORT_SIZE_MIN,
@@ -27,21 +27,6 @@ def _tiebreak(spec: str) -> TiebreakColumn:
         return tiebreak_spec_parse(spec)
     except TiebreakSpecError as exc:
         raise ArgumentTypeError(str(exc)) from exc
-
-
-def _limit(maximum: int) -> Callable[[str], int]:
-    """An argument type: a decimal integer from 1 to ``maximum``, or argparse's clear error."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise ArgumentTypeError(f"must be an integer, got {text!r}") from None
-        if not 1 <= value <= maximum:
-            raise ArgumentTypeError(f"must be 1 to {maximum}, got {value}")
-        return value
-
-    return parse
 
 
 def board_spec_arguments(parser: ArgumentParser) -> None:
@@ -113,7 +98,7 @@ def board_spec_arguments(parser: ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-size",
-        type=_limit(MAX_SIZE_MAX),
+        type=int_between(1, MAX_SIZE_MAX),
         default=None,
         dest="max_size",
         metavar="N",
@@ -121,7 +106,7 @@ def board_spec_arguments(parser: ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-attempts",
-        type=_limit(MAX_ATTEMPTS_MAX),
+        type=int_between(1, MAX_ATTEMPTS_MAX),
         default=None,
         dest="max_attempts",
         metavar="N",

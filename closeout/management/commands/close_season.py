@@ -12,6 +12,7 @@ from closeout.services import (
     season_close_wait,
     season_history_archive,
 )
+from leaderboard.management.arguments import SECONDS_MAX, int_between, number_between
 
 # Exit codes besides 0 (the season is closed) and 1 (an error: unknown season, bad arguments).
 # Both mean the season is still closing; nothing failed, the periodic close-out carries on.
@@ -32,7 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--season", type=int, required=True, dest="season_id")
         parser.add_argument(
             "--grace-seconds",
-            type=int,
+            type=int_between(0, int(SECONDS_MAX)),
             default=None,
             help="grace after the season started closing before the topic's end offsets are "
             "recorded (default SEASON_CLOSE_GRACE_SECONDS)",
@@ -40,7 +41,7 @@ class Command(BaseCommand):
         wait = parser.add_mutually_exclusive_group()
         wait.add_argument(
             "--timeout",
-            type=float,
+            type=number_between(0, SECONDS_MAX),
             default=None,
             metavar="SECONDS",
             help="how long to wait for the season to be closed: the grace, the consumer's "

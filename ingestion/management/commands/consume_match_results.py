@@ -12,6 +12,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ingestion.consumer import ConsumerOptions, MatchResultConsumer
 from ingestion.metrics import metrics_server_start
+from leaderboard.management.arguments import (
+    PORT_MAX,
+    SECONDS_MAX,
+    int_between,
+    number_between,
+)
+
+# A batch past this holds a poll's worth of results in memory for no gain in throughput.
+MAX_POLL_RECORDS_MAX = 100_000
 
 
 class Command(BaseCommand):
@@ -32,13 +41,19 @@ class Command(BaseCommand):
         parser.add_argument(
             "--instance-id", help="static group membership id; default: INGEST_GROUP_INSTANCE_ID"
         )
-        parser.add_argument("--max-poll-records", type=int, help="default: INGEST_MAX_POLL_RECORDS")
         parser.add_argument(
-            "--stats-interval", type=float, help="default: INGEST_STATS_INTERVAL_SECONDS"
+            "--max-poll-records",
+            type=int_between(1, MAX_POLL_RECORDS_MAX),
+            help="default: INGEST_MAX_POLL_RECORDS",
+        )
+        parser.add_argument(
+            "--stats-interval",
+            type=number_between(0, SECONDS_MAX),
+            help="default: INGEST_STATS_INTERVAL_SECONDS",
         )
         parser.add_argument(
             "--metrics-port",
-            type=int,
+            type=int_between(0, PORT_MAX),
             help="serve Prometheus metrics on this port (METRICS_LISTEN_ADDRESS); 0: don't; "
             "default: INGEST_METRICS_PORT",
         )

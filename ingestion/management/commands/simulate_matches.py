@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from ingestion.producer import MatchResultProducer
 from ingestion.simulation import SimulationConfig, simulation_config_for_season, simulation_run
+from leaderboard.management.arguments import ID_MAX, SECONDS_MAX, int_between, number_between
 from leaderboard.models import Board
 from leaderboard.services import JoinRefused, board_player_join
 from seasons.models import Season
@@ -23,6 +24,8 @@ from seasons.selectors import schedule_get, schedule_view
 # --schedule: how often to look for the next season, and how long before a season's end to stop.
 _SCHEDULE_POLL_SECONDS = 5.0
 _SEASON_END_MARGIN_SECONDS = 3.0
+# Far past what one producer process sends; it only bounds a typo.
+RATE_MAX = 10_000_000.0
 
 
 class Command(BaseCommand):
@@ -39,13 +42,25 @@ class Command(BaseCommand):
             help="a schedule's slug: play its current season, then each next one as it starts "
             "(--duration counts per season; 0: each until it ends)",
         )
-        parser.add_argument("--players", type=int, default=1_000_000)
-        parser.add_argument("--rate", type=float, default=2_000, help="messages per second")
-        parser.add_argument("--duration", type=float, default=60, help="seconds; 0 = forever")
+        parser.add_argument("--players", type=int_between(1, ID_MAX), default=1_000_000)
         parser.add_argument(
-            "--duplicates", type=float, default=0.0, help="fraction re-sent (retries + late)"
+            "--rate", type=number_between(0, RATE_MAX), default=2_000, help="messages per second"
         )
-        parser.add_argument("--late-delay", type=float, default=5.0, help="seconds")
+        parser.add_argument(
+            "--duration",
+            type=number_between(0, SECONDS_MAX),
+            default=60,
+            help="seconds; 0 = forever",
+        )
+        parser.add_argument(
+            "--duplicates",
+            type=number_between(0, 1),
+            default=0.0,
+            help="fraction re-sent (retries + late)",
+        )
+        parser.add_argument(
+            "--late-delay", type=number_between(0, SECONDS_MAX), default=5.0, help="seconds"
+        )
         parser.add_argument("--points-mean", type=int, default=1_500)
         parser.add_argument("--points-step", type=int, default=10, help="coarser = more ties")
         parser.add_argument("--seed", type=int, default=None)

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from leaderboard.board_stream import BoardStreamServer
+from leaderboard.management.arguments import PORT_MAX, int_between
 
 
 class Command(BaseCommand):
@@ -20,7 +21,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
-        parser.add_argument("--port", type=int, default=8001)
+        parser.add_argument("--port", type=int_between(0, PORT_MAX), default=8001)
 
     def handle(self, *args: Any, **options: Any) -> None:
         server = BoardStreamServer(

@@ -18,6 +18,7 @@ from closeout.services import (
     schedule_league_set,
     schedules_advance,
 )
+from leaderboard.management.arguments import PORT_MAX, int_between
 from leaderboard.models import MAIN_BOARD, Board, BoardOrder, ScoringRule, TiebreakColumn
 from leaderboard.services import board_create, season_setup
 from seasons.models import Schedule, Season, SeasonStatus
@@ -93,7 +94,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--web-port",
-            type=int,
+            type=int_between(1, PORT_MAX),
             default=8000,
             help="the port the web process serves (the demo webhook's receiver is there)",
         )

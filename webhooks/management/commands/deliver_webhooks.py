@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from leaderboard.management.arguments import SECONDS_MAX, number_between
 from webhooks.deliverer import DelivererOptions, DelivererStalled, WebhookDeliverer
 
 logger = logging.getLogger(__name__)
@@ -35,7 +36,9 @@ class Command(BaseCommand):
             "--instance-id", help="static group membership id; default: WEBHOOK_GROUP_INSTANCE_ID"
         )
         parser.add_argument(
-            "--stats-interval", type=float, help="default: WEBHOOK_STATS_INTERVAL_SECONDS"
+            "--stats-interval",
+            type=number_between(0, SECONDS_MAX),
+            help="default: WEBHOOK_STATS_INTERVAL_SECONDS",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
