@@ -113,6 +113,26 @@ def client_address(meta: Mapping[str, Any]) -> str:
     return _ip(remote) or remote
 
 
+# An ISP hands a subscriber a /64 (or more) of IPv6: one client can use 2^64 addresses, so
+# a throttle keyed on the exact address limits nobody.
+_IPV6_CLIENT_PREFIX = 64
+
+
+def throttle_ident(address: str) -> str:
+    """Whom the throttle counts: an IPv4 address itself (an IPv4-mapped IPv6 address as that
+    IPv4 address), an IPv6 address's /64 network, anything else as given."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        network = ipaddress.IPv6Network((int(ip), _IPV6_CLIENT_PREFIX), strict=False)
+        return str(network)
+    return address
+
+
 class AnonFixedWindowThrottle(BaseThrottle):
     scope = "anon"
 
@@ -120,7 +140,7 @@ class AnonFixedWindowThrottle(BaseThrottle):
         self._wait: float | None = None
 
     def get_ident(self, request: Request | HttpRequest) -> str:
-        return client_address(request.META)
+        return throttle_ident(client_address(request.META))
 
     def allow_request(self, request: Request | HttpRequest, view: APIView | None) -> bool:
         parsed = parse_rate(settings.API_ANON_THROTTLE_RATE)

@@ -8,6 +8,7 @@ from django.conf import settings as django_settings
 from django_redis import get_redis_connection
 
 from leaderboard import keys
+from leaderboard.throttling import throttle_ident
 from seasons.models import SeasonStatus
 from tests.helpers import make_season, mark_intact
 
@@ -172,3 +173,30 @@ def test_a_cache_redis_that_hangs_costs_a_request_its_socket_timeout_then_lets_i
     # Without the setting the client waited 5.2 s here.
     timeout = django_settings.CACHES["default"]["OPTIONS"]["SOCKET_TIMEOUT"]
     assert elapsed < timeout + 2, elapsed
+
+
+@pytest.mark.parametrize(
+    ("address", "ident"),
+    [
+        ("203.0.113.7", "203.0.113.7"),
+        ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2::1", "2001:db8:1:2::/64"),
+        ("::ffff:203.0.113.7", "203.0.113.7"),
+        ("not-an-address", "not-an-address"),
+    ],
+)
+def test_an_ipv6_client_is_its_64_network(address, ident):
+    assert throttle_ident(address) == ident
+
+
+def test_addresses_of_one_ipv6_64_share_a_budget(client, intact_season, two_a_day):
+    url = f"/api/seasons/{intact_season.id}/leaderboard/top"
+    one_subscriber = [f"2001:db8:7:9::{n:x}" for n in range(1, 5)]
+    assert [client.get(url, REMOTE_ADDR=a).status_code for a in one_subscriber] == [
+        200,
+        200,
+        429,
+        429,
+    ]
+    # The next /64 is someone else.
+    assert client.get(url, REMOTE_ADDR="2001:db8:7:a::1").status_code == 200
