@@ -8,14 +8,25 @@ is a failed attempt like any other non-2xx, and retrying is the deliverer's job 
 
 Each endpoint's worker owns one ``EndpointTransport`` (one kept-alive connection: the worker
 sends one request at a time), so no endpoint waits for another's connection or timeout.
+
+The read timeout bounds each wait for bytes, not the request: a receiver that sends its answer
+a byte at a time, each within the timeout, would hold the request (and the offsets of the
+batch in flight, and its kept batch's lease) for as long as it liked. So a whole try also has
+a deadline, the connect and read timeouts together: past it the socket is shut from a timer
+and the try fails.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
+import threading
 from dataclasses import dataclass
+from typing import Any
 
 import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import HTTPError
 
 from .targets import Resolver, Target, TargetRefused, target_resolve
@@ -37,6 +48,52 @@ class Answer:
         return 200 <= self.status < 300 and not self.error
 
 
+class _Watch:
+    """The connection of the try in flight, for its deadline to shut."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._connection: HTTPConnection | None = None
+        self.expired = False
+
+    def sending(self, connection: HTTPConnection) -> None:
+        with self._lock:
+            self._connection = connection
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sock = self._connection.sock if self._connection is not None else None
+        if sock is not None:
+            # The blocked read returns at once; an OSError: closed already, the try is ending.
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._connection, self.expired = None, False
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def __init__(self, *args: Any, watch: _Watch, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._watch = watch
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        self._watch.sending(self)
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def __init__(self, *args: Any, watch: _Watch, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._watch = watch
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        self._watch.sending(self)
+        super().request(*args, **kwargs)
+
+
 class EndpointTransport:
     def __init__(
         self,
@@ -47,6 +104,8 @@ class EndpointTransport:
         resolver: Resolver,
     ) -> None:
         self._timeout = urllib3.Timeout(connect=connect_timeout, read=read_timeout)
+        self.deadline_seconds = connect_timeout + read_timeout
+        self._watch = _Watch()
         self._allow_private = allow_private
         self._resolver = resolver
         self._pool: urllib3.HTTPConnectionPool | None = None
@@ -68,11 +127,19 @@ class EndpointTransport:
                 cert_reqs="CERT_REQUIRED",
                 server_hostname=target.host,
                 assert_hostname=target.host,
+                watch=self._watch,
             )
+            pool.ConnectionCls = _WatchedHTTPSConnection
         else:
             pool = urllib3.HTTPConnectionPool(
-                target.address, target.port, timeout=self._timeout, maxsize=1, retries=False
+                target.address,
+                target.port,
+                timeout=self._timeout,
+                maxsize=1,
+                retries=False,
+                watch=self._watch,
             )
+            pool.ConnectionCls = _WatchedHTTPConnection
         self._pool, self._pool_key = pool, key
         return pool
 
@@ -81,12 +148,27 @@ class EndpointTransport:
         with one endpoint's request is that endpoint's failed try (its backoff, its kept
         batch), not the end of its worker, whose batch in flight would hold every endpoint's
         offsets."""
+        self._watch.reset()
+        deadline = threading.Timer(self.deadline_seconds, self._watch.expire)
+        deadline.daemon = True
+        deadline.start()
         try:
-            return self._post(url=url, body=body, headers=headers)
+            answer = self._post(url=url, body=body, headers=headers)
         except Exception as exc:
             self.close()
             logger.exception("webhook request to %s failed unexpectedly", url)
-            return Answer(status=0, error=f"{type(exc).__name__}: {exc}"[:500])
+            answer = Answer(status=0, error=f"{type(exc).__name__}: {exc}"[:500])
+        finally:
+            deadline.cancel()
+        if self._watch.expired:
+            self.close()  # its socket is shut: never handed to the next try
+        if self._watch.expired and not answer.ok:
+            return Answer(
+                status=0,
+                error=f"no complete answer within {self.deadline_seconds:g} s (the connect and "
+                "read timeouts together)",
+            )
+        return answer
 
     def _post(self, *, url: str, body: bytes, headers: dict[str, str]) -> Answer:
         try:

@@ -4,6 +4,8 @@ every delivery, the connection made to the address checked, redirects never foll
 from __future__ import annotations
 
 import ipaddress
+import socketserver
+import threading
 import time
 
 import pytest
@@ -231,6 +233,44 @@ def test_a_receiver_slower_than_the_timeout_is_a_failed_try(receiver_factory):
     assert answer.status == 0
     assert "timed out" in answer.error.lower()
     assert time.monotonic() - started < 2.5
+
+
+class _DripHandler(socketserver.StreamRequestHandler):
+    """Answers 200 in the end, one byte of its headers every 0.1 s: each read of the client
+    gets a byte well within any read timeout, the whole answer takes 30 s."""
+
+    def handle(self) -> None:
+        while self.rfile.readline() not in (b"\r\n", b""):
+            pass  # the request's headers; its small body stays unread
+        answer = b"HTTP/1.1 200 OK\r\nX-Drip: " + b"." * 300 + b"\r\nContent-Length: 0\r\n\r\n"
+        try:
+            for byte in answer:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.1)  # the receiver's own pace
+        except OSError:
+            pass  # the client gave up, as it should
+
+
+def test_a_receiver_dripping_its_answer_fails_at_the_deadline():
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _DripHandler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        transport = EndpointTransport(
+            connect_timeout=0.5, read_timeout=0.5, allow_private=True, resolver=system_resolver
+        )
+        started = time.monotonic()
+        answer = transport.post(
+            url=f"http://127.0.0.1:{server.server_address[1]}/hook", body=b"[]", headers={}
+        )
+        elapsed = time.monotonic() - started
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answer.status == 0
+    assert "no complete answer within 1 s" in answer.error
+    assert elapsed < 10  # the deadline (1 s), not the receiver's 30 s
 
 
 @pytest.mark.django_db(transaction=True)
