@@ -74,7 +74,7 @@ class _Watch:
             self._connection, self.expired = None, False
 
 
-class _WatchedHTTPConnection(HTTPConnection):
+class EndpointHTTPConnection(HTTPConnection):
     def __init__(self, *args: Any, watch: _Watch, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._watch = watch
@@ -84,7 +84,7 @@ class _WatchedHTTPConnection(HTTPConnection):
         super().request(*args, **kwargs)
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
+class EndpointHTTPSConnection(HTTPSConnection):
     def __init__(self, *args: Any, watch: _Watch, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._watch = watch
@@ -129,7 +129,7 @@ class EndpointTransport:
                 assert_hostname=target.host,
                 watch=self._watch,
             )
-            pool.ConnectionCls = _WatchedHTTPSConnection
+            pool.ConnectionCls = EndpointHTTPSConnection
         else:
             pool = urllib3.HTTPConnectionPool(
                 target.address,
@@ -139,7 +139,7 @@ class EndpointTransport:
                 retries=False,
                 watch=self._watch,
             )
-            pool.ConnectionCls = _WatchedHTTPConnection
+            pool.ConnectionCls = EndpointHTTPConnection
         self._pool, self._pool_key = pool, key
         return pool
 
