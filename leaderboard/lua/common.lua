@@ -287,6 +287,16 @@ local function event_number(n)
   return string.format('%d', n)
 end
 
+-- A player id as the outbox writes it: the member's own text. %d would go through a double
+-- and a C long: an id past 2^53 (a Steam64 id) came out rounded to another player's, one past
+-- 2^63 wrapped.
+local function event_player(player)
+  if player == nil then
+    return 'null'
+  end
+  return player
+end
+
 local EVENT_CODES = {personal_best = 'P', rank_changed = 'R', overtaken = 'O', entered_top = 'T',
   left_top = 'L'}
 
@@ -298,7 +308,7 @@ local function rank_event(events, kind, player, rank, previous_rank, points, pre
   out[#out + 1] = EVENT_CODES[kind] .. ' ' .. cause[1] .. ' ' .. cause[2] .. ' ' .. cause[3]
     .. ' ' .. player .. ' ' .. event_number(rank) .. ' ' .. event_number(previous_rank) .. ' '
     .. event_number(points) .. ' ' .. event_number(previous_points) .. ' '
-    .. event_number(other)
+    .. event_player(other)
   events.count = events.count + 1
 end
 

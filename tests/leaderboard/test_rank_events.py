@@ -142,6 +142,33 @@ def by_id(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 # --- the contract's sequences, by hand ---------------------------------------------------------
 
 
+@pytest.mark.parametrize("columns", [(), ("kills",)], ids=["plain", "tie-break"])
+def test_player_ids_past_2_to_the_53_are_exact_in_every_field(board_redis, intact, columns) -> None:
+    # Steam64 ids, and the largest id a result may carry: a double holds neither exactly.
+    steam, largest = 76561198012345679, 2**63 - 1
+    board = make_board(columns=columns, top_n=1)
+    ref = reference_of(board)
+    zeros = (0,) * len(columns)
+    results = [
+        ref_result(0, steam, (50, *zeros), 100),
+        ref_result(1, largest, (40, *zeros), 101),
+        ref_result(2, largest, (60, *zeros), 102),  # passes steam, pushes them out of the top
+        ref_result(3, steam, (70, *zeros), 103),  # and back
+    ]
+    got: list[dict[str, Any]] = []
+    for r in results:
+        step = events_of(apply(board, [r]))
+        assert by_id(step) == by_id(ref.apply(r))
+        got += step
+    others = {(e["type"], e["playerId"], e["otherPlayerId"]) for e in got if e["otherPlayerId"]}
+    assert others == {
+        ("overtaken", steam, largest),
+        ("left_top", steam, largest),
+        ("overtaken", largest, steam),
+        ("left_top", largest, steam),
+    }
+
+
 def test_a_first_entry_a_pass_a_worse_result_and_the_top(board_redis, intact) -> None:
     board = make_board(top_n=2)
     ref = reference_of(board)
