@@ -344,9 +344,10 @@ if #steps > 0 then
         redis.call('HSET', index, member, new)
       end
     end,
+    -- The first member with a strictly worse key (':' sorts after every digit of a player
+    -- id): the next member by position may hold the same key, a tie, whom nobody passed.
     below = function(member, key)
-      local position = redis.call('ZRANK', zset, key .. member)
-      return split(redis.call('ZRANGE', zset, position + 1, position + 1)[1])
+      return split(redis.call('ZRANGEBYLEX', zset, '(' .. key .. ':', '+', 'LIMIT', 0, 1)[1])
     end,
     at = function(position)
       return split(redis.call('ZRANGE', zset, position, position)[1])

@@ -229,6 +229,25 @@ def test_a_pass_onto_a_tied_value_and_onto_one_alone(board_redis, intact) -> Non
     assert (alone["personal_best"]["rank"], alone["personal_best"]["previousRank"]) == (3, 4)
 
 
+@pytest.mark.parametrize("columns", [(), ("kills",)], ids=["plain", "tie-break"])
+def test_a_tie_reached_from_below_passes_the_next_worse_player_only(
+    board_redis, intact, columns
+) -> None:
+    # Player 12 reaches the exact value player 3 holds: on a tie-break board their members
+    # sort "...12" before "...3", so the next member by position is the tied player 3.
+    board = make_board(columns=columns, top_n=10)
+    ref = reference_of(board)
+    zeros = (0,) * len(columns)
+    got: list[dict[str, Any]] = []
+    for offset, player, points in [(0, 3, 100), (1, 5, 95), (2, 12, 90), (3, 12, 100)]:
+        r = ref_result(offset, player, (points, *zeros), 7)
+        got = events_of(apply(board, [r]))
+        assert by_id(got) == by_id(ref.apply(r))
+    (passed,) = [e for e in got if e["type"] == "overtaken"]
+    assert (passed["playerId"], passed["rank"], passed["previousRank"]) == (5, 3, 2)
+    assert passed["otherPlayerId"] == 12
+
+
 def test_fields_of_an_event(board_redis, intact) -> None:
     board = make_board()
     r = ref_result(0, 42, (1518,), 10)
