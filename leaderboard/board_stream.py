@@ -45,6 +45,9 @@ TOP = PAGE_TOP
 FLUSH_SECONDS = 0.25
 REFRESH_SECONDS = 5.0
 HEARTBEAT_SECONDS = 15.0
+# How long one write may wait for a client to take it: a live client reads a frame within a
+# few seconds even on a poor network; one that takes none (a frozen tab) is let go.
+DRAIN_SECONDS = 30.0
 # EventSource waits this long before reconnecting after the server ends a stream.
 RETRY_MS = 2000
 _REQUEST_LIMIT = 8192
@@ -155,6 +158,9 @@ class BoardStreamServer:
         top = board_top_read(board=board, count=TOP)
         if not top.intact:
             return None
+        # In a worker thread, outside any request: a connection PostgreSQL dropped (a restart)
+        # or one past CONN_MAX_AGE is replaced here, or every read failed on it for good.
+        close_old_connections()
         return top.version, orjson.dumps([entry_body(e) for e in top.entries])
 
     async def _refresh(self) -> None:
@@ -247,7 +253,7 @@ class BoardStreamServer:
                 + f"retry: {RETRY_MS}\n\n".encode()
                 + watched.sent
             )
-            await writer.drain()
+            await _drained(writer)
             watched.dirty = watched.dirty or not watched.sent
             assert self._wake is not None
             self._wake.set()
@@ -260,9 +266,11 @@ class BoardStreamServer:
                 except TimeoutError:
                     frame = b": ping\n\n"
                 writer.write(frame)
-                await writer.drain()
-        except (ConnectionError, OSError):
-            pass
+                await _drained(writer)
+        except (ConnectionError, OSError, TimeoutError):
+            # TimeoutError: a client that stopped reading (a frozen tab) with its socket's
+            # buffers full; waiting on it would hold its slot past the stream's end forever.
+            writer.transport.abort()
         finally:
             self.clients -= 1
             watched.clients.discard(queue)
@@ -292,6 +300,12 @@ class BoardStreamServer:
             refresher.cancel()
             self.stopping.set()
             consumer.join(timeout=5)
+
+
+async def _drained(writer: asyncio.StreamWriter) -> None:
+    """drain(), for at most DRAIN_SECONDS (a TimeoutError past it): drain() itself waits for
+    as long as the client's receive window stays shut."""
+    await asyncio.wait_for(writer.drain(), timeout=DRAIN_SECONDS)
 
 
 def _board_lookup(key: BoardKey) -> BoardRef | None:

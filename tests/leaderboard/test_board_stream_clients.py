@@ -1,0 +1,46 @@
+"""A stream's client that stops reading (a frozen tab, a client holding its window shut) is
+let go: its slot is freed and its connection dropped, whatever the stream's own length."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from unittest import mock
+
+from leaderboard import board_stream
+from leaderboard.board_stream import BoardStreamServer
+
+
+class _NotReadingWriter:
+    """A StreamWriter whose client takes nothing: drain() never returns."""
+
+    def __init__(self) -> None:
+        self.transport = mock.Mock()
+        self.written = 0
+
+    def write(self, data: bytes) -> None:
+        self.written += len(data)
+
+    async def drain(self) -> None:
+        await asyncio.Event().wait()
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_client_that_stops_reading_frees_its_slot(monkeypatch) -> None:
+    monkeypatch.setattr(board_stream, "DRAIN_SECONDS", 0.2)
+    server = BoardStreamServer(bootstrap_servers=[], topic="t", max_clients=1, max_seconds=3600)
+    writer = _NotReadingWriter()
+    board: Any = object()
+
+    async def run() -> None:
+        server._wake = asyncio.Event()
+        # Far past DRAIN_SECONDS, far short of the stream's hour.
+        await asyncio.wait_for(server._stream(writer, (1, "main"), board), timeout=10)  # type: ignore[arg-type]
+
+    asyncio.run(run())
+    assert writer.written > 0
+    assert server.clients == 0
+    assert server.boards == {}
+    writer.transport.abort.assert_called_once()
