@@ -9,9 +9,22 @@ from datetime import date, datetime
 
 from django.db import connection
 
+from ..codec import TIEBREAK_VALUE_MAX
 from ..models import ScoringRule
 from ._sql import COVERED, RESULTS, board_params, counted_results_sql
 from .boards import BoardRef
+
+
+def _sums_fit(board: BoardRef, *, covered: bool = False) -> str:
+    """SQL: true when a player's cumulative values fit the board's key (scored_sql leaves a
+    player whose sum does not fit off the board, and so does the apply script): the points
+    within the codec's maximum, or on a board with tie-break columns the points and every
+    column's sum within TIEBREAK_VALUE_MAX (the codec's own maximum plays no part there)."""
+    only = f" FILTER (WHERE {COVERED})" if covered else ""
+    if board.wide_codec is None:
+        return f"SUM(r.points){only} <= %(max_points)s"
+    values = ["r.points", *(f"r.tiebreakers[{i + 1}]" for i in range(len(board.tiebreaks)))]
+    return " AND ".join(f"SUM({v}){only} <= {TIEBREAK_VALUE_MAX}" for v in values)
 
 
 def board_member_count(*, board: BoardRef, day: date | None = None) -> int:
@@ -22,7 +35,7 @@ def board_member_count(*, board: BoardRef, day: date | None = None) -> int:
         sql = f"""
             SELECT COUNT(*) FROM (
                 SELECT r.player_id {counted_results_sql(day=day)}
-                GROUP BY r.player_id HAVING SUM(r.points) <= %(max_points)s
+                GROUP BY r.player_id HAVING {_sums_fit(board)}
             ) p
         """  # noqa: S608
     with connection.cursor() as cursor:
@@ -49,11 +62,12 @@ def board_member_counts(
     counted = counted_results_sql(day=day)
     if board.rule == ScoringRule.CUMULATIVE:
         sql = f"""
-            SELECT COUNT(*) FILTER (WHERE p.covered_points <= %(max_points)s),
-                   COUNT(*) FILTER (WHERE p.points <= %(max_points)s)
+            SELECT COUNT(*) FILTER (WHERE p.covered_count > 0 AND p.covered_fits),
+                   COUNT(*) FILTER (WHERE p.fits)
             FROM (
-                SELECT SUM(r.points) FILTER (WHERE {COVERED}) AS covered_points,
-                       SUM(r.points) AS points
+                SELECT COUNT(*) FILTER (WHERE {COVERED}) AS covered_count,
+                       {_sums_fit(board, covered=True)} AS covered_fits,
+                       {_sums_fit(board)} AS fits
                 {counted}
                 GROUP BY r.player_id
             ) p

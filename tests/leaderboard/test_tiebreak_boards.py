@@ -417,3 +417,47 @@ def test_a_board_redis_lost_is_recovered_and_a_void_corrected_by_the_whole_key(c
     boards_correct(season_id=season.id, days=correction.days)
     kept = [r for r in sent if r.match_id not in {d.match_id for d in deciding}]
     _check_reads(client, season.id, spec, _reference(spec, kept, season.starts_at))
+
+
+@pytest.mark.parametrize("days", [7, 366], ids=["week", "year"])
+def test_reconcile_counts_cumulative_players_by_the_wide_keys_limits(days: int) -> None:
+    """The players a cumulative board leaves off are those whose points or a column's sum pass
+    TIEBREAK_VALUE_MAX, whatever the plain codec's maximum for the season's length (above it
+    for a week, 268,435,455 for a year): counting by the plain codec found drift where there
+    was none, and the hourly reconcile rebuilt the board every time."""
+    spec = Spec(
+        "cumulative-sums",
+        ScoringRule.CUMULATIVE,
+        BoardOrder.DESC,
+        (TiebreakColumn("kills", "desc"), TiebreakColumn("damage", "desc")),
+    )
+    season = make_season(starts_at=START - timedelta(days=1), ends_at=START + timedelta(days=days))
+    board = board_factory(season, spec.slug, rule=spec.rule, tiebreaks=spec.columns)
+    at = START + timedelta(hours=1)
+
+    def sent(player: int, points: int, damage: int, n: int) -> Sent:
+        return Sent(
+            uuid.UUID(int=player * 10 + n),
+            player,
+            points,
+            {"kills": 1, "damage": damage},
+            at + timedelta(seconds=n),
+            spec.slug,
+        )
+
+    results = [
+        sent(1, 150_000_000, 1, 0),  # 300,000,000 in all: past a year's plain maximum, fits
+        sent(1, 150_000_000, 1, 1),
+        sent(2, MAX, 1, 0),  # past MAX in points: off the board
+        sent(2, 1, 1, 1),
+        sent(3, 10, MAX, 0),  # past MAX in a column's sum: off the board
+        sent(3, 10, 1, 1),
+        sent(4, 10, 1, 0),
+    ]
+    _ingest(season.id, results, random.Random(5))
+    # From PostgreSQL, as a reconcile's repair would: what the board holds by definition (the
+    # apply script kept players 2 and 3 at their first value and left the overflow off).
+    board_rebuild(board_id=board.id)
+    assert get_board_redis().zcard(keys.board(board_id=board.id)) == 2
+    result = board_reconcile(board_id=board.id, topic=TOPIC)
+    assert (result.drift_found, result.rebuilt) == (False, False)
