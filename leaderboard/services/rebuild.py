@@ -365,10 +365,15 @@ def _merge_delta(
     # A wide board's delta is a hash (player -> key), a plain one's a sorted set.
     remaining = int(client.hlen(k.delta) if wide else client.zcard(k.delta))
     rounds = 0
+    cursor = b"0"  # a wide board's HSCAN cursor, carried from call to call
     while remaining > DELTA_MERGE_BATCH and rounds < 1000:
         seen += min(remaining, DELTA_MERGE_BATCH)
-        reply = merge(keys=merge_keys, args=[DELTA_MERGE_BATCH, *rule_args])
-        remaining = int(reply[0])
-        left_off += [int(member) for member in reply[1:]]
+        if wide:
+            reply = merge(keys=merge_keys, args=[DELTA_MERGE_BATCH, *rule_args, cursor])
+            remaining, cursor, merged_off = int(reply[0]), reply[1], reply[2:]
+        else:
+            reply = merge(keys=merge_keys, args=[DELTA_MERGE_BATCH, *rule_args])
+            remaining, merged_off = int(reply[0]), reply[1:]
+        left_off += [int(member) for member in merged_off]
         rounds += 1
     return seen + remaining, left_off

@@ -10,7 +10,8 @@ from django.db import connection
 from django.utils import timezone
 
 from leaderboard import keys
-from leaderboard.models import MatchResult, ScoringRule
+from leaderboard.models import MatchResult, ScoringRule, TiebreakColumn
+from leaderboard.selectors.boards import BoardRef
 from leaderboard.services import (
     PHASE_ACTIVATED,
     PHASE_LOADED,
@@ -21,6 +22,13 @@ from leaderboard.services import (
     board_rebuild,
     daily_board_expire_at,
 )
+from leaderboard.services.rebuild import (
+    DELTA_MERGE_BATCH,
+    _board_keys,
+    _merge_delta,
+    spec_args,
+)
+from tests.factories import board_factory
 from tests.helpers import as_board, board_read, expected_board, main_board_id, make_season
 from tests.leaderboard import live
 
@@ -311,3 +319,32 @@ def test_a_failed_rebuild_leaves_the_live_board_and_no_marker(board_redis):
         board_rebuild(board_id=main_board_id(season.id), on_phase=on_phase)
     assert board_read(board_redis, key) == before
     assert list(board_redis.scan_iter(match=f"{key}*rebuild*")) == []
+
+
+def test_a_large_delta_of_a_tie_break_board_is_merged_in_short_calls(board_redis):
+    """The delta's merge walks the hash with one HSCAN cursor across its calls: restarted at 0,
+    each call walked the buckets the earlier ones emptied and past 10,000 of them returned
+    nothing, so the merge stopped progressing and the finish merged the rest in one call."""
+    season = make_season()
+    board = BoardRef.from_model(
+        board_factory(season, "wide", tiebreaks=(TiebreakColumn("kills", "desc"),))
+    )
+    wide = board.wide_codec
+    assert wide is not None
+    k = _board_keys(board_id=board.id, day=None)
+    players = 40_000
+    pipe = board_redis.pipeline(transaction=False)
+    for start in range(1, players + 1, 5_000):
+        pipe.hset(
+            k.delta,
+            mapping={
+                str(p): wide.encode(points=p, tiebreakers=(p % 7,), elapsed_ticks=p)
+                for p in range(start, min(start + 5_000, players + 1))
+            },
+        )
+    pipe.execute()
+    _, left_off = _merge_delta(board_redis, k, spec_args(board), wide=True)
+    assert left_off == []
+    # What is left for the finish is one call's share at most, not most of the delta.
+    assert board_redis.hlen(k.delta) <= DELTA_MERGE_BATCH
+    assert board_redis.zcard(k.temp) + board_redis.hlen(k.delta) == players
