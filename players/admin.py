@@ -1,12 +1,15 @@
 """Staff view of player profiles: search by id or name, hide and unhide names.
 
-The actions call the services (players/services.py), whose commit updates the name cache at
-once (players.signals): a hidden name reads null everywhere right away. Profiles are written
+The actions call the services (players/services.py), which write the name cache inside their
+transaction (players.signals): a hidden name reads null everywhere right away, and one the
+cache could not take stays as it was, named to staff to try again. Profiles are written
 by game servers only: staff can view them and hide or unhide the name, not edit them.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin, messages
@@ -15,6 +18,8 @@ from django.http import HttpRequest
 
 from .models import PlayerProfile
 from .services import player_profile_hide, player_profile_unhide
+
+logger = logging.getLogger(__name__)
 
 
 @admin.register(PlayerProfile)
@@ -58,15 +63,47 @@ class PlayerProfileAdmin(admin.ModelAdmin):
 
     @admin.action(description="Hide the selected names (null everywhere)", permissions=["change"])
     def hide_names(self, request: HttpRequest, queryset: QuerySet[PlayerProfile]) -> None:
-        ids = list(queryset.values_list("player_id", flat=True))
         user = request.user if request.user.is_authenticated else None
-        for player_id in ids:
-            player_profile_hide(player_id=player_id, by=user)
-        self.message_user(request, f"{len(ids)} name(s) hidden.", messages.SUCCESS)
+        self._each(
+            request,
+            queryset,
+            lambda player_id: player_profile_hide(player_id=player_id, by=user),
+            done="hidden",
+        )
 
     @admin.action(description="Unhide the selected names", permissions=["change"])
     def unhide_names(self, request: HttpRequest, queryset: QuerySet[PlayerProfile]) -> None:
-        ids = list(queryset.values_list("player_id", flat=True))
-        for player_id in ids:
-            player_profile_unhide(player_id=player_id)
-        self.message_user(request, f"{len(ids)} name(s) shown again.", messages.SUCCESS)
+        self._each(
+            request,
+            queryset,
+            lambda player_id: player_profile_unhide(player_id=player_id),
+            done="shown again",
+        )
+
+    def _each(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[PlayerProfile],
+        change: Callable[[int], bool],
+        *,
+        done: str,
+    ) -> None:
+        """Each selected profile in its own transaction; one the name cache could not take
+        (Redis away) is left as it was, and staff are told which to try again."""
+        changed, failed = 0, []
+        for player_id in queryset.values_list("player_id", flat=True):
+            try:
+                change(player_id)
+                changed += 1
+            except Exception:
+                logger.exception("player %s: the name cache could not be written", player_id)
+                failed.append(player_id)
+        if changed:
+            self.message_user(request, f"{changed} name(s) {done}.", messages.SUCCESS)
+        if failed:
+            self.message_user(
+                request,
+                f"{len(failed)} name(s) left unchanged, the name cache being unreachable; try "
+                f"again: {', '.join(map(str, failed[:20]))}{' ...' if len(failed) > 20 else ''}",
+                messages.ERROR,
+            )

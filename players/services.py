@@ -156,16 +156,22 @@ def _visibility_set(
     hidden_by: AbstractBaseUser | None,
 ) -> bool:
     """Set ``hidden`` where it differs (a new revision, so the name cache follows); False if
-    there is no profile."""
-    exists = PlayerProfile.objects.filter(player_id=player_id)
-    updated = exists.filter(hidden=not hidden).update(
-        hidden=hidden,
-        hidden_at=hidden_at,
-        hidden_by=hidden_by,
-        revision=F("revision") + 1,
-        changed_at=timezone.now(),
-    )
-    found = bool(updated) or exists.exists()
-    if found:
-        _changed([player_id])
+    there is no profile.
+
+    The name cache is written inside the transaction, not after its commit: a cache write
+    that fails (Redis away) raises and undoes the change, so staff see the error and retry.
+    Written after the commit, a failure left the profile hidden in PostgreSQL and the name on
+    every board: nothing rewrites a cache entry whose revision only PostgreSQL moved."""
+    with transaction.atomic():
+        exists = PlayerProfile.objects.filter(player_id=player_id)
+        updated = exists.filter(hidden=not hidden).update(
+            hidden=hidden,
+            hidden_at=hidden_at,
+            hidden_by=hidden_by,
+            revision=F("revision") + 1,
+            changed_at=timezone.now(),
+        )
+        found = bool(updated) or exists.exists()
+        if found:
+            profiles_changed.send(sender=PlayerProfile, player_ids=[player_id])
     return found
