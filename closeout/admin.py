@@ -411,7 +411,12 @@ class ScheduleAdmin(admin.ModelAdmin):
                     saved.promote_percent,
                     saved.relegate_percent,
                 )
-            super().save_model(request, obj, form, change)
+            # Only what the form changed (the league's own fields through its service): a full
+            # save wrote back last_occurrence as loaded, undoing an occurrence the schedule
+            # created while the form was open, and every run then failed to create it again.
+            changed = [f for f in form.changed_data if f not in league_fields]
+            if changed:
+                obj.save(update_fields=[*changed, "updated_at"])
             if league:
                 data = form.cleaned_data
                 schedule_league_set(

@@ -8,7 +8,7 @@ status only matter to the read path at the scale of the memo's few seconds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -118,7 +118,32 @@ class ScheduleView:
     relegate_percent: int = 0
 
 
+def schedule_resumes_after(*, schedule: Schedule) -> datetime:
+    """The schedule's next occurrence is its cron's first tick strictly after this.
+
+    After the last occurrence's start, as the cron ran it; but when that occurrence's season
+    exists, no earlier than just before its end: staff may have changed the cron or the time
+    zone since, and the new one's ticks after the old start fall inside that season (a weekly
+    UTC schedule moved to New York began a second week-long season five hours into the first).
+    Unchanged, the season ends on the next tick, so both give the same occurrence."""
+    after = schedule.last_occurrence_at or schedule.starts_from
+    if schedule.last_occurrence:
+        last_end = (
+            Season.objects.filter(schedule_id=schedule.pk, occurrence=schedule.last_occurrence)
+            .values_list("ends_at", flat=True)
+            .first()
+        )
+        if last_end is not None:
+            # One second before: a tick exactly at the end is the next start (5-field crons
+            # tick on whole minutes).
+            after = max(after, last_end - timedelta(seconds=1))
+    return after
+
+
 def schedule_next_occurrences(*, schedule: Schedule, after: datetime, count: int) -> list[datetime]:
+    """The next ``count`` occurrences after ``after`` that the schedule would create (never one
+    inside the season it created last)."""
+    after = max(after, schedule_resumes_after(schedule=schedule))
     return cron_next(expression=schedule.cron, zone=schedule.timezone, after=after, count=count)
 
 

@@ -36,6 +36,7 @@ from leaderboard.services import board_create, league_boards_open
 from seasons.cron import CronError, cron_check, cron_ticks, timezone_check
 from seasons.leagues import NO_LEAGUE, LeagueSpec, league_spec_check
 from seasons.models import Schedule, Season, SeasonStatus
+from seasons.selectors import schedule_resumes_after
 
 from ..models import RewardTier
 
@@ -227,7 +228,7 @@ def schedule_advance(*, schedule_id: int, now: datetime | None = None) -> Schedu
         ticks = cron_ticks(
             expression=schedule.cron,
             zone=schedule.timezone,
-            after=schedule.last_occurrence_at or schedule.starts_from,
+            after=schedule_resumes_after(schedule=schedule),
         )
         created: list[int] = []
         skipped: list[int] = []

@@ -12,11 +12,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from croniter import croniter
+from django.contrib import admin as django_admin
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
+from closeout.admin import ScheduleAdmin, ScheduleForm
 from closeout.models import RewardTier
 from closeout.services import (
     ScheduleAdvanced,
@@ -294,6 +296,33 @@ def test_a_paused_schedule_creates_nothing_and_a_resumed_one_skips_what_passed(
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("cron", "zone", "next_window"),
+    [
+        # Only the zone changed: New York's Monday midnight, not five hours into the week.
+        ("0 0 * * 1", "America/New_York", (T0 + timedelta(days=7, hours=5), 7)),
+        # Paris's Monday midnight is an hour before the running week ends: the one after.
+        ("0 0 * * 1", "Europe/Paris", (T0 + timedelta(days=13, hours=23), 7)),
+        # Daily from now on: the first day after the running week, not a day inside it.
+        ("0 0 * * *", "UTC", (T0 + timedelta(days=7), 1)),
+    ],
+)
+def test_a_cron_or_zone_changed_meanwhile_never_starts_a_season_inside_the_last_one(
+    template: Season, cron: str, zone: str, next_window: tuple[datetime, int]
+) -> None:
+    schedule = make_schedule(template)
+    schedule_advance(schedule_id=schedule.id, now=T0 - timedelta(minutes=30))
+    assert seasons_of(schedule) == [(1, T0, T0 + timedelta(days=7))]
+    Schedule.objects.filter(pk=schedule.pk).update(cron=cron, timezone=zone)  # as the admin does
+    start, days = next_window
+    schedule_advance(schedule_id=schedule.id, now=start - timedelta(minutes=30))
+    occurrences = seasons_of(schedule)
+    assert occurrences[1][1:] == (start, start + timedelta(days=days))
+    for (_, _, earlier_end), (_, later_start, _) in itertools.pairwise(occurrences):
+        assert later_start >= earlier_end
+
+
+@pytest.mark.django_db
 def test_season_ids_continue_after_the_highest_and_hand_made_seasons_keep_theirs(
     template: Season,
 ) -> None:
@@ -403,3 +432,37 @@ def test_create_schedule_command(template: Season) -> None:
             "--cron=0 0 * *",
             f"--template-season={template.id}",
         )
+
+
+@pytest.mark.django_db
+def test_staff_saving_a_schedule_never_undoes_an_occurrence_created_meanwhile(
+    template: Season, rf
+) -> None:
+    schedule = make_schedule(template)
+    opened = Schedule.objects.get(pk=schedule.pk)  # the row as the change form loaded it
+    form = ScheduleForm(
+        data={
+            "slug": opened.slug,
+            "name": "Weekly cup (renamed)",
+            "cron": opened.cron,
+            "timezone": opened.timezone,
+            "template_season": opened.template_season_id,
+            "lead_minutes": opened.lead_minutes,
+            "active": "on",
+        },
+        instance=opened,
+    )
+    assert form.is_valid(), form.errors
+    # The beat creates occurrence 1 while the form is open (before its save takes the row).
+    schedule_advance(schedule_id=schedule.id, now=T0 - timedelta(minutes=30))
+    request = rf.post("/admin/seasons/schedule/")
+    ScheduleAdmin(Schedule, django_admin.site).save_model(request, form.instance, form, True)
+    saved = Schedule.objects.get(pk=schedule.pk)
+    assert saved.name == "Weekly cup (renamed)"
+    assert (saved.last_occurrence, saved.last_occurrence_at) == (1, T0)
+    # So the next run goes on with occurrence 2 instead of failing on 1 again.
+    done = schedule_advance(
+        schedule_id=schedule.id, now=T0 + timedelta(days=6, hours=23, minutes=30)
+    )
+    assert done.error == ""
+    assert [o for o, _, _ in seasons_of(schedule)] == [1, 2]
