@@ -379,6 +379,18 @@ def _latest_of(decoded: DecodedBatch, stored: StoredBatch) -> LatestResults:
 # --- the batch -----------------------------------------------------------------------------
 
 
+def _outboxes_owed(decoded: DecodedBatch, counted: _Counted) -> set[tuple[int, int]]:
+    """The (partition, board) pairs of the batch left without a script call: a redelivery after
+    a crash between the apply and the publish, with the results since voided or banned, would
+    otherwise leave that attempt's events in the outbox. Empty at no cost in the usual batch,
+    where no result was dropped."""
+    if not (counted.duplicates or counted.excluded):
+        return set()
+    results = decoded.results
+    called = {(group.partition, group.board_id) for group in counted.groups}
+    return set(zip(results.kafka_partitions, results.board_ids, strict=True)) - called
+
+
 def match_results_ingest(
     *,
     topic: str,
@@ -446,14 +458,19 @@ def match_results_ingest(
         if attempts > 1 and boards_failed is not None:
             boards_failed()
         counted = _counted(decoded, stored, latest)
-        if not counted.groups:
+        owed = _outboxes_owed(decoded, counted)
+        if not counted.groups and not owed:
             return 0, counted.duplicates, counted.excluded, ()
         # The script of each (partition, board) call is the exactly-once decision: it writes
         # only offsets above the board's watermark and moves the watermark in the same atomic
         # call; the offsets it reports covered (a redelivery, a retry after a lost reply, a
         # partition's other owner) are dropped and the rest sent again.
         outcome = board_groups_apply(
-            topic=topic, groups=counted.groups, handled_offsets=handled, boards=decoded.boards
+            topic=topic,
+            groups=counted.groups,
+            handled_offsets=handled,
+            boards=decoded.boards,
+            outboxes_owed=owed,
         )
         # An overflowing cumulative sum is logged by board_groups_apply; the result stays
         # stored and counted as applied here (the rebuild reports it too).

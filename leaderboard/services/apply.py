@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, NamedTuple
@@ -317,8 +317,15 @@ def board_groups_apply(
     groups: Sequence[CountedGroup],
     handled_offsets: Mapping[int, int],
     boards: Mapping[int, BoardRef],
+    outboxes_owed: Collection[tuple[int, int]] = (),
 ) -> BoardsApplied:
     """Put results on their boards (season-long and daily), exactly once per Kafka offset.
+
+    ``outboxes_owed``: (partition, board) pairs of the batch with nothing to apply now (every
+    result of theirs voided, banned or no longer the latest since a crashed attempt applied
+    it): their outboxes are read whole, as a covered call's are, so the events that attempt
+    wrote and never published go out now, not whenever that board and partition next see a
+    redelivery.
 
     ``handled_offsets`` maps each partition in the batch to the highest offset the caller has
     dealt with (applied, rejected or found to be a duplicate). One script call per partition and
@@ -337,7 +344,12 @@ def board_groups_apply(
     already = 0
     overflowed: list[str] = []
     events: list[OutboxEntry] = []
-    leftovers: set[str] = set()  # outboxes to read whole: some of their offsets were covered
+    # Outboxes to read whole: some of their offsets were covered, or nothing was left to apply.
+    leftovers: set[str] = {
+        keys.rank_events_outbox(board_id=board_id, topic=topic, partition=partition)
+        for partition, board_id in outboxes_owed
+        if boards[board_id].rank_events
+    }
     now = datetime.now(UTC)
     while pending:
         pending.sort(key=lambda group: (group.partition, group.board_id))

@@ -17,6 +17,7 @@ from ingestion.services import match_results_ingest
 from leaderboard import keys
 from leaderboard.models import Board, ScoringRule
 from leaderboard.selectors.events import rank_events_outbox_read
+from leaderboard.services import player_ban
 from seasons.models import SeasonStatus
 from tests.helpers import make_season
 from tests.leaderboard.rank_events_reference import EventsReference, RefResult
@@ -112,6 +113,32 @@ def test_a_failed_publish_keeps_the_events_for_the_redelivery(board_redis) -> No
     again = ListSink()
     match_results_ingest(topic=TOPIC, records=records, dead_letters=LetterSink(), rank_events=again)
     assert again.messages == []
+
+
+def test_events_left_by_a_crash_go_out_though_the_redelivery_has_nothing_to_apply(
+    board_redis,
+) -> None:
+    # Every result of the batch is one player's, banned between the crash and the redelivery:
+    # the redelivery makes no apply call for the board, and still owes that attempt's events
+    # (rank changes of the player and of those they passed, already on the board).
+    season = make_season(rule=ScoringRule.BEST, status=SeasonStatus.ACTIVE)
+    board = Board.objects.get(season=season, slug="main")
+    results = seeded_results(season, 6, players=1, seed=4)
+    records = [ConsumedRecord(0, o, r.key(), r.value()) for o, r in enumerate(results)]
+    with pytest.raises(ConnectionError):
+        match_results_ingest(
+            topic=TOPIC, records=records, dead_letters=LetterSink(), rank_events=ListSink(fail=True)
+        )
+    player_ban(season_id=season.id, player_id=results[0].player_id, reason="cheating")
+
+    sink = ListSink()
+    outcome = match_results_ingest(
+        topic=TOPIC, records=records, dead_letters=LetterSink(), rank_events=sink
+    )
+    assert (outcome.applied, outcome.not_counted) == (0, 6)
+    assert _ids(sink.events()) == _ids(_reference(board, TOPIC, results))
+    outbox = keys.rank_events_outbox(board_id=board.id, topic=TOPIC, partition=0)
+    assert rank_events_outbox_read(outboxes=[outbox]) == []
 
 
 def test_events_through_the_consumer_and_kafka_and_none_new_on_a_replay(
