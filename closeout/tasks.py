@@ -13,7 +13,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from leaderboard.services import league_boards_open
-from seasons.selectors import seasons_closing_since
+from seasons.selectors import seasons_closing_since, seasons_keys_unreleased
 from seasons.services import season_statuses_sync
 from seasons.tasks import QUICK_TASK, TRANSIENT_ERRORS
 
@@ -38,6 +38,9 @@ _RETRIED: dict[str, Any] = {
 
 # Seconds one close-out task waits for the consumer to drain before leaving it to the next sweep.
 _TASK_DRAIN_WAIT_SECONDS = 10.0
+# A close-out commits, publishes its season_final events, then unlinks: one still at it is
+# left alone for this long before the sweep takes its keys for left behind.
+_KEYS_RELEASE_GRACE_SECONDS = 300.0
 
 
 @shared_task(**QUICK_TASK)
@@ -51,6 +54,11 @@ def seasons_close_due_task() -> list[int]:
     # between that close-out's commit and its opening of them).
     league_boards_open()
     for season_id in due:
+        season_close_task.delay(season_id=season_id)
+    # Closed seasons whose Redis keys were never unlinked (a close-out stopped between its
+    # commit and the unlink): run again, a close-out of a closed season only unlinks them.
+    closed_before = timezone.now() - timedelta(seconds=_KEYS_RELEASE_GRACE_SECONDS)
+    for season_id in seasons_keys_unreleased(closed_before=closed_before):
         season_close_task.delay(season_id=season_id)
     # Closed seasons whose history is not archived yet (just closed, or a crash mid-archive).
     for season_id in seasons_history_due():

@@ -44,6 +44,10 @@ class Season(models.Model):
     # after its close-out (closeout/services/retention.py): its final standings, grants and
     # players' history stay; corrections can no longer re-rank it.
     results_pruned_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # When the closed season's Redis keys were unlinked; null on a closed season: its
+    # close-out stopped between its commit and the unlink (a worker killed), and the close-out
+    # sweep unlinks them (closeout/tasks.py).
+    keys_released_at = models.DateTimeField(null=True, blank=True, editable=False)
     # A season a schedule started (contract 0.3): the schedule and the number of its cron
     # occurrence (1 = the first tick after the schedule's starts_from). Null on seasons staff
     # created by hand.

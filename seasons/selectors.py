@@ -81,6 +81,18 @@ def seasons_closing_since(*, before: datetime) -> list[int]:
     )
 
 
+def seasons_keys_unreleased(*, closed_before: datetime) -> list[int]:
+    """The seasons closed at or before ``closed_before`` whose Redis keys were never unlinked
+    (a close-out stopped between its commit and the unlink), by id."""
+    return list(
+        Season.objects.filter(
+            status=SeasonStatus.CLOSED, closed_at__lte=closed_before, keys_released_at=None
+        )
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+
+
 def season_list_active(*, include_closing: bool = False) -> list[Season]:
     """Seasons taking results now (status kept in step with the dates by season_statuses_sync).
 

@@ -113,3 +113,13 @@ def season_status_transition(
     season.save(update_fields=["status", "closing_since", "drain_end_offsets", "updated_at"])
     logger.info("season %s: status set to %s by staff", season.id, to_status)
     return season
+
+
+def season_keys_released(*, season_id: int, now: datetime | None = None) -> bool:
+    """Record that the closed season's Redis keys are unlinked (the first time only); False
+    when the season is not closed or was recorded already."""
+    return bool(
+        Season.objects.filter(
+            id=season_id, status=SeasonStatus.CLOSED, keys_released_at=None
+        ).update(keys_released_at=now or timezone.now())
+    )

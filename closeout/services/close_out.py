@@ -20,6 +20,7 @@ from leaderboard.selectors.boards import BoardRef, board_list
 from leaderboard.selectors.leagues import league_previous_open
 from leaderboard.services import league_boards_open, season_keys_unlink
 from seasons.models import Season, SeasonStatus
+from seasons.services import season_keys_released
 
 from ..models import FinalStanding, RewardGrant, RewardTier
 from ..selectors import (
@@ -218,6 +219,9 @@ def season_close(
     if not already_closed:
         _season_final_events(season_id=season_id)
     keys_unlinked = season_keys_unlink(season_id=season_id)
+    # Recorded once unlinked: a close-out stopped before this (a worker killed after the
+    # commit) leaves the season to the sweep, which runs it again (seasons_keys_unreleased).
+    season_keys_released(season_id=season_id)
     if already_closed:
         return SeasonCloseResult(
             season_id=season_id, outcome=CloseOutcome.ALREADY_CLOSED, keys_unlinked=keys_unlinked

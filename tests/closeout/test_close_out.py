@@ -8,8 +8,11 @@ from django.core.management import CommandError, call_command
 
 from closeout.models import FinalStanding, RewardGrant
 from closeout.services import CloseOutcome, reward_tier_create, season_close
+from closeout.services import close_out as close_out_module
+from closeout.tasks import season_close_task, seasons_close_due_task
 from leaderboard import keys
 from seasons.models import Season, SeasonStatus
+from seasons.selectors import seasons_keys_unreleased
 from tests.factories import MatchResultFactory, SeasonFactory
 from tests.helpers import as_board, main_board_id
 
@@ -210,7 +213,7 @@ def test_close_season_command(best_season: Season) -> None:
     assert "already closed: nothing granted" in out.getvalue()
     with pytest.raises(CommandError, match="season 999999 does not exist"):
         call_command("close_season", "--season", "999999")
-    with pytest.raises(CommandError, match="0 or more"):
+    with pytest.raises(CommandError, match="--grace-seconds: must be 0 to"):
         call_command("close_season", "--season", "1", "--grace-seconds", "-1")
 
 
@@ -260,3 +263,36 @@ def test_a_close_out_finding_another_running_returns_at_once(best_season: Season
     assert season_close(season_id=best_season.id, now=AFTER, grace_seconds=0).outcome == (
         CloseOutcome.CLOSED
     )
+
+
+@pytest.mark.django_db
+def test_keys_left_by_a_close_out_stopped_after_its_commit_are_unlinked_by_the_sweep(
+    best_season: Season, board_redis, monkeypatch
+) -> None:
+    season = best_season
+    board_key = keys.board(board_id=main_board_id(season.id))
+
+    def killed(*, season_id: int) -> int:
+        raise RuntimeError("the worker was killed here")
+
+    monkeypatch.setattr(close_out_module, "season_keys_unlink", killed)
+    with pytest.raises(RuntimeError):
+        season_close(season_id=season.id, now=AFTER, grace_seconds=0)
+    monkeypatch.undo()
+    stopped = Season.objects.get(id=season.id)
+    assert (stopped.status, stopped.keys_released_at) == (SeasonStatus.CLOSED, None)
+    assert board_redis.exists(board_key) == 1
+    # Left alone while a close-out may still be at it; taken up after the grace.
+    assert seasons_keys_unreleased(closed_before=AFTER - timedelta(seconds=1)) == []
+    assert seasons_keys_unreleased(closed_before=AFTER + timedelta(minutes=5)) == [season.id]
+    queued: list[int] = []
+    monkeypatch.setattr(season_close_task, "delay", lambda *, season_id: queued.append(season_id))
+    seasons_close_due_task()
+    assert season.id in queued
+
+    # What the queued task runs: a close-out of a closed season only unlinks.
+    again = season_close(season_id=season.id, now=AFTER + timedelta(minutes=6), grace_seconds=0)
+    assert again.outcome == CloseOutcome.ALREADY_CLOSED
+    assert board_redis.exists(board_key) == 0
+    assert Season.objects.get(id=season.id).keys_released_at is not None
+    assert seasons_keys_unreleased(closed_before=AFTER + timedelta(days=1)) == []

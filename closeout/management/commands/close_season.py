@@ -65,11 +65,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         grace = options["grace_seconds"]
-        if grace is not None and grace < 0:
-            raise CommandError("--grace-seconds must be 0 or more")
         timeout = options["timeout"]
-        if timeout is not None and timeout < 0:
-            raise CommandError("--timeout must be 0 or more")
         no_wait = options["no_wait"]
         try:
             wait = season_close_wait(
