@@ -22,8 +22,10 @@ from .services import player_profile_hide, player_profile_unhide
 logger = logging.getLogger(__name__)
 
 
-@admin.register(PlayerProfile)
-class PlayerProfileAdmin(admin.ModelAdmin):
+class PlayerProfileAdminBase(admin.ModelAdmin):
+    """Registered by leaderboard_project/admin.py with the seasons app's paginator for tables
+    of millions of rows (one profile per player), which this app cannot import."""
+
     list_display = (
         "player_id",
         "display_name",

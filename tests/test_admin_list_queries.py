@@ -24,6 +24,7 @@ from leaderboard.models import (
     RebuildRun,
     ReconcileRun,
 )
+from players.models import PlayerProfile
 from seasons.admin import EstimatedCountPaginator
 from seasons.models import Season
 from tests.factories import MatchResultFactory, SeasonFactory
@@ -97,6 +98,9 @@ ROWS: dict[str, Callable[[Season], object]] = {
     "closeout/finalstanding": _standing,
     "closeout/rewardgrant": _grant,
     "webhooks/webhookdelivery": _kept_delivery,
+    "players/playerprofile": lambda s: PlayerProfile.objects.create(
+        player_id=next(_ids), display_name="x", name_updated_at=NOW
+    ),
 }
 
 
@@ -123,6 +127,7 @@ LARGE = (
     "closeout/rewardgrant",
     "leaderboard/matchresult",
     "leaderboard/participant",
+    "players/playerprofile",
 )
 
 
