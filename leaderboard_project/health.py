@@ -108,3 +108,33 @@ def boards_check() -> BoardsState:
     except Exception as exc:
         return BoardsState((), (), f"{type(exc).__name__}: {exc}")
     return BoardsState(tuple(sorted(missing)), tuple(sorted(recovering)))
+
+
+@dataclass(frozen=True, slots=True)
+class HealthState:
+    dependencies: list[DependencyState]
+    boards: BoardsState
+
+
+_public_lock = threading.Lock()
+_public: tuple[float, HealthState] | None = None
+
+
+def health_check() -> HealthState:
+    return HealthState(dependencies_check(), boards_check())
+
+
+def health_check_shared() -> HealthState:
+    """``health_check``, shared by the requests of this process for HEALTHZ_PUBLIC_CACHE_SECONDS:
+    anyone may ask /healthz as often as they like, and each ask costs PostgreSQL, Redis and a
+    Kafka metadata request a round trip; shared, a flood costs them one round per process per
+    period. The operators' detailed answers check afresh."""
+    global _public
+    ttl = settings.HEALTHZ_PUBLIC_CACHE_SECONDS
+    if ttl <= 0:
+        return health_check()
+    with _public_lock:  # one check at a time: the others take its answer
+        now = time.monotonic()
+        if _public is None or now - _public[0] >= ttl:
+            _public = (now, health_check())
+        return _public[1]

@@ -495,6 +495,10 @@ for _network in METRICS_ALLOWED_NETWORKS:
     except ValueError as _exc:
         raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_network!r}: {_exc}") from None
 
+# How long the public's /healthz answers share one round of dependency checks, per process
+# (seconds; 0: every request checks). Operators always get a fresh check.
+HEALTHZ_PUBLIC_CACHE_SECONDS = env.float("HEALTHZ_PUBLIC_CACHE_SECONDS", default=1.0)
+
 # --- Logging -------------------------------------------------------------------------------------
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")

@@ -31,3 +31,6 @@ _faults_port = _env.int("LB_KAFKA_FAULTS_PORT", default=_kafka_port + 2)
 _faults_proxy_port = _env.int("LB_KAFKA_FAULTS_PROXY_PORT", default=_kafka_port + 3)
 KAFKA_FAULTS_LISTENER = _env.str("KAFKA_FAULTS_LISTENER", default=f"127.0.0.1:{_faults_port}")
 KAFKA_FAULTS_PROXY = _env.str("KAFKA_FAULTS_PROXY", default=f"127.0.0.1:{_faults_proxy_port}")
+
+# Every /healthz of the suite checks afresh: tests turn dependencies off and on between asks.
+HEALTHZ_PUBLIC_CACHE_SECONDS = 0.0

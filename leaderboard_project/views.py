@@ -9,7 +9,7 @@ from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4
 from ingestion.selectors import ingest_consumer_stats_list
 
 from .access import operators_only, request_from_operator
-from .health import boards_check, dependencies_check
+from .health import health_check, health_check_shared
 from .metrics import metrics_exposition
 
 
@@ -26,12 +26,13 @@ def healthz(request: HttpRequest) -> JsonResponse:
     text names hosts, ports and versions. Operators (``access.request_from_operator``) get each
     dependency's latency and error and the boards.
     """
-    states = dependencies_check()
+    operator = request_from_operator(request)
+    health = health_check() if operator else health_check_shared()
+    states, boards = health.dependencies, health.boards
     down = [state.name for state in states if not state.ok]
-    boards = boards_check()
     status = "unavailable" if down else ("degraded" if boards.missing else "ok")
     body: dict[str, object] = {"status": status, "down": down}
-    if request_from_operator(request):
+    if operator:
         body["boards"] = {
             "missing": list(boards.missing),
             "recovering": list(boards.recovering),

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 
 @pytest.mark.django_db
@@ -98,3 +100,20 @@ def test_the_internal_network_gets_the_details(client, settings) -> None:
     _dead_redis(settings)
     body = client.get("/healthz", REMOTE_ADDR="10.20.30.40").json()
     assert "Connection" in body["dependencies"]["redis"]["error"]
+
+
+@pytest.mark.django_db
+def test_the_publics_asks_share_one_round_of_checks(client, settings) -> None:
+    settings.HEALTHZ_PUBLIC_CACHE_SECONDS = 60
+    with CaptureQueriesContext(connection) as first:
+        assert client.get("/healthz", REMOTE_ADDR=PUBLIC).status_code == 200
+    assert any(q["sql"] == "SELECT 1" for q in first)
+    # A flood of anonymous asks costs the dependencies nothing more within the period ...
+    with CaptureQueriesContext(connection) as again:
+        for _ in range(20):
+            assert client.get("/healthz", REMOTE_ADDR=PUBLIC).json()["status"] == "ok"
+    assert not any(q["sql"] == "SELECT 1" for q in again)
+    # ... and an operator's ask checks afresh.
+    with CaptureQueriesContext(connection) as operator:
+        client.get("/healthz", REMOTE_ADDR="10.20.30.40")
+    assert any(q["sql"] == "SELECT 1" for q in operator)
