@@ -40,6 +40,14 @@ def flag_span(country: str | None) -> SafeString | str:
 
 
 @register.filter
+def column_values(tiebreakers: object) -> list[object]:
+    """An entry's tie-break values in the board's column order. Not ``tiebreakers.values`` in a
+    template: a column a studio named ``values`` (or ``items``, ``keys``) is looked up as a key
+    first, and the page failed on the integer it found."""
+    return list(tiebreakers.values()) if isinstance(tiebreakers, dict) else []
+
+
+@register.filter
 def metadata_text(metadata: object) -> str:
     """An entry's metadata as one line: ``key: value`` pairs joined by " · " (a nested value
     as compact JSON); "" for none. live.js writes the same text."""

@@ -461,3 +461,22 @@ def test_reconcile_counts_cumulative_players_by_the_wide_keys_limits(days: int) 
     assert get_board_redis().zcard(keys.board(board_id=board.id)) == 2
     result = board_reconcile(board_id=board.id, topic=TOPIC)
     assert (result.drift_found, result.rebuilt) == (False, False)
+
+
+def test_columns_named_like_a_dicts_methods_show_on_the_page(client) -> None:
+    """A column named values, items or keys: the templates looked it up as a key of the entry's
+    tiebreakers before the method, and the board page answered 500."""
+    columns = (TiebreakColumn("values", "desc"), TiebreakColumn("items", "asc"))
+    season = make_season(starts_at=START - timedelta(days=1), ends_at=START + timedelta(days=30))
+    board_factory(season, "named", tiebreaks=columns)
+    at = START + timedelta(hours=1)
+    sent = [
+        Sent(uuid.UUID(int=1), 1, 50, {"values": 7, "items": 3}, at, "named"),
+        Sent(uuid.UUID(int=2), 2, 50, {"values": 9, "items": 4}, at, "named"),
+    ]
+    _ingest(season.id, sent, random.Random(3))
+    page = client.get(f"/seasons/{season.id}/boards/named")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert '<td class="num">9</td><td class="num">4</td>' in html
+    assert '<td class="num">7</td><td class="num">3</td>' in html
