@@ -264,7 +264,11 @@ class BoardStreamServer:
                         queue.get(), timeout=min(left, HEARTBEAT_SECONDS)
                     )
                 except TimeoutError:
-                    frame = b": ping\n\n"
+                    if ends - time.monotonic() <= 0:
+                        break  # the stream's time is up: no heartbeat to end it with
+                    # A named event, not an SSE comment: live.js never sees comments, and
+                    # gives up a stream it has heard nothing from in two heartbeats.
+                    frame = b"event: ping\ndata: {}\n\n"
                 writer.write(frame)
                 await _drained(writer)
         except (ConnectionError, OSError, TimeoutError):

@@ -4,6 +4,8 @@ real browser: the list moves with no poll while the stream is up, and polls when
 from __future__ import annotations
 
 import re
+import socketserver
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -117,3 +119,58 @@ def test_without_a_stream_the_page_polls(page, board_redis, settings) -> None:
     expect(table).to_have_attribute("data-source", "poll")
     ingest(board_redis, season, player_id=779, points=9900, at=datetime.now(UTC))
     expect(table.locator('tbody tr[data-player="779"] td').first).to_have_text("1", timeout=5000)
+
+
+class _SilentStream:
+    """A stream that sends one list, then nothing and never closes: a path that died silently
+    (a laptop asleep, a proxy dropping the connection without a word)."""
+
+    def __init__(self) -> None:
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    @staticmethod
+    def _handler() -> type[socketserver.StreamRequestHandler]:
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                while self.rfile.readline() not in (b"\r\n", b""):
+                    pass
+                self.wfile.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                    b"Access-Control-Allow-Origin: *\r\n\r\n"
+                    b'event: top\ndata: {"version": 0, "entries": []}\n\n'
+                )
+                self.wfile.flush()
+                self.rfile.read()  # until the page gives up on it
+
+        return Handler
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_stream_gone_silent_is_given_up_for_polling(page, board_redis, settings) -> None:
+    silent = _SilentStream()
+    settings.BOARD_STREAM_URL = silent.url
+    try:
+        season = _live_season()
+        write_season_board(board_redis, season)
+        # Two seconds of silence instead of the page's forty (read as live.js starts).
+        page.add_init_script(
+            "const read = Element.prototype.getAttribute;"
+            "Element.prototype.getAttribute = function (name) {"
+            "  return name === 'data-stream-silent-ms' ? '2000' : read.call(this, name); };"
+        )
+        page.goto(f"/seasons/{season.id}")
+        table = page.locator("table[data-live-url]")
+        expect(table).to_have_attribute("data-source", "stream", timeout=5000)
+        expect(table).to_have_attribute("data-source", "poll", timeout=10000)
+        ingest(board_redis, season, player_id=780, points=9900, at=datetime.now(UTC))
+        expect(table.locator('tbody tr[data-player="780"] td').first).to_have_text(
+            "1", timeout=5000
+        )
+    finally:
+        silent.stop()

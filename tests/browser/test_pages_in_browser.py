@@ -323,3 +323,26 @@ class _Ingest:
 class _NoLetters:
     def publish(self, *, letters) -> None:
         raise AssertionError(f"unexpected dead letters: {letters}")
+
+
+def test_a_league_board_marks_only_the_rows_that_moved(page, board_redis):
+    """live.js compared each row's rank and points with the list before; on a league board the
+    tier sits where the points are elsewhere, and every row was marked as moved at every redraw."""
+    from leaderboard.models import Board
+
+    season = _live_season()
+    Board.objects.filter(season=season).update(cohort_size=50, tiers=["bronze", "silver"])
+    write_season_board(board_redis, season)
+    page.goto(f"/seasons/{season.id}")
+    table = page.locator("table[data-live-url][data-tiers]")
+    expect(table.locator("thead th").nth(2)).to_have_text("Tier")
+    expect(table.locator("tbody tr")).to_have_count(7)
+    ingest(board_redis, season, player_id=777, points=9000, at=datetime.now(UTC))
+    moved = table.locator('tbody tr[data-player="777"]')
+    expect(moved).to_have_class(re.compile(r"\bchanged\b"), timeout=5000)
+    # Everyone else moved down one rank: those are changes too; their points are not.
+    expect(table.locator("tbody tr.changed")).to_have_count(8)
+    # A redraw where only one player's points change marks that row alone.
+    ingest(board_redis, season, player_id=777, points=9500, at=datetime.now(UTC))
+    expect(moved.locator("td").nth(3)).to_have_text("9500", timeout=5000)
+    expect(table.locator("tbody tr.changed")).to_have_count(1)

@@ -35,6 +35,8 @@
   var MAX_BACKOFF_MS = 10000;
   var STREAM_RETRY_MS = 5000;
   var STREAM_MAX_RETRY_MS = 60000;
+  // Longer than two of the server's heartbeats (board_stream.py HEARTBEAT_SECONDS, 15 s).
+  var STREAM_SILENT_MS = Number(table.getAttribute("data-stream-silent-ms")) || 40000;
   // True while the stream is open and delivering: polling pauses meanwhile.
   var streaming = false;
   var streamFailures = 0;
@@ -70,7 +72,10 @@
     var rows = tbody.rows;
     for (var i = 0; i < rows.length; i++) {
       var player = rows[i].getAttribute("data-player");
-      if (player) { seen[player] = rows[i].cells[0].textContent + ":" + rows[i].cells[2].textContent; }
+      // The points cell: after the player's, and after the tier's on a league board.
+      if (player) {
+        seen[player] = rows[i].cells[0].textContent + ":" + rows[i].cells[withTier ? 3 : 2].textContent;
+      }
     }
     return seen;
   }
@@ -240,7 +245,16 @@
     streamUrl = window.EventSource ? table.getAttribute("data-stream-url") : null;
     if (!streamUrl || stopped) { return; }
     var source = new EventSource(streamUrl);
+    var heard = Date.now();
+    // A path that dies silently (a laptop asleep, a NAT or proxy dropping the connection) fires
+    // no error for minutes; the server sends a "ping" at least every 15 s, so a stream silent
+    // for longer than STREAM_SILENT_MS is given up like a cut one: poll, and listen again.
+    var watchdog = window.setInterval(function () {
+      if (Date.now() - heard > STREAM_SILENT_MS) { source.onerror(); }
+    }, STREAM_SILENT_MS / 4);
+    source.addEventListener("ping", function () { heard = Date.now(); });
     source.addEventListener("top", function (message) {
+      heard = Date.now();
       var list;
       try { list = JSON.parse(message.data); } catch (e) { return; }
       var got = typeof list.version === "number" ? list.version : null;
@@ -257,12 +271,15 @@
       render(list.entries || []);
     });
     source.addEventListener("unavailable", function () {
+      heard = Date.now();
       say("The leaderboard service is unavailable right now. The list below may be out of " +
           "date; retrying.", true);
     });
     source.onerror = function () {
-      // Refused (no stream there, too many streams) or cut: poll until it is back. The browser
-      // would reconnect on its own after a cut, but not after a refusal; one path for both.
+      // Refused (no stream there, too many streams), cut or silent: poll until it is back. The
+      // browser would reconnect on its own after a cut, but not after a refusal; one path for all.
+      window.clearInterval(watchdog);
+      source.onerror = null;
       source.close();
       streaming = false;
       table.setAttribute("data-source", "poll");
