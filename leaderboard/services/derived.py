@@ -10,7 +10,8 @@ import json
 import logging
 import time
 import uuid
-from datetime import date, datetime, timedelta
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
 
@@ -201,6 +202,53 @@ def _days_merge(
         client.unlink(source)
 
 
+def weekly_days_kept(*, board: BoardRef, iso_year: int, iso_week: int, now: datetime) -> bool:
+    """Whether every daily board of the week is still kept, so a build from them is the whole
+    week: its first day within the season ended less than LEADERBOARD_DAILY_TTL_DAYS ago (a
+    daily board expires that long after its day, later after a late write: this errs on the
+    side of refusing). Past it, the week's Monday is gone from Redis first, and a build
+    would serve the week without it as the whole week."""
+    first = max(date.fromisocalendar(iso_year, iso_week, 1), board.season.starts_at.date())
+    first_ends = datetime(first.year, first.month, first.day, tzinfo=UTC) + timedelta(days=1)
+    return first_ends + timedelta(days=settings.LEADERBOARD_DAILY_TTL_DAYS) > now
+
+
+def weekly_boards_rebuild(
+    *,
+    board: BoardRef,
+    weeks: Iterable[tuple[int, int]],
+    now: datetime,
+    only_existing: bool = False,
+) -> list[tuple[int, int]]:
+    """Rebuild these ISO weeks' boards from the daily boards (``only_existing``: only those
+    in Redis now; a missing one is built on demand); the weeks rebuilt.
+
+    A week some of whose daily boards may have expired is left as it is (``weekly_days_kept``):
+    the weekly board in Redis, built while they were all there, is the better answer. A week
+    that cannot be built (a cumulative sum past the codec: the daily boards hold sums the
+    season-long board leaves off) is logged and left too, and never stops the weeks and the
+    callers' boards after it."""
+    client = get_board_redis()
+    rebuilt: list[tuple[int, int]] = []
+    for iso_year, iso_week in sorted(set(weeks)):
+        weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
+        if only_existing and not client.exists(weekly):
+            continue
+        if not weekly_days_kept(board=board, iso_year=iso_year, iso_week=iso_week, now=now):
+            logger.info(
+                "weekly board %s: not rebuilt, the daily boards of its first days may have expired",
+                weekly,
+            )
+            continue
+        try:
+            weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
+        except WeeklyBuildError:
+            logger.exception("weekly board %s: not rebuilt", weekly)
+            continue
+        rebuilt.append((iso_year, iso_week))
+    return rebuilt
+
+
 def weekly_board_ensure(*, board: BoardRef, iso_year: int, iso_week: int, today: date) -> bool:
     """Build a week's board on demand when it is missing; True if this call built it.
 
@@ -211,6 +259,9 @@ def weekly_board_ensure(*, board: BoardRef, iso_year: int, iso_week: int, today:
     season = board.season
     if days[0] > today or days[-1] < season.starts_at.date() or days[0] > season.ends_at.date():
         return False
+    now = datetime.combine(today, datetime.min.time(), tzinfo=UTC)
+    if not weekly_days_kept(board=board, iso_year=iso_year, iso_week=iso_week, now=now):
+        return False  # its first days' daily boards may be gone: never a week without them
     client = get_board_redis()
     weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
     if client.exists(weekly):

@@ -35,7 +35,7 @@ from leaderboard.selectors.scores import board_scores_chunks, board_scores_for_p
 from seasons.selectors import SeasonRef
 
 from .apply import daily_board_expire_at
-from .derived import weekly_board_build
+from .derived import weekly_boards_rebuild
 from .rebuild import RebuildInProgressError, _board_keys, board_rebuild
 
 logger = logging.getLogger(__name__)
@@ -406,10 +406,12 @@ def boards_reconcile_live_seasons(
             if result.rebuilt:
                 repaired.append(day)
         # A weekly board is built from the daily boards: rebuild those built from a repaired one.
-        for iso_year, iso_week in sorted({d.isocalendar()[:2] for d in repaired}):
-            weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
-            if client.exists(weekly):
-                weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
+        weekly_boards_rebuild(
+            board=board,
+            weeks=[d.isocalendar()[:2] for d in repaired],
+            now=now,
+            only_existing=True,
+        )
     return results
 
 

@@ -39,7 +39,7 @@ from leaderboard.selectors.boards import BoardRef, board_list_open
 from leaderboard.selectors.offsets import board_stored_offsets
 
 from .corrections import daily_boards_existing
-from .derived import weekly_board_build
+from .derived import weekly_boards_rebuild
 from .rebuild import RebuildInProgressError, board_rebuild
 from .reconcile import (
     ReconcileResult,
@@ -220,8 +220,7 @@ def board_recover(
         weeks = sorted(
             {d.isocalendar()[:2] for d in days if d <= today},
         )
-        for iso_year, iso_week in weeks:
-            weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
+        weeks = weekly_boards_rebuild(board=board, weeks=weeks, now=now)
         board_mark_intact(board_id=board.id)
     except RebuildInProgressError:
         logger.info("recovery of board %s waits for a rebuild in progress", board.id)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis
 from django.conf import settings as django_settings
+from django.db.models import F
 from django.utils import timezone
 
 from leaderboard import keys
@@ -18,9 +19,12 @@ from leaderboard.services import (
     boards_reconcile_live_seasons,
     boards_recover,
     reconcile_days,
+    weekly_board_build,
 )
+from leaderboard.services.derived import weekly_board_ensure, weekly_days_kept
 from seasons.models import SeasonStatus
 from tests.helpers import (
+    as_board,
     board_read,
     expected_board,
     main_board_id,
@@ -285,3 +289,60 @@ def test_the_recovery_compares_the_players_ingested_before_a_redis_restart(own_r
     # The heartbeat now holds this Redis's run id: the next look reconciles nothing.
     assert not own_redis.get(keys.redis_run_id_seen()).startswith(b"0123abcd ")
     assert boards_recover().reconciled == ()
+
+
+def _same_week_days(season) -> tuple[datetime, datetime]:
+    """Two consecutive days of one ISO week within the season, as noon times."""
+    first = season.starts_at.date() + timedelta(days=1)
+    while first.isoweekday() > 5:
+        first += timedelta(days=1)
+    noon = datetime.combine(first, datetime.min.time(), tzinfo=UTC) + timedelta(hours=12)
+    return noon, noon + timedelta(days=1)
+
+
+def test_a_weekly_board_that_cannot_be_built_never_stops_the_recovery(own_redis):
+    # Cumulative: each day's sum fits the codec, the two days together do not. The season-long
+    # board leaves the player off; the weekly merge refuses to build.
+    season = make_live_season(rule=ScoringRule.CUMULATIVE)
+    board = as_board(season)
+    half = board.codec.max_points // 2 + 1
+    one, two = _same_week_days(season)
+    live.ingest(own_redis, season, player_id=1, points=half, at=one)
+    live.ingest(own_redis, season, player_id=1, points=half, at=two)
+    live.ingest(own_redis, season, player_id=2, points=5, at=one)
+    _lose_everything(own_redis)
+
+    report = boards_recover(now=two + timedelta(hours=6))
+    (recovered,) = [r for r in report.recovered if r.board_id == board.id]
+    assert recovered.weeks == ()  # the week is left off, logged
+    assert own_redis.exists(keys.board_intact(board_id=board.id)) == 1
+    assert own_redis.zcard(keys.board(board_id=board.id)) == 1  # player 2; player 1 left off
+
+
+def test_the_recovery_keeps_a_weekly_board_whose_first_days_expired(own_redis):
+    season = make_live_season(days=60)
+    board = as_board(season)
+    monday = season.starts_at.date() + timedelta(days=7 - season.starts_at.date().weekday())
+    noon = datetime.combine(monday, datetime.min.time(), tzinfo=UTC) + timedelta(hours=12)
+    live.ingest(own_redis, season, player_id=1, points=100, at=noon)
+    live.ingest(own_redis, season, player_id=2, points=50, at=noon + timedelta(days=3))
+    # Ingested as they were played (no late write keeping an old day's board longer).
+    MatchResult.objects.filter(season=season).update(ingested_at=F("achieved_at"))
+    iso_year, iso_week, _ = monday.isocalendar()
+    weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
+    weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
+    assert own_redis.zcard(weekly) == 2
+    # 16.5 days on: Monday's daily board has expired, Thursday's is still kept. The board is
+    # then lost (its intact key gone): the recovery rebuilds it.
+    own_redis.unlink(keys.daily_board(board_id=board.id, day=monday))
+    own_redis.unlink(keys.board_intact(board_id=board.id))
+    now = noon + timedelta(days=16, hours=12)
+    report = boards_recover(now=now)
+    assert board.id in [r.board_id for r in report.recovered]
+    # Built again from Thursday alone it would have lost player 1: it is kept as it was.
+    assert own_redis.zcard(weekly) == 2
+    assert weekly_days_kept(board=board, iso_year=iso_year, iso_week=iso_week, now=now) is False
+    assert (
+        weekly_board_ensure(board=board, iso_year=iso_year, iso_week=iso_week, today=now.date())
+        is False
+    )
