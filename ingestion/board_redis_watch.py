@@ -20,6 +20,7 @@ import logging
 import time
 
 import redis
+from django.db import DatabaseError
 from kafka import KafkaConsumer
 from kafka.errors import KafkaError
 from kafka.structs import TopicPartition
@@ -77,7 +78,10 @@ class BoardRedisWatch:
                 if offset is not None:
                     committed[partition] = offset
             repaired = boards_lost_writes_repair(topic=self.topic, committed=committed)
-        except (redis.RedisError, KafkaError, RebuildInProgressError) as exc:
+        except (redis.RedisError, KafkaError, RebuildInProgressError, DatabaseError) as exc:
+            # DatabaseError: PostgreSQL away a moment (the repair reads the boards, the stored
+            # offsets and the results). Raised, it ended the process, and the restarted one
+            # took the new masters for its first look: the repair owed was forgotten.
             logger.warning("lost-writes repair postponed: %s", exc)
             return
         self._repair_pending = False

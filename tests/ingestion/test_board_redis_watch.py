@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import pytest
 import redis
+from django.db import OperationalError
 from kafka import KafkaConsumer
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
@@ -25,6 +26,7 @@ from ingestion.services import batch as batch_module
 from ingestion.services import match_results_ingest
 from leaderboard import keys
 from leaderboard.models import ScoringRule
+from leaderboard.services import RebuildInProgressError
 from seasons.models import SeasonStatus
 from tests.helpers import main_board_id, make_season
 from tests.ingestion.ingest_helpers import assert_boards_match, seeded_results
@@ -107,11 +109,18 @@ def test_a_batch_retried_after_a_failover_waits_for_the_lost_writes_repair(
     assert_boards_match(board_redis, season, results)
 
 
+@pytest.mark.parametrize(
+    "cannot_run",
+    [
+        RebuildInProgressError("a rebuild of the board is running"),
+        # PostgreSQL away a moment: the process ended on it, and the repair owed was forgotten.
+        OperationalError("connection to server at 127.0.0.1 failed"),
+    ],
+    ids=["rebuild", "postgresql"],
+)
 def test_a_retry_waits_while_the_repair_cannot_run(
-    board_redis, kafka_topic_factory, kafka_bootstrap, monkeypatch
+    board_redis, kafka_topic_factory, kafka_bootstrap, monkeypatch, cannot_run
 ) -> None:
-    from leaderboard.services import RebuildInProgressError
-
     topic = kafka_topic_factory("watch-wait")
     consumer = KafkaConsumer(
         bootstrap_servers=kafka_bootstrap,
@@ -126,7 +135,7 @@ def test_a_retry_waits_while_the_repair_cannot_run(
         watch._masters = frozenset({"the master before the failover"})
 
         def busy(**kwargs):
-            raise RebuildInProgressError("a rebuild of the board is running")
+            raise cannot_run
 
         monkeypatch.setattr("ingestion.board_redis_watch.boards_lost_writes_repair", busy)
         with pytest.raises(redis.ConnectionError, match="lost-writes repair owed"):
