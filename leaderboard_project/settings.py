@@ -369,6 +369,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_timeout": 30,  # kombu's BRPOP blocks 1 s; 30 s never cuts a live reply short
     "socket_keepalive": True,
     "health_check_interval": 10,
+    # Every task acks late: the broker hands a message to another worker when it is not acked
+    # within this many seconds of its delivery, running or not (kombu's default is an hour).
+    # A long task (a reconcile: 3,300 s) can wait its turn behind another in a worker's
+    # prefetch, or a retry's countdown (up to 600 s) before it runs: well past an hour. The cost:
+    # a message a killed worker held is delivered again after this long (periodic work runs
+    # again sooner by its schedule).
+    "visibility_timeout": 4 * 3600,
 }
 # The worker's consumer that reconnects even when kombu fails to close the lost connection.
 CELERY_WORKER_CONSUMER = "leaderboard_project.celery:BrokerLossTolerantConsumer"
