@@ -151,12 +151,12 @@ def board_intact(*, board_id: int) -> str:
 
 
 def board_checked(*, board_id: int) -> str:
-    """``lb:{b7}:checked``: present while THIS Redis server process has compared the board with
-    PostgreSQL (or rebuilt it) since it started. Written with replication off
-    (``board_mark_checked.lua``): never in the AOF, never on a replica, so a restart or a
-    failover, which may have lost the last writes, comes back without it and the board's
-    reads answer 503 until the recovery has checked it (docs/ingestion.md, "Redis losing
-    data")."""
+    """``lb:{b7}:checked``: ``run:<run id>`` of the Redis server process that compared the
+    board with PostgreSQL (or rebuilt it) since it started. Written with replication off
+    (``board_mark_checked.lua``), and vouching only on the process whose run id it holds
+    (a copy of memory, an AOF rewrite or a snapshot, can bring it back after a restart), so
+    a restart or a failover, which may have lost the last writes, makes the board's reads
+    answer 503 until the recovery has checked it (docs/ingestion.md, "Redis losing data")."""
     return f"{_board_tag(board_id)}:checked"
 
 

@@ -94,13 +94,31 @@ local function merge_into(key, member, points, ticks, rule, order, time_bits, ma
   return 1
 end
 
--- Does any of KEYS[first..] not exist? The read scripts' guard keys: the board's intact key
--- (persisted: the board is whole) and its checked key (never persisted nor replicated: this
--- Redis process has compared the board with PostgreSQL since it started), so a board a
--- restart or a failover may have left stale answers 503 instead of a stale board.
+-- This Redis server process's run id (INFO server: a new one at every start).
+local function redis_run_id()
+  return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+end
+
+-- What a board's checked key holds once THIS Redis process compared the board with
+-- PostgreSQL: its run id. Written with replication off, but an AOF rewrite, an RDB save or a
+-- full resync of a replica copies memory, checked keys included: a restart or a failover can
+-- come back with them, stamped with another process's run id.
+local function checked_value()
+  return 'run:' .. redis_run_id()
+end
+
+-- Do KEYS[first..] fail to vouch for the board? The read scripts' guard keys, in
+-- leaderboard/selectors/_guards.py's order: the board's intact key (persisted: the board is
+-- whole) and, on a master, its checked key, which vouches only with this process's run id
+-- (or '1', what a checked key held before it carried one, until the recovery stamps it), so
+-- a board a restart or a failover may have left stale answers 503 instead of a stale board.
 local function keys_missing(first)
-  for i = first, #KEYS do
-    if redis.call('EXISTS', KEYS[i]) == 0 then
+  if first <= #KEYS and redis.call('EXISTS', KEYS[first]) == 0 then
+    return true
+  end
+  if first + 1 <= #KEYS then
+    local checked = redis.call('GET', KEYS[first + 1])
+    if checked ~= '1' and checked ~= checked_value() then
       return true
     end
   end

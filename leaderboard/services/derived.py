@@ -223,8 +223,8 @@ def weekly_boards_rebuild(
     """Rebuild these ISO weeks' boards from the daily boards (``only_existing``: only those
     in Redis now; a missing one is built on demand); the weeks rebuilt.
 
-    A week some of whose daily boards may have expired is left as it is (``weekly_days_kept``):
-    the weekly board in Redis, built while they were all there, is the better answer. A week
+    A week in Redis some of whose daily boards may have expired is left as it is
+    (``weekly_days_kept``): built while they were all there, it is the better answer. A week
     that cannot be built (a cumulative sum past the codec: the daily boards hold sums the
     season-long board leaves off) is logged and left too, and never stops the weeks and the
     callers' boards after it."""
@@ -232,9 +232,12 @@ def weekly_boards_rebuild(
     rebuilt: list[tuple[int, int]] = []
     for iso_year, iso_week in sorted(set(weeks)):
         weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
-        if only_existing and not client.exists(weekly):
+        exists = bool(client.exists(weekly))
+        if only_existing and not exists:
             continue
-        if not weekly_days_kept(board=board, iso_year=iso_year, iso_week=iso_week, now=now):
+        if exists and not weekly_days_kept(
+            board=board, iso_year=iso_year, iso_week=iso_week, now=now
+        ):
             logger.info(
                 "weekly board %s: not rebuilt, the daily boards of its first days may have expired",
                 weekly,
@@ -259,9 +262,6 @@ def weekly_board_ensure(*, board: BoardRef, iso_year: int, iso_week: int, today:
     season = board.season
     if days[0] > today or days[-1] < season.starts_at.date() or days[0] > season.ends_at.date():
         return False
-    now = datetime.combine(today, datetime.min.time(), tzinfo=UTC)
-    if not weekly_days_kept(board=board, iso_year=iso_year, iso_week=iso_week, now=now):
-        return False  # its first days' daily boards may be gone: never a week without them
     client = get_board_redis()
     weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
     if client.exists(weekly):

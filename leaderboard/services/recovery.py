@@ -34,7 +34,7 @@ from redis.lock import Lock
 from leaderboard import keys
 from leaderboard.player_names import player_names_recover
 from leaderboard.redis import get_board_redis
-from leaderboard.scripts import get_script
+from leaderboard.scripts import ScriptCall, get_script, scripts_pipelined
 from leaderboard.selectors.boards import BoardRef, board_list_open
 from leaderboard.selectors.offsets import board_stored_offsets
 
@@ -137,16 +137,29 @@ def boards_lost_get(*, boards: list[BoardRef], topic: str | None = None) -> dict
     return lost
 
 
-def boards_unchecked_get(*, boards: list[BoardRef]) -> set[int]:
+def boards_unchecked_get(*, boards: list[BoardRef], restarted: bool) -> set[int]:
     """The boards this Redis server process has not compared with PostgreSQL since it started
-    (their checked key is missing: a restart or a failover, which may have lost the last
-    writes)."""
+    (a restart or a failover, which may have lost the last writes): their checked key is
+    missing, or stamped with another process's run id (a copy of memory brought it back: an
+    AOF rewrite, a snapshot, a replica's full resync), which is deleted so their reads answer
+    503 from now on. ``restarted``: the run id changed since the last look, so a checked key of
+    the older form, without a run id, is not trusted either (otherwise it is stamped)."""
     if not boards:
         return set()
-    pipe = get_board_redis().pipeline(transaction=False)
-    for board in boards:
-        pipe.exists(keys.board_checked(board_id=board.id))
-    return {board.id for board, found in zip(boards, pipe.execute(), strict=True) if not found}
+    client = get_board_redis()
+    verify = get_script(client, "board_checked_verify")
+    replies = scripts_pipelined(
+        client,
+        [
+            ScriptCall(
+                script=verify,
+                keys=[keys.board_checked(board_id=board.id)],
+                args=["0" if restarted else "1"],
+            )
+            for board in boards
+        ],
+    )
+    return {board.id for board, checked in zip(boards, replies, strict=True) if not int(checked)}
 
 
 def board_mark_intact(*, board_id: int) -> None:
@@ -316,11 +329,13 @@ def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> 
         else:
             recovered.append(result)
 
-    not_checked = boards_unchecked_get(boards=[b for b in boards if b.id not in lost])
-    unchecked = [board for board in boards if board.id in not_checked]
     run_id = _redis_run_ids(client.info("server"))
     seen, seen_at = _seen_parse(client.get(keys.redis_run_id_seen()))
     restarted = seen != run_id
+    not_checked = boards_unchecked_get(
+        boards=[b for b in boards if b.id not in lost], restarted=restarted
+    )
+    unchecked = [board for board in boards if board.id in not_checked]
     heartbeat = f"{run_id} {time.time():.3f}"  # wall time: compared with ingested_at
     reconciled: list[ReconcileResult] = []
     complete = True

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -21,7 +22,7 @@ from leaderboard.services import (
     reconcile_days,
     weekly_board_build,
 )
-from leaderboard.services.derived import weekly_board_ensure, weekly_days_kept
+from leaderboard.services.derived import weekly_days_kept
 from seasons.models import SeasonStatus
 from tests.helpers import (
     as_board,
@@ -30,6 +31,7 @@ from tests.helpers import (
     main_board_id,
     make_live_season,
     make_season,
+    mark_intact,
     redis_url,
 )
 from tests.leaderboard import live
@@ -342,7 +344,50 @@ def test_the_recovery_keeps_a_weekly_board_whose_first_days_expired(own_redis):
     # Built again from Thursday alone it would have lost player 1: it is kept as it was.
     assert own_redis.zcard(weekly) == 2
     assert weekly_days_kept(board=board, iso_year=iso_year, iso_week=iso_week, now=now) is False
-    assert (
-        weekly_board_ensure(board=board, iso_year=iso_year, iso_week=iso_week, today=now.date())
-        is False
-    )
+
+
+def test_a_checked_key_copied_from_another_redis_process_vouches_for_nothing(
+    own_redis, client, settings
+):
+    """An AOF rewrite, a snapshot or a replica's full resync copies memory, checked keys
+    included: a server restarted from them came back with every board 'checked' and served the
+    boards as truth though it may have lost its last second of writes. A checked key holds the
+    run id of the process that wrote it, and vouches on that process only."""
+    settings.RECONCILE_FULL_MAX_MEMBERS = 10
+    now = timezone.now()
+    season, results = _large_board_with_lost_last_writes(own_redis, now, players=100)
+    board_id = main_board_id(season.id)
+    checked = keys.board_checked(board_id=board_id)
+    url = f"/api/seasons/{season.id}/leaderboard/top?limit=5"
+    assert client.get(url).status_code == 200  # checked on this process (the fixture's mark)
+    assert own_redis.get(checked).startswith(b"run:")
+    # The previous process's key, as a restart from a rewritten AOF brings it back.
+    own_redis.set(checked, b"run:0123456789abcdef0123456789abcdef01234567")
+    assert client.get(url).status_code == 503
+    # The recovery's look takes it for missing: it compares the board and recovers it.
+    report = boards_recover()
+    assert board_id in [r.board_id for r in report.recovered]
+    assert board_read(own_redis, keys.board(board_id=board_id)) == expected_board(season, results)
+    assert client.get(url).status_code == 200
+
+
+@pytest.mark.parametrize("restarted", [False, True])
+def test_a_checked_key_of_the_older_form_is_stamped_unless_redis_restarted(
+    own_redis, client, restarted
+):
+    season = make_live_season()
+    _populate(own_redis, season, n=20)
+    board_id = main_board_id(season.id)
+    mark_intact(season)
+    boards_recover()  # the heartbeat holds this Redis's run id now
+    checked = keys.board_checked(board_id=board_id)
+    own_redis.set(checked, "1")  # as written before checked keys carried a run id
+    if restarted:
+        own_redis.set(keys.redis_run_id_seen(), f"0123abcd {time.time() - 5:.3f}")
+    url = f"/api/seasons/{season.id}/leaderboard/top?limit=5"
+    assert client.get(url).status_code == 200  # still vouching until the recovery looks
+    report = boards_recover()
+    # Compared again only when Redis restarted since the last look; stamped either way.
+    assert bool(report.reconciled) == restarted
+    assert own_redis.get(checked).startswith(b"run:")
+    assert client.get(url).status_code == 200
