@@ -18,10 +18,9 @@ from django.conf import settings
 from django.core.paginator import InvalidPage, Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.urls import reverse
+from django.urls import Resolver404, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
-from django.views.defaults import page_not_found
 
 from seasons.selectors import SeasonRef, season_get_cached
 
@@ -253,4 +252,11 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     (templates/404.html, which says what was not found)."""
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": f"no such endpoint: {request.path}"}, status=404)
-    return page_not_found(request, exception)
+    # What a view said (an Http404 with a message: "season 12 has no board 'cup'"), else the
+    # path. Django's own handler names the exception's class where it has no message: a URL
+    # that matched no route read "Resolver404".
+    said = exception.args[0] if isinstance(exception, Http404) and exception.args else None
+    message = said if isinstance(said, str) and not isinstance(exception, Resolver404) else ""
+    return render(
+        request, "404.html", {"request_path": request.path, "exception": message}, status=404
+    )

@@ -100,6 +100,14 @@ def test_unknown_board_page_is_a_404_page_that_says_what_is_missing(client):
     assert f"Season {season.id} has no board &#x27;nope&#x27;." in html
 
 
+def test_a_path_that_matches_nothing_is_a_404_page_naming_the_path(client):
+    response = client.get("/no/such/page")
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert "There is nothing at /no/such/page." in html
+    assert "Resolver404" not in html
+
+
 def test_go_to_rank_pages_from_any_depth(client, board_redis):
     season = make_season()
     write_season_board(board_redis, season)
