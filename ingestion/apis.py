@@ -261,7 +261,11 @@ class PlayerProfileOutputSerializer(serializers.Serializer):
         ref_name = "StoredPlayerProfile"
 
     playerId = serializers.IntegerField(source="player_id")
-    displayName = serializers.CharField(source="display_name")
+    displayName = serializers.CharField(
+        source="visible_name",
+        allow_null=True,
+        help_text="Null while staff hide the name, as in every other read.",
+    )
     country = serializers.CharField(allow_null=True)
     avatarUrl = serializers.CharField(source="avatar_url", allow_null=True)
     updatedAt = serializers.DateTimeField(source="profile_updated_at")

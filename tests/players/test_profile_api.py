@@ -77,6 +77,8 @@ def test_put_keeps_a_hidden_name_hidden(raw_token):
     player_profile_hide(player_id=9)
     response = _put(_client(raw_token), 9, {"displayName": "Still rude"})
     assert response.json()["hidden"] is True
+    # The answer shows the name as every read does: null while hidden.
+    assert response.json()["displayName"] is None
     assert player_names_get(player_ids=[9]) == {9: PlayerName(None, None)}
 
 
