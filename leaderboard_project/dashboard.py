@@ -83,6 +83,10 @@ def _season_panels(now: float, errors: list[str]) -> list[SeasonPanel]:
     return panels
 
 
+class _NotShown(Exception):
+    """A section the staff member has no permission to see: nothing of it is read."""
+
+
 def _webhooks(now: float, errors: list[str]) -> WebhooksOverview | None:
     try:
         return webhooks_overview(now=now)
@@ -91,14 +95,29 @@ def _webhooks(now: float, errors: list[str]) -> WebhooksOverview | None:
         return None
 
 
+# Each section of the dashboard and the model permission that shows it: what the section
+# shows comes from those models' data (raw match results in the dead letters, webhook URLs and
+# their errors, each season's runs), which staff without it cannot see in the admin either.
+SECTION_PERMISSIONS = {
+    "ingestion": "leaderboard.view_matchresult",
+    "seasons": "seasons.view_season",
+    "webhooks": "webhooks.view_webhookendpoint",
+}
+
+
 def staff_dashboard(request: HttpRequest) -> HttpResponse:
     now = time.time()
+    can = {name: request.user.has_perm(perm) for name, perm in SECTION_PERMISSIONS.items()}
     errors: list[str] = []
     charts: dict[str, Any] = {}
     consumers: list[Any] = []
     try:
+        if not can["ingestion"]:
+            raise _NotShown
         history = ingest_history_get(now=now, bucket_seconds=BUCKET_SECONDS)
         consumers = ingest_consumer_stats_list()
+    except _NotShown:
+        pass
     except RedisError as exc:
         errors.append(f"Ingestion history unavailable: Redis did not answer ({exc}).")
     else:
@@ -123,11 +142,15 @@ def staff_dashboard(request: HttpRequest) -> HttpResponse:
     dead_letters: list[Any] = []
     dead_letter_error = ""
     try:
+        if not can["ingestion"]:
+            raise _NotShown
         dead_letters = dead_letters_latest(
             topic=settings.KAFKA_DEAD_LETTER_TOPIC,
             bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
             limit=DEAD_LETTERS_SHOWN,
         )
+    except _NotShown:
+        pass
     except (KafkaError, OSError) as exc:
         logger.warning("dashboard: could not read the dead-letter topic: %s", exc)
         dead_letter_error = f"Could not read {settings.KAFKA_DEAD_LETTER_TOPIC}: {exc}"
@@ -140,8 +163,9 @@ def staff_dashboard(request: HttpRequest) -> HttpResponse:
         "dead_letters": dead_letters,
         "dead_letter_error": dead_letter_error,
         "dead_letter_topic": settings.KAFKA_DEAD_LETTER_TOPIC,
-        "seasons": _season_panels(now, errors),
-        "webhooks": _webhooks(now, errors),
+        "seasons": _season_panels(now, errors) if can["seasons"] else [],
+        "webhooks": _webhooks(now, errors) if can["webhooks"] else None,
+        "can": can,
         "errors": errors,
         "stale_after": settings.LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS,
         "refresh_seconds": REFRESH_SECONDS,

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -94,7 +95,12 @@ def demo_receiver_inbox(request: HttpRequest, endpoint_id: int) -> HttpResponse:
 
 
 def demo_receiver_page(request: HttpRequest) -> HttpResponse:
-    """Staff only (admin_view in the URL conf): the receiver's latest requests and events."""
+    """Staff with the permission to view webhook endpoints (admin_view in the URL conf checks
+    staff): the receiver's latest requests and events."""
+    if not request.user.has_perm("webhooks.view_webhookendpoint"):
+        raise PermissionDenied(
+            "viewing the demo receiver needs the permission to view webhook endpoints"
+        )
     error = ""
     receipts: list[DemoReceipt] = []
     try:

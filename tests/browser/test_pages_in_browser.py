@@ -107,7 +107,16 @@ def test_staff_dashboard_after_login(page, board_redis, screenshot, settings):
     settings.KAFKA_DEAD_LETTER_TOPIC = "no-such-topic-browser"
     season = _live_season(name="Dash Season")
     write_season_board(board_redis, season)
-    get_user_model().objects.create_user("ops", password="s3cret-pass", is_staff=True)
+    from django.contrib.auth.models import Permission
+
+    from leaderboard_project.dashboard import SECTION_PERMISSIONS
+
+    ops = get_user_model().objects.create_user("ops", password="s3cret-pass", is_staff=True)
+    for perm in SECTION_PERMISSIONS.values():  # what each section of the dashboard needs
+        app_label, codename = perm.split(".")
+        ops.user_permissions.add(
+            Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        )
     page.goto("/admin/")
     page.get_by_label("Username").fill("ops")
     page.get_by_label("Password").fill("s3cret-pass")

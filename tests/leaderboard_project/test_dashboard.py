@@ -7,12 +7,14 @@ import time
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from kafka import KafkaProducer
 
 from ingestion.dead_letter_tail import dead_letters_latest
 from ingestion.history import ingest_history_get
 from ingestion.stats import ConsumerStats, consumer_stats_publish
 from leaderboard.models import RebuildRun
+from leaderboard_project.dashboard import SECTION_PERMISSIONS
 from tests.helpers import main_board_id, make_season
 from tests.leaderboard.board_fixtures import write_season_board
 
@@ -91,6 +93,7 @@ def test_dashboard_is_staff_only_and_shows_charts_boards_and_runs(client, board_
 
     assert client.get("/admin/dashboard").status_code == 302  # to the login page
     staff = get_user_model().objects.create_user("staff", password="pw", is_staff=True)
+    _grant(staff, *SECTION_PERMISSIONS.values())
     client.force_login(staff)
     assert 'href="/admin/dashboard"' in client.get("/admin/").content.decode()
     html = client.get("/admin/dashboard").content.decode()
@@ -100,3 +103,35 @@ def test_dashboard_is_staff_only_and_shows_charts_boards_and_runs(client, board_
     assert '<td class="num">7</td>' in html  # the board's size and the run's members
     assert "no snapshot" in html
     assert "No dead letters." in html
+
+
+def _grant(user, *perms: str) -> None:
+    for perm in perms:
+        app_label, codename = perm.split(".")
+        user.user_permissions.add(
+            Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        )
+
+
+def test_staff_see_only_the_sections_their_permissions_show(client, board_redis, settings):
+    settings.KAFKA_DEAD_LETTER_TOPIC = "no-such-topic-dash"
+    season = make_season(name="Dash Cup", status="active")
+    write_season_board(board_redis, season)
+    _publish("c1", int(time.time()), rate=42.0, lag=3, dead=0)
+    moderator = get_user_model().objects.create_user("mod", password="pw", is_staff=True)
+    _grant(moderator, "players.change_playerprofile")
+    client.force_login(moderator)
+    html = client.get("/admin/dashboard").content.decode()
+    assert "You have no permission to view match results." in html
+    assert "You have no permission to view webhook endpoints." in html
+    assert "You have no permission to view seasons." in html
+    assert "Dash Cup" not in html
+    assert "latest 42 results/s" not in html
+    assert client.get("/admin/webhooks/receiver").status_code == 403
+    # One permission shows its section alone.
+    _grant(moderator, "seasons.view_season")
+    moderator = get_user_model().objects.get(pk=moderator.pk)  # permissions are cached
+    client.force_login(moderator)
+    html = client.get("/admin/dashboard").content.decode()
+    assert "Dash Cup" in html
+    assert "You have no permission to view match results." in html
