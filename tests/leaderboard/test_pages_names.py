@@ -49,7 +49,8 @@ def test_the_board_page_shows_names_flags_and_the_fallback(client, season):
 def test_the_player_lookup_shows_the_name_and_a_hidden_one_falls_back(client, season):
     player_profiles_upsert(profiles=[ProfileUpdate(6, "Zoë", "DE", None, AT)])
     html = client.get(f"/seasons/{season.id}?player=6").content.decode()
-    assert "Zoë" in html.split('id="player-heading"', 1)[1].split("</h2>", 1)[0]
+    # Isolated: a name of right-to-left or override characters cannot reorder what follows it.
+    assert "<bdi>Zoë</bdi>" in html.split('id="player-heading"', 1)[1].split("</h2>", 1)[0]
     player_profile_hide(player_id=6)
     html = client.get(f"/seasons/{season.id}?player=6").content.decode()
     heading = html.split('id="player-heading"', 1)[1].split("</h2>", 1)[0]
