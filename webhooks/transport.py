@@ -75,6 +75,9 @@ class _Watch:
 
 
 class EndpointHTTPConnection(HTTPConnection):
+    """A connection that tells its watch when it sends a request (the try's deadline shuts
+    its socket)."""
+
     def __init__(self, *args: Any, watch: _Watch, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._watch = watch
@@ -84,14 +87,8 @@ class EndpointHTTPConnection(HTTPConnection):
         super().request(*args, **kwargs)
 
 
-class EndpointHTTPSConnection(HTTPSConnection):
-    def __init__(self, *args: Any, watch: _Watch, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._watch = watch
-
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        self._watch.sending(self)
-        super().request(*args, **kwargs)
+class EndpointHTTPSConnection(EndpointHTTPConnection, HTTPSConnection):
+    pass
 
 
 class EndpointTransport:
