@@ -248,3 +248,32 @@ def test_admin_corrections_refuse_non_staff(client):
         response = client.get(url)
         assert response.status_code == 302
         assert "/admin/login/" in response["Location"]
+
+
+def test_a_week_that_cannot_be_built_never_stops_a_correction(board_redis):
+    """Cumulative: two days' sums each fit the codec, the week's does not. The weekly merge
+    refuses; the correction (a ban of someone else) goes on with every other board."""
+    season = make_season(rule=ScoringRule.CUMULATIVE, status=SeasonStatus.ACTIVE)
+    board = as_board(season)
+    half = board.codec.max_points // 2 + 1
+    first = season.starts_at.date() + timedelta(days=1)
+    while first.isoweekday() > 5:
+        first += timedelta(days=1)
+    noon = season.starts_at.replace(
+        year=first.year, month=first.month, day=first.day, hour=12, minute=0, second=0
+    )
+    results = [
+        live.ingest(board_redis, season, player_id=1, points=half, at=noon),
+        live.ingest(board_redis, season, player_id=1, points=half, at=noon + timedelta(days=1)),
+        live.ingest(board_redis, season, player_id=2, points=5, at=noon),
+        live.ingest(board_redis, season, player_id=3, points=7, at=noon),
+    ]
+    iso_year, iso_week, _ = first.isocalendar()
+    weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
+    board_redis.zadd(weekly, {"2": 1.0})  # a weekly board from before, in Redis
+    correction = player_ban(season_id=season.id, player_id=3, reason="smurf")
+    corrected = boards_correct(season_id=season.id, days=correction.days)
+    assert weekly not in corrected.rebuilt
+    assert board_read(board_redis, keys.daily_board(board_id=board.id, day=first)) == (
+        expected_board(season, results, day=first, banned=[3])
+    )
