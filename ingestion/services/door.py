@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, KafkaTimeoutError
 
 from ..producer import MatchResultProducer
 from ..schema import MatchResultMessage, MessageRejected, message_validate
 from .checks import messages_check_boards
+
+logger = logging.getLogger(__name__)
 
 # One POST carries at most this many results: bounded request time and memory per worker.
 HTTP_MAX_RESULTS_PER_REQUEST = 1000
@@ -77,11 +80,28 @@ def match_results_submit(*, items: Sequence[object]) -> int:
         rejected.append(RejectedItem(indices[n], rejection.code, rejection.reason, rejection.field))
     if rejected:
         raise MatchResultsRejected(sorted(rejected, key=lambda item: item.index))
+    producer = None
     try:
-        return _http_producer().send_many(
+        producer = _http_producer()
+        return producer.send_many(
             messages,
             topic=settings.KAFKA_MATCH_RESULTS_TOPIC,
             timeout=10,
         )
     except KafkaError as exc:
+        if producer is not None and not isinstance(exc, KafkaTimeoutError):
+            # An idempotent producer that met an error it cannot retry (an authorization
+            # failure while an ACL was wrong) stays failed for good: every later request would
+            # answer 503 though Kafka is back. The next request builds a fresh one.
+            _http_producer_drop(producer)
         raise MatchResultsUnpublished(f"Kafka did not acknowledge the results: {exc}") from exc
+
+
+def _http_producer_drop(producer: MatchResultProducer) -> None:
+    for key, cached in list(_http_producers.items()):
+        if cached is producer:
+            del _http_producers[key]
+    try:
+        producer.close(timeout=0)
+    except Exception:  # closing a failed producer must not hide why it failed
+        logger.warning("closing the HTTP door's failed Kafka producer failed", exc_info=True)

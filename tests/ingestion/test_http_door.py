@@ -6,10 +6,11 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from kafka.errors import TopicAuthorizationFailedError
 from rest_framework.test import APIClient
 
 from ingestion.models import GameServerToken
-from ingestion.services import game_server_token_create, game_server_tokens_deactivate
+from ingestion.services import door, game_server_token_create, game_server_tokens_deactivate
 from seasons.models import SeasonStatus
 from tests.factories import SEASON_START, SeasonFactory
 
@@ -210,6 +211,26 @@ def test_kafka_unreachable_is_503_with_retry_after(settings, door_season, raw_to
     assert response.status_code == 503
     assert int(response["Retry-After"]) > 0
     assert "retry" in response.json()["detail"]
+
+
+def test_a_producer_failed_for_good_is_replaced_by_the_next_request(
+    door_topic, door_season, raw_token, kafka_bootstrap, monkeypatch
+):
+    """kafka-python's idempotent producer stays failed after an error it cannot retry (an
+    authorization failure while an ACL was wrong): the door builds a fresh one for the next
+    request instead of answering 503 until the process restarts."""
+    failed = door._http_producer()
+
+    def authorization_failed(*args, **kwargs):
+        raise TopicAuthorizationFailedError("the ACL was wrong for a moment")
+
+    monkeypatch.setattr(failed, "send_many", authorization_failed)
+    assert client_with(raw_token).post(URL, result(41), format="json").status_code == 503
+    response = client_with(raw_token).post(URL, result(42), format="json")
+    assert response.status_code == 202, response.content
+    assert door._http_producer() is not failed
+    (record,) = topic_read(door_topic, kafka_bootstrap, count=1)
+    assert record.key == b"42"
 
 
 def test_the_door_is_in_the_openapi_schema_with_its_bearer_scheme(client):
