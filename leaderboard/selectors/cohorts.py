@@ -75,8 +75,19 @@ class _Members:
 
 _lock = threading.Lock()
 _cohort_of: LRUCache[tuple[int, int], int] = LRUCache(maxsize=100_000)
-_full: LRUCache[tuple[int, int], _Members] = LRUCache(maxsize=10_000)
-_open: TTLCache[tuple[int, int], _Members] = TTLCache(maxsize=10_000, ttl=OPEN_COHORT_SECONDS)
+# Bounded by the player ids held, not by cohorts: 10,000 cohorts of 1,000 (a client walking a
+# board's cohorts) held about 400 MB per web worker. A million ids: about 40 MB.
+_MEMBER_IDS_HELD = 1_000_000
+
+
+def _ids_held(members: _Members) -> int:
+    return max(1, len(members.players))
+
+
+_full: LRUCache[tuple[int, int], _Members] = LRUCache(maxsize=_MEMBER_IDS_HELD, getsizeof=_ids_held)
+_open: TTLCache[tuple[int, int], _Members] = TTLCache(
+    maxsize=_MEMBER_IDS_HELD, ttl=OPEN_COHORT_SECONDS, getsizeof=_ids_held
+)
 
 
 class _Memos:
