@@ -58,6 +58,10 @@ class _Watch:
 
     def sending(self, connection: HTTPConnection) -> None:
         with self._lock:
+            if self.expired:
+                # The deadline passed before the request went out (a slow DNS answer, a TLS
+                # handshake): there was no socket to shut then, so none is opened now.
+                raise TimeoutError("the try's deadline passed before its request was sent")
             self._connection = connection
 
     def expire(self) -> None:
@@ -159,6 +163,11 @@ class EndpointTransport:
             deadline.cancel()
         if self._watch.expired:
             self.close()  # its socket is shut: never handed to the next try
+        if "\x00" in answer.error:
+            # A receiver's answer may hold NUL bytes (a gzip or UTF-16 error page): PostgreSQL
+            # text cannot store them, and keeping the batch with its error failed, its worker
+            # gone with the batch's offsets held.
+            answer = Answer(status=answer.status, error=answer.error.replace("\x00", "\\x00"))
         if self._watch.expired and not answer.ok:
             return Answer(
                 status=0,

@@ -273,6 +273,63 @@ def test_a_receiver_dripping_its_answer_fails_at_the_deadline():
     assert elapsed < 10  # the deadline (1 s), not the receiver's 30 s
 
 
+def _serving(handler: type[socketserver.StreamRequestHandler]) -> socketserver.TCPServer:
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_deadline_passed_before_the_request_went_out_sends_nothing():
+    """The deadline's timer starts with the try; a slow DNS answer can outlast it before any
+    socket exists to shut: the request is then not sent, rather than sent with no deadline."""
+    server = _serving(_DripHandler)
+
+    def slow_dns(host: str, port: int) -> list[str]:
+        time.sleep(1.5)  # the resolver's own slowness, past the 1 s deadline
+        return ["127.0.0.1"]
+
+    try:
+        transport = EndpointTransport(
+            connect_timeout=0.5, read_timeout=0.5, allow_private=True, resolver=slow_dns
+        )
+        started = time.monotonic()
+        answer = transport.post(
+            url=f"http://receiver.example:{server.server_address[1]}/hook", body=b"[]", headers={}
+        )
+        elapsed = time.monotonic() - started
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answer.status == 0
+    assert "no complete answer within 1 s" in answer.error
+    assert elapsed < 5  # not the receiver's 30 s
+
+
+class _NulAnswerHandler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        while self.rfile.readline() not in (b"\r\n", b""):
+            pass
+        body = b"\x1f\x8b\x08\x00 a compressed error page"
+        self.wfile.write(
+            b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+        )
+
+
+def test_an_answer_holding_nul_bytes_is_kept_as_text_postgresql_can_store():
+    server = _serving(_NulAnswerHandler)
+    try:
+        answer = _transport(allow_private=True).post(
+            url=f"http://127.0.0.1:{server.server_address[1]}/hook", body=b"[]", headers={}
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answer.status == 500
+    assert "\x00" not in answer.error
+    assert "\\x00 a compressed error page" in answer.error
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_deliverer_checks_again_at_delivery_and_keeps_what_it_refused(
     settings, events_topics, receiver_factory
