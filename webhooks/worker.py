@@ -414,10 +414,20 @@ class EndpointWorker:
             "webhook endpoint %d: %s; next try in %.1fs", self.endpoint_id, answer.error, delay
         )
         until = self._backoff_until
-        self._retrying(
+        postponed = self._retrying(
             "PostgreSQL",
-            lambda: webhook_deliveries_postpone(endpoint_id=self.endpoint_id, until=until),
+            lambda: webhook_deliveries_postpone(endpoint_id=self.endpoint_id, until=until, now=now),
         )
+        if postponed.given_up_batches:
+            with c.lock:
+                c.given_up_events += postponed.given_up_events
+            logger.warning(
+                "webhook endpoint %d: gave up %d kept batch(es) of %d event(s) whose retry window "
+                "end before its next try",
+                self.endpoint_id,
+                postponed.given_up_batches,
+                postponed.given_up_events,
+            )
         return until
 
     def _keep(self, items: list[Queued], *, next_attempt_at: float, error: str) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Q, Sum
 
 from ..models import DeliveryStatus, WebhookDelivery
 
@@ -144,12 +144,37 @@ def webhook_delivery_failed(
     return gave_up
 
 
-def webhook_deliveries_postpone(*, endpoint_id: int, until: float) -> int:
+@dataclass(frozen=True, slots=True)
+class Postponed:
+    batches: int  # moved to ``until``
+    given_up_batches: int  # whose retry window ends before ``until``: now failed
+    given_up_events: int
+
+
+def webhook_deliveries_postpone(*, endpoint_id: int, until: float, now: float) -> Postponed:
     """Move the endpoint's batches due before ``until`` to it: while an endpoint fails, one
-    batch probes it and the others wait for the probe, instead of each hitting it."""
-    return WebhookDelivery.objects.filter(
-        endpoint_id=endpoint_id, status=DeliveryStatus.PENDING, next_attempt_at__lt=at(until)
-    ).update(next_attempt_at=at(until))
+    batch probes it and the others wait for the probe, instead of each hitting it.
+
+    A batch whose retry window ends before ``until`` is given up now (failed, as its own try
+    would have): only the probe is ever tried while the endpoint fails, so the others were
+    never given up, and an endpoint down for three days was sent batches kept three days
+    before, every one of them past its 24 hours."""
+    moment = at(until)
+    waiting = WebhookDelivery.objects.filter(
+        endpoint_id=endpoint_id, status=DeliveryStatus.PENDING, next_attempt_at__lt=moment
+    )
+    with transaction.atomic():
+        expired = waiting.filter(give_up_at__lt=moment).filter(
+            Q(lease_until__isnull=True) | Q(lease_until__lt=at(now))
+        )
+        counted = expired.aggregate(batches=Count("id"), events=Sum("event_count"))
+        given_up = expired.update(status=DeliveryStatus.FAILED, lease_until=None)
+        moved = waiting.update(next_attempt_at=moment)
+    return Postponed(
+        batches=moved,
+        given_up_batches=given_up,
+        given_up_events=int(counted["events"] or 0) if given_up else 0,
+    )
 
 
 def webhook_deliveries_resend(
