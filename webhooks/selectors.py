@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Min, Q, Sum
+from django.db.models.functions import Coalesce, Greatest
 
 from leaderboard import keys
 from leaderboard.redis import get_board_redis
@@ -72,10 +73,14 @@ def webhook_endpoint_secret(*, endpoint_id: int) -> str | None:
 
 
 def webhook_next_due_at(*, endpoint_id: int) -> float | None:
-    """When the endpoint's earliest kept batch is due (unix seconds), or None."""
+    """When the endpoint's earliest kept batch can be claimed (unix seconds), or None: its
+    next try, or the end of its lease while another try holds it (a due batch leased elsewhere
+    made its worker claim nothing and ask again at once, in a loop)."""
     due = WebhookDelivery.objects.filter(
         endpoint_id=endpoint_id, status=DeliveryStatus.PENDING
-    ).aggregate(due=Min("next_attempt_at"))["due"]
+    ).aggregate(due=Min(Greatest("next_attempt_at", Coalesce("lease_until", "next_attempt_at"))))[
+        "due"
+    ]
     return None if due is None else due.timestamp()
 
 

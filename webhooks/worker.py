@@ -50,6 +50,8 @@ logger = logging.getLogger(__name__)
 # Longest real-time wait of an idle worker: how soon it sees a stop, a clock that jumped (the
 # tests' clock) or a batch staff resent.
 IDLE_TICK_SECONDS = 0.5
+# The soonest a worker that found no kept batch to claim asks PostgreSQL again.
+KEPT_RECHECK_SECONDS = 0.5
 # Why a batch was kept without being sent.
 KEPT_QUEUE_FULL = "not sent yet: the endpoint's queue was full"
 KEPT_BACKING_OFF = "not sent yet: the endpoint is backing off after a failure"
@@ -272,6 +274,7 @@ class EndpointWorker:
             self._wait(self._backoff_until - now, wake_for_kept=False)
             return
         live_turn, self._live_turn = self._live_turn and self._has_queued(), False
+        recheck = 0.0
         if now >= self._next_kept_check and not live_turn:
             kept = self._retrying(
                 "PostgreSQL",
@@ -290,6 +293,9 @@ class EndpointWorker:
             )
             check = now + self._options.refresh_seconds
             self._next_kept_check = check if due is None else min(check, max(due, now))
+            # Due, yet nothing to claim: another claim holds the row right now. Asked again at
+            # once, it would be asked in a loop.
+            recheck = KEPT_RECHECK_SECONDS if due is not None and due <= now else 0.0
             if due is None and self._slow:
                 with self._cond:
                     if not self._queue:
@@ -298,7 +304,7 @@ class EndpointWorker:
         if items:
             self._send_live(items)
             return
-        self._wait(self._next_kept_check - now)
+        self._wait(max(self._next_kept_check - now, recheck))
 
     def _take(self, limit: int | None) -> list[Queued]:
         with self._cond:

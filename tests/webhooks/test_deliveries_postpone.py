@@ -9,9 +9,11 @@ import uuid
 import pytest
 
 from webhooks.models import DeliveryStatus, WebhookDelivery
+from webhooks.selectors import webhook_next_due_at
 from webhooks.services import webhook_endpoint_create
 from webhooks.services.deliveries import (
     BatchToKeep,
+    at,
     webhook_deliveries_keep,
     webhook_deliveries_postpone,
 )
@@ -46,3 +48,18 @@ def test_a_batch_whose_window_ends_before_the_next_try_is_given_up() -> None:
     waiting = WebhookDelivery.objects.get(id=fresh)
     assert waiting.status == DeliveryStatus.PENDING
     assert waiting.next_attempt_at.timestamp() == pytest.approx(now + 2 * HOUR)
+
+
+def test_a_batch_leased_to_another_try_is_due_when_its_lease_ends() -> None:
+    """Its worker asked for the next due batch, found it leased, and asked again at once: a
+    loop of queries for as long as the other try held it."""
+    endpoint, _ = webhook_endpoint_create(url="https://hooks.example.com/leased")
+    now = time.time()
+    leased = _kept(endpoint.id, now=now - 60, retry_hours=24)
+    WebhookDelivery.objects.filter(id=leased).update(lease_until=at(now + 40))
+    assert webhook_next_due_at(endpoint_id=endpoint.id) == pytest.approx(now + 40)
+    free = _kept(endpoint.id, now=now - 30, retry_hours=24)
+    assert webhook_next_due_at(endpoint_id=endpoint.id) == pytest.approx(now - 30)
+    WebhookDelivery.objects.filter(id=free).delete()
+    WebhookDelivery.objects.filter(id=leased).update(lease_until=at(now - 1))  # lease ended
+    assert webhook_next_due_at(endpoint_id=endpoint.id) == pytest.approx(now - 60)
