@@ -47,7 +47,7 @@ def test_a_batch_whose_window_ends_before_the_next_try_is_given_up() -> None:
     assert WebhookDelivery.objects.get(id=ending).status == DeliveryStatus.FAILED
     waiting = WebhookDelivery.objects.get(id=fresh)
     assert waiting.status == DeliveryStatus.PENDING
-    assert waiting.next_attempt_at.timestamp() == pytest.approx(now + 2 * HOUR)
+    assert waiting.next_attempt_at.timestamp() == pytest.approx(now + 2 * HOUR, abs=1)
 
 
 def test_a_batch_leased_to_another_try_is_due_when_its_lease_ends() -> None:
@@ -57,9 +57,9 @@ def test_a_batch_leased_to_another_try_is_due_when_its_lease_ends() -> None:
     now = time.time()
     leased = _kept(endpoint.id, now=now - 60, retry_hours=24)
     WebhookDelivery.objects.filter(id=leased).update(lease_until=at(now + 40))
-    assert webhook_next_due_at(endpoint_id=endpoint.id) == pytest.approx(now + 40)
+    assert webhook_next_due_at(endpoint_id=endpoint.id) == pytest.approx(now + 40, abs=1)
     free = _kept(endpoint.id, now=now - 30, retry_hours=24)
-    assert webhook_next_due_at(endpoint_id=endpoint.id) == pytest.approx(now - 30)
+    assert webhook_next_due_at(endpoint_id=endpoint.id) == pytest.approx(now - 30, abs=1)
     WebhookDelivery.objects.filter(id=free).delete()
     WebhookDelivery.objects.filter(id=leased).update(lease_until=at(now - 1))  # lease ended
-    assert webhook_next_due_at(endpoint_id=endpoint.id) == pytest.approx(now - 60)
+    assert webhook_next_due_at(endpoint_id=endpoint.id) == pytest.approx(now - 1, abs=1)
