@@ -123,7 +123,14 @@ run: migrate
 	$(PY) manage.py bootstrap_demo --web-port $${PORT:-8000}
 	$(PY) manage.py setup_periodic_tasks
 	@echo "Starting every process (Ctrl-C stops them all); web on http://127.0.0.1:$${PORT:-8000}/, board stream on $${BOARD_STREAM_URL}"
-	PORT=$${PORT:-8000} $(VENV)/bin/honcho start -f Procfile
+	@# -e /dev/null: honcho would lay a .env (a copy of .env.example, DJANGO_DEBUG=false and no
+	@# secret) over what this target exports, and every process would refuse to start. The lock:
+	@# a second make run would start every process twice (two beats send every task twice).
+	@mkdir -p .local
+	@PORT=$${PORT:-8000} flock -n -E 75 .local/run.lock $(VENV)/bin/honcho start -f Procfile \
+		-e /dev/null || { rc=$$?; if [ $$rc -eq 75 ]; then \
+		echo "make run: another make run of this checkout is running (.local/run.lock)" >&2; fi; \
+		exit $$rc; }
 
 # Benchmarks take minutes and load the whole machine: this only says how to run each one.
 bench:

@@ -9,7 +9,7 @@ it before this module runs.
 
 from .env import StrictEnv
 from .local_clusters import *  # noqa: F403
-from .local_clusters import ALLOWED_HOSTS, DATABASES
+from .local_clusters import ALLOWED_HOSTS, CELERY_BROKER_URL, DATABASES
 
 _env = StrictEnv()
 
@@ -34,3 +34,10 @@ KAFKA_FAULTS_PROXY = _env.str("KAFKA_FAULTS_PROXY", default=f"127.0.0.1:{_faults
 
 # Every /healthz of the suite checks afresh: tests turn dependencies off and on between asks.
 HEALTHZ_PUBLIC_CACHE_SECONDS = 0.0
+
+# The suite's Celery broker: a database of its own. The tasks tests queue with no worker to run
+# them (a sweep's close-outs, archives) stayed on the shared broker db 2, and the worker of the
+# next `make run` ran them against seasons only the test database had.
+_local_broker = f"redis://127.0.0.1:{_env.int('LB_REDIS_PORT', default=6379)}"
+if CELERY_BROKER_URL == f"{_local_broker}/2":  # noqa: SIM300 (local_clusters' default)
+    CELERY_BROKER_URL = f"{_local_broker}/3"
