@@ -26,7 +26,11 @@ help:
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON_BIN) >/dev/null || { echo "$(PYTHON_BIN) is required"; exit 1; }
-	@test -x $(PY) || $(PYTHON_BIN) -m venv $(VENV)
+	@# Debian's python3 has no ensurepip without python3-venv, and a venv made half-way (a python,
+	@# no pip) would pass for a made one at the next run.
+	@$(PYTHON_BIN) -c 'import ensurepip' 2>/dev/null || { echo "installing python3-venv (apt)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv; }
+	@test -x $(VENV)/bin/pip || { rm -rf $(VENV); $(PYTHON_BIN) -m venv $(VENV); }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)

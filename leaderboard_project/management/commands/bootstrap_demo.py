@@ -174,7 +174,8 @@ class Command(BaseCommand):
             self.stdout.write(f"created the demo cup's template season {DEMO_CUP_TEMPLATE_ID}")
         template = Season.objects.get(id=DEMO_CUP_TEMPLATE_ID)
         # A template the close-out has closed takes no new board or tier (a demo database made
-        # before the cup had its league keeps the cup as it was: `make clean` starts afresh).
+        # before the cup had its league keeps the cup as it was: `make services-stop` and
+        # removing `.local/` start the demo afresh).
         editable = template.status != SeasonStatus.CLOSED
         if (
             editable
