@@ -21,7 +21,7 @@ from webhooks.targets import (
     target_resolve,
     target_url_check,
 )
-from webhooks.transport import EndpointTransport
+from webhooks.transport import Answer, EndpointTransport
 
 from .webhook_helpers import (
     SECRET,
@@ -252,55 +252,47 @@ class _DripHandler(socketserver.StreamRequestHandler):
             pass  # the client gave up, as it should
 
 
-def test_a_receiver_dripping_its_answer_fails_at_the_deadline():
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _DripHandler)
+def _served_post(
+    handler: type[socketserver.StreamRequestHandler],
+    *,
+    host: str = "127.0.0.1",
+    resolver=system_resolver,
+) -> tuple[Answer, float]:
+    """One try, 1 s deadline (0.5 s connect + 0.5 s read), against ``handler`` served on
+    loopback: its answer and how long it took."""
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         transport = EndpointTransport(
-            connect_timeout=0.5, read_timeout=0.5, allow_private=True, resolver=system_resolver
+            connect_timeout=0.5, read_timeout=0.5, allow_private=True, resolver=resolver
         )
         started = time.monotonic()
         answer = transport.post(
-            url=f"http://127.0.0.1:{server.server_address[1]}/hook", body=b"[]", headers={}
+            url=f"http://{host}:{server.server_address[1]}/hook", body=b"[]", headers={}
         )
-        elapsed = time.monotonic() - started
+        return answer, time.monotonic() - started
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_receiver_dripping_its_answer_fails_at_the_deadline():
+    answer, elapsed = _served_post(_DripHandler)
     assert answer.status == 0
     assert "no complete answer within 1 s" in answer.error
     assert elapsed < 10  # the deadline (1 s), not the receiver's 30 s
 
 
-def _serving(handler: type[socketserver.StreamRequestHandler]) -> socketserver.TCPServer:
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 def test_a_deadline_passed_before_the_request_went_out_sends_nothing():
     """The deadline's timer starts with the try; a slow DNS answer can outlast it before any
     socket exists to shut: the request is then not sent, rather than sent with no deadline."""
-    server = _serving(_DripHandler)
 
     def slow_dns(host: str, port: int) -> list[str]:
         time.sleep(1.5)  # the resolver's own slowness, past the 1 s deadline
         return ["127.0.0.1"]
 
-    try:
-        transport = EndpointTransport(
-            connect_timeout=0.5, read_timeout=0.5, allow_private=True, resolver=slow_dns
-        )
-        started = time.monotonic()
-        answer = transport.post(
-            url=f"http://receiver.example:{server.server_address[1]}/hook", body=b"[]", headers={}
-        )
-        elapsed = time.monotonic() - started
-    finally:
-        server.shutdown()
-        server.server_close()
+    answer, elapsed = _served_post(_DripHandler, host="receiver.example", resolver=slow_dns)
     assert answer.status == 0
     assert "no complete answer within 1 s" in answer.error
     assert elapsed < 5  # not the receiver's 30 s
@@ -317,14 +309,7 @@ class _NulAnswerHandler(socketserver.StreamRequestHandler):
 
 
 def test_an_answer_holding_nul_bytes_is_kept_as_text_postgresql_can_store():
-    server = _serving(_NulAnswerHandler)
-    try:
-        answer = _transport(allow_private=True).post(
-            url=f"http://127.0.0.1:{server.server_address[1]}/hook", body=b"[]", headers={}
-        )
-    finally:
-        server.shutdown()
-        server.server_close()
+    answer, _ = _served_post(_NulAnswerHandler)
     assert answer.status == 500
     assert "\x00" not in answer.error
     assert "\\x00 a compressed error page" in answer.error
