@@ -6,6 +6,7 @@ import re
 from datetime import date
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from seasons.leagues import Movement
@@ -456,6 +457,11 @@ class CardBoardSerializer(serializers.Serializer):
     cohort = CohortNumberField()
 
 
+class CardBoardRecoveringSerializer(serializers.Serializer):
+    seasonId = serializers.IntegerField()
+    board = serializers.CharField()
+
+
 class PlayerCardSerializer(serializers.Serializer):
     playerId = serializers.IntegerField(source="player_id")
     displayName = serializers.CharField(
@@ -464,9 +470,18 @@ class PlayerCardSerializer(serializers.Serializer):
     country = serializers.CharField(allow_null=True, help_text="ISO 3166-1 alpha-2, or null.")
     avatarUrl = serializers.CharField(source="avatar_url", allow_null=True)
     boards = CardBoardSerializer(many=True)
+    recovering = serializers.SerializerMethodField(
+        help_text="Boards of active seasons being recovered from PostgreSQL right now (each "
+        "board's reads answer 503 meanwhile): the player's standing there is not known, not "
+        "absent. Usually empty."
+    )
     history = serializers.SerializerMethodField(
         help_text="Where the player's final entries of closed seasons are listed."
     )
+
+    @extend_schema_field(CardBoardRecoveringSerializer(many=True))
+    def get_recovering(self, card: Any) -> list[dict[str, Any]]:
+        return [{"seasonId": season, "board": board} for season, board in card.recovering]
 
     def get_history(self, card: Any) -> str:
         return f"/api/players/{card.player_id}/history"

@@ -23,7 +23,7 @@ from seasons.models import SeasonStatus
 from .boards import BoardRef, board_list_live
 from .cohorts import player_cohort_number
 from .leagues import entries_with_tiers
-from .rankings import NOT_KEPT, RankingEntry, board_player_get
+from .rankings import NOT_KEPT, BoardUnavailableError, RankingEntry, board_player_get
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,16 +47,25 @@ class PlayerCard:
     country: str | None
     avatar_url: str | None
     boards: tuple[CardBoard, ...]
+    # The boards Redis cannot vouch for right now (lost, being recovered), as (season, slug):
+    # the player's standing there is not known, not absent.
+    recovering: tuple[tuple[int, str], ...] = ()
 
 
 def player_card_get(*, player_id: int) -> PlayerCard | None:
     """The player's card, or None when they have neither a profile nor a score on an active
-    season's board."""
+    season's board. A board being recovered is listed in ``recovering`` and the card answers
+    with the others (one board's recovery made the whole card a 503)."""
     standings: list[CardBoard] = []
+    recovering: list[tuple[int, str]] = []
     for board in board_list_live():
         if board.season.status != SeasonStatus.ACTIVE:
             continue
-        standing = board_player_get(board=board, player_id=player_id, named=False)
+        try:
+            standing = board_player_get(board=board, player_id=player_id, named=False)
+        except BoardUnavailableError:
+            recovering.append((board.season_id, board.slug))
+            continue
         if standing is not None:
             tier, cohort = _card_cohort(board=board, entry=standing.entry)
             standings.append(
@@ -71,7 +80,7 @@ def player_card_get(*, player_id: int) -> PlayerCard | None:
                 )
             )
     profile = player_profile_get(player_id=player_id)
-    if profile is None and not standings:
+    if profile is None and not standings and not recovering:
         return None
     return PlayerCard(
         player_id=player_id,
@@ -79,6 +88,7 @@ def player_card_get(*, player_id: int) -> PlayerCard | None:
         country=None if profile is None else profile.country,
         avatar_url=None if profile is None else profile.avatar_url,
         boards=tuple(standings),
+        recovering=tuple(recovering),
     )
 
 

@@ -14,6 +14,7 @@ from ingestion.records import ConsumedRecord
 from ingestion.services import match_results_ingest
 from leaderboard import keys
 from leaderboard.models import Board, BoardOrder, CohortMember, ScoringRule
+from leaderboard.redis import get_board_redis
 from leaderboard.services import board_create
 from players.schema import ProfileUpdate
 from players.services import player_profile_hide, player_profile_unhide, player_profiles_upsert
@@ -70,8 +71,19 @@ def test_the_card_lists_profile_and_every_board_with_a_score(client, seasons):
             {"seasonId": seasons.id, "board": "main", "rank": 2, "points": 300, "percentile": 75.0},
             {"seasonId": seasons.id, "board": "kills", "rank": 1, "points": 9, "percentile": 100.0},
         ],
+        "recovering": [],
         "history": "/api/players/2/history",
     }
+
+
+def test_a_board_being_recovered_is_named_and_the_card_answers_with_the_others(client, seasons):
+    # Redis lost the kills board (its intact key with it): its own reads answer 503, and the
+    # whole card did too.
+    kills = Board.objects.get(season=seasons, slug="kills")
+    get_board_redis().delete(keys.board_intact(board_id=kills.id))
+    card = _card(client, 2)
+    assert [(b["board"], b["rank"]) for b in card["boards"]] == [("main", 2)]
+    assert card["recovering"] == [{"seasonId": seasons.id, "board": "kills"}]
 
 
 def test_a_score_without_a_profile_or_a_profile_without_a_score(client, seasons):
