@@ -155,12 +155,13 @@ class BoardStreamServer:
         """The board's top list as the stream sends it: its version and its entries (JSON);
         None when the board cannot vouch for itself now (Redis lost it: the page says so, and
         keeps its list)."""
+        # In a worker thread, outside any request: a connection PostgreSQL dropped (a restart)
+        # or one past CONN_MAX_AGE is replaced before the read, or every read failed on it for
+        # good (the failed one marks it unusable; this closes it).
+        close_old_connections()
         top = board_top_read(board=board, count=TOP)
         if not top.intact:
             return None
-        # In a worker thread, outside any request: a connection PostgreSQL dropped (a restart)
-        # or one past CONN_MAX_AGE is replaced here, or every read failed on it for good.
-        close_old_connections()
         return top.version, orjson.dumps([entry_body(e) for e in top.entries])
 
     async def _refresh(self) -> None:
