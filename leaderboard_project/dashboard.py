@@ -83,10 +83,6 @@ def _season_panels(now: float, errors: list[str]) -> list[SeasonPanel]:
     return panels
 
 
-class _NotShown(Exception):
-    """A section the staff member has no permission to see: nothing of it is read."""
-
-
 def _webhooks(now: float, errors: list[str]) -> WebhooksOverview | None:
     try:
         return webhooks_overview(now=now)
@@ -105,55 +101,57 @@ SECTION_PERMISSIONS = {
 }
 
 
+def _ingestion(now: float, errors: list[str]) -> tuple[dict[str, Any], list[Any]]:
+    """The ingest charts and the consumers reporting now."""
+    try:
+        history = ingest_history_get(now=now, bucket_seconds=BUCKET_SECONDS)
+        consumers = ingest_consumer_stats_list()
+    except RedisError as exc:
+        errors.append(f"Ingestion history unavailable: Redis did not answer ({exc}).")
+        return {}, []
+    charts = {
+        "rate": time_chart_svg(
+            title="Results applied per second (all consumers), last hour",
+            values=[p.applied_per_second for p in history],
+            unit="results/s",
+        ),
+        "lag": time_chart_svg(
+            title="Consumer lag in messages (all consumers), last hour",
+            values=[p.lag for p in history],
+            unit="messages",
+        ),
+        "dead_letters": time_chart_svg(
+            title="Dead letters per minute, last hour",
+            values=[p.dead_letters for p in history],
+            unit="letters/min",
+            bars=True,
+        ),
+    }
+    return charts, list(consumers)
+
+
+def _dead_letters() -> tuple[list[Any], str]:
+    """The newest dead letters, or why they could not be read."""
+    try:
+        return list(
+            dead_letters_latest(
+                topic=settings.KAFKA_DEAD_LETTER_TOPIC,
+                bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
+                limit=DEAD_LETTERS_SHOWN,
+            )
+        ), ""
+    except (KafkaError, OSError) as exc:
+        logger.warning("dashboard: could not read the dead-letter topic: %s", exc)
+        return [], f"Could not read {settings.KAFKA_DEAD_LETTER_TOPIC}: {exc}"
+
+
 def staff_dashboard(request: HttpRequest) -> HttpResponse:
     now = time.time()
     can = {name: request.user.has_perm(perm) for name, perm in SECTION_PERMISSIONS.items()}
     errors: list[str] = []
-    charts: dict[str, Any] = {}
-    consumers: list[Any] = []
-    try:
-        if not can["ingestion"]:
-            raise _NotShown
-        history = ingest_history_get(now=now, bucket_seconds=BUCKET_SECONDS)
-        consumers = ingest_consumer_stats_list()
-    except _NotShown:
-        pass
-    except RedisError as exc:
-        errors.append(f"Ingestion history unavailable: Redis did not answer ({exc}).")
-    else:
-        charts = {
-            "rate": time_chart_svg(
-                title="Results applied per second (all consumers), last hour",
-                values=[p.applied_per_second for p in history],
-                unit="results/s",
-            ),
-            "lag": time_chart_svg(
-                title="Consumer lag in messages (all consumers), last hour",
-                values=[p.lag for p in history],
-                unit="messages",
-            ),
-            "dead_letters": time_chart_svg(
-                title="Dead letters per minute, last hour",
-                values=[p.dead_letters for p in history],
-                unit="letters/min",
-                bars=True,
-            ),
-        }
-    dead_letters: list[Any] = []
-    dead_letter_error = ""
-    try:
-        if not can["ingestion"]:
-            raise _NotShown
-        dead_letters = dead_letters_latest(
-            topic=settings.KAFKA_DEAD_LETTER_TOPIC,
-            bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
-            limit=DEAD_LETTERS_SHOWN,
-        )
-    except _NotShown:
-        pass
-    except (KafkaError, OSError) as exc:
-        logger.warning("dashboard: could not read the dead-letter topic: %s", exc)
-        dead_letter_error = f"Could not read {settings.KAFKA_DEAD_LETTER_TOPIC}: {exc}"
+    # A section the staff member may not see is not read at all.
+    charts, consumers = _ingestion(now, errors) if can["ingestion"] else ({}, [])
+    dead_letters, dead_letter_error = _dead_letters() if can["ingestion"] else ([], "")
     context = {
         **admin.site.each_context(request),
         "title": "Live dashboard",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date
@@ -19,7 +18,7 @@ from leaderboard.selectors.boards import BoardRef, board_get, board_list
 from leaderboard.selectors.days import board_days_with_results
 from seasons.models import Season, SeasonStatus
 
-from .derived import WeeklyBuildError, weekly_board_build
+from .derived import weekly_board_build_or_leave
 from .events import (
     CorrectionSubject,
     correction_events_begin,
@@ -30,8 +29,6 @@ from .rebuild import RebuildResult, board_rebuild
 
 _RESULTS = MatchResult._meta.db_table
 _BOARDS = Board._meta.db_table
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,14 +102,11 @@ def _weekly_boards_rebuild(
     for iso_year, iso_week in sorted(weeks):
         weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
         # A missing weekly board is built on demand from the (now corrected) daily boards.
-        if client.exists(weekly):
-            try:
-                weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
-            except WeeklyBuildError:
-                # A cumulative sum past the codec: the week stays as it was, and the rest of
-                # the correction (other boards, its rank events) goes on.
-                logger.exception("weekly board %s: not rebuilt", weekly)
-                continue
+        # A week that cannot be built stays as it was; the rest of the correction (other
+        # boards, its rank events) goes on.
+        if client.exists(weekly) and weekly_board_build_or_leave(
+            board=board, iso_year=iso_year, iso_week=iso_week
+        ):
             rebuilt.append(weekly)
     return rebuilt
 

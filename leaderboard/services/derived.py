@@ -226,8 +226,7 @@ def weekly_boards_rebuild(
     A week in Redis some of whose daily boards may have expired is left as it is
     (``weekly_days_kept``): built while they were all there, it is the better answer. A week
     that cannot be built (a cumulative sum past the codec: the daily boards hold sums the
-    season-long board leaves off) is logged and left too, and never stops the weeks and the
-    callers' boards after it."""
+    season-long board leaves off) is left too (``weekly_board_build_or_leave``)."""
     client = get_board_redis()
     rebuilt: list[tuple[int, int]] = []
     for iso_year, iso_week in sorted(set(weeks)):
@@ -243,13 +242,23 @@ def weekly_boards_rebuild(
                 weekly,
             )
             continue
-        try:
-            weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
-        except WeeklyBuildError:
-            logger.exception("weekly board %s: not rebuilt", weekly)
-            continue
-        rebuilt.append((iso_year, iso_week))
+        if weekly_board_build_or_leave(board=board, iso_year=iso_year, iso_week=iso_week):
+            rebuilt.append((iso_year, iso_week))
     return rebuilt
+
+
+def weekly_board_build_or_leave(*, board: BoardRef, iso_year: int, iso_week: int) -> bool:
+    """``weekly_board_build``, or, for a week that cannot be built (a cumulative sum past the
+    codec: the daily boards hold sums the season-long board leaves off), the week left as it
+    was and logged (False): the caller's other weeks and boards go on."""
+    try:
+        weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
+    except WeeklyBuildError:
+        logger.exception(
+            "weekly board of board %s, %d-W%02d: not rebuilt", board.id, iso_year, iso_week
+        )
+        return False
+    return True
 
 
 def weekly_board_ensure(*, board: BoardRef, iso_year: int, iso_week: int, today: date) -> bool:
