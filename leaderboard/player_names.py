@@ -34,8 +34,8 @@ from players.models import PlayerProfile
 from players.selectors import player_profiles_get, player_profiles_iter
 
 from . import keys
-from .redis import get_board_read_redis, get_board_redis
-from .scripts import ScriptCall, get_script, read_script_call, scripts_pipelined
+from .redis import BoardRedis, get_board_read_redis, get_board_redis
+from .scripts import Command, ScriptCall, get_script, read_script_call, scripts_pipelined
 
 logger = logging.getLogger(__name__)
 
@@ -107,51 +107,75 @@ def player_names_on_change(sender: Any, *, player_ids: Sequence[int], **kwargs: 
 _PIPELINED_BUCKETS_MAX = 4
 
 
-def player_names_get(*, player_ids: Sequence[int]) -> dict[int, PlayerName]:
-    """The cached names of ``player_ids`` (UNKNOWN for players without one), in one round trip:
-    one HMGET per bucket of 100 players, pipelined; on a single Redis, past a few buckets, all
-    of them in one script call instead (``player_names_get.lua``: a cluster holds each bucket
-    in its own slot). A page of dense ids is a bucket or two; a cohort's or a friends list's
-    players are spread over up to one bucket each, where redis-py's cost per pipelined command
-    made the names the larger part of the read (docs/benchmarks.md, "Cohorts and leagues").
-    Read where the boards are read (a replica with ``REDIS_READ_FROM_REPLICAS``): a name may
-    lag its write by the replication delay, far inside the contract's 5 seconds for a hide."""
-    if not player_ids:
-        return {}
+@dataclass(frozen=True, slots=True)
+class NamesRead:
+    """How to read some players' names: the calls, and the players each call's reply answers,
+    in order. Sent on their own (``player_names_get``) or in the pipeline of the board read the
+    names adorn, where the players are known before the board answers (a cohort, a friends
+    list: selectors/rankings.py), which saves the names their own round trip."""
+
+    calls: tuple[ScriptCall | Command, ...]
+    players: tuple[tuple[int, ...], ...]
+
+    def names(self, replies: Sequence[Any]) -> dict[int, PlayerName]:
+        """The names from ``replies``, one per call; UNKNOWN for players without one."""
+        names: dict[int, PlayerName] = {}
+        for ids, values in zip(self.players, replies, strict=True):
+            for player_id, raw in zip(ids, values, strict=True):
+                names[player_id] = player_name_decode(raw)
+        return names
+
+
+def player_names_read(*, player_ids: Sequence[int], client: BoardRedis) -> NamesRead:
+    """The calls reading the cached names of ``player_ids`` from ``client``: one HMGET per
+    bucket of 100 players; on a single Redis, past a few buckets, all of them in one script
+    call instead (``player_names_get.lua``: a cluster holds each bucket in its own slot). A
+    page of dense ids is a bucket or two; a cohort's or a friends list's players are spread
+    over up to one bucket each, where redis-py's cost per pipelined command made the names the
+    larger part of the read (docs/benchmarks.md, "Cohorts and leagues")."""
     # Grouped by bucket number first: one key built per bucket, not per player.
     buckets: dict[int, list[int]] = {}
     for player_id in dict.fromkeys(player_ids):
         buckets.setdefault(player_id // keys.PLAYER_NAMES_BUCKET_SIZE, []).append(player_id)
-    client = get_board_read_redis()
-    names: dict[int, PlayerName] = {}
-    if len(buckets) == 1:
-        # One bucket (a player entry, a page of dense ids): a plain HMGET, cheaper than either.
-        (bucket_ids,) = buckets.values()
-        values = client.hmget(
-            keys.player_names(player_id=bucket_ids[0]), [str(p) for p in bucket_ids]
-        )
-        return {p: player_name_decode(raw) for p, raw in zip(bucket_ids, values, strict=True)}
     if isinstance(client, RedisCluster) or len(buckets) <= _PIPELINED_BUCKETS_MAX:
-        pipe = client.pipeline(transaction=False)
-        for ids in buckets.values():
-            pipe.hmget(keys.player_names(player_id=ids[0]), [str(p) for p in ids])
-        for ids, values in zip(buckets.values(), pipe.execute(), strict=True):
-            for player_id, raw in zip(ids, values, strict=True):
-                names[player_id] = player_name_decode(raw)
-        return names
+        return NamesRead(
+            calls=tuple(
+                Command(("HMGET", keys.player_names(player_id=ids[0]), *map(str, ids)))
+                for ids in buckets.values()
+            ),
+            players=tuple(tuple(ids) for ids in buckets.values()),
+        )
     args: list[str | int] = []
     for ids in buckets.values():
         args.append(len(ids))
         args += [str(player_id) for player_id in ids]
-    values = read_script_call(
-        client,
-        "player_names_get",
+    call = ScriptCall(
+        script=get_script(client, "player_names_get"),
         keys=[keys.player_names(player_id=ids[0]) for ids in buckets.values()],
         args=args,
     )
-    for player_id, raw in zip((p for ids in buckets.values() for p in ids), values, strict=True):
-        names[player_id] = player_name_decode(raw)
-    return names
+    return NamesRead(calls=(call,), players=(tuple(p for ids in buckets.values() for p in ids),))
+
+
+def player_names_get(*, player_ids: Sequence[int]) -> dict[int, PlayerName]:
+    """The cached names of ``player_ids`` (UNKNOWN for players without one), in one round trip
+    (``player_names_read``). Read where the boards are read (a replica with
+    ``REDIS_READ_FROM_REPLICAS``): a name may lag its write by the replication delay, far
+    inside the contract's 5 seconds for a hide."""
+    if not player_ids:
+        return {}
+    client = get_board_read_redis()
+    read = player_names_read(player_ids=player_ids, client=client)
+    first = read.calls[0]
+    if len(read.calls) == 1 and isinstance(first, Command):
+        # One bucket (a player entry, a page of dense ids): a plain HMGET, cheaper than a
+        # pipeline.
+        return read.names([client.execute_command(*first.args)])
+    if len(read.calls) == 1 and isinstance(first, ScriptCall):
+        return read.names(
+            [read_script_call(client, "player_names_get", keys=first.keys, args=first.args)]
+        )
+    return read.names(scripts_pipelined(client, read.calls))
 
 
 def player_names_rebuild(*, chunk_size: int = 10_000) -> int:

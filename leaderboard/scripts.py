@@ -107,26 +107,48 @@ class ScriptCall:
     args: Sequence[str | int]
 
 
-def scripts_pipelined(client: BoardRedis, calls: Sequence[ScriptCall]) -> list[Any]:
-    """The replies of ``calls``, sent in one pipeline (on a cluster: one per node).
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One plain command to pipeline beside script calls (``HMGET key field ...``)."""
+
+    args: tuple[str | int, ...]
+
+
+def calls_pipelined(client: BoardRedis, calls: Sequence[ScriptCall | Command]) -> list[Any]:
+    """The replies of ``calls``, sent in one pipeline (on a cluster: one per node), each reply
+    or, in its place, the error its call got: the caller decides which of them fail it (a read
+    of a board with its players' names keeps the board's answer when only the names fail).
 
     EVALSHA goes in as a raw command: redis-py's cluster pipeline refuses ``evalsha`` by name
     (it cannot know a script's keys are in one slot; ours are, by construction), and its
     standalone pipeline's script preloading does not exist there. A node that answers NOSCRIPT
     ran nothing: a restarted node, or a replica just promoted (the script cache is neither
     persisted nor replicated). Those calls are re-sent one by one through the Script object,
-    which loads the source (on every master of a cluster) and retries. Any other error is
-    raised after the pipeline ran, as ``pipe.execute()`` would.
+    which loads the source (on every master of a cluster) and retries.
     """
     pipe = client.pipeline(transaction=False)
     for call in calls:
-        pipe.execute_command("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
+        if isinstance(call, Command):
+            pipe.execute_command(*call.args)
+        else:
+            pipe.execute_command("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
     replies = pipe.execute(raise_on_error=False)
     out: list[Any] = []
     for call, reply in zip(calls, replies, strict=True):
-        if isinstance(reply, NoScriptError):
-            reply = call.script(keys=list(call.keys), args=list(call.args))
-        elif isinstance(reply, Exception):
-            raise reply
+        if isinstance(reply, NoScriptError) and isinstance(call, ScriptCall):
+            try:
+                reply = call.script(keys=list(call.keys), args=list(call.args))
+            except Exception as exc:
+                reply = exc
         out.append(reply)
     return out
+
+
+def scripts_pipelined(client: BoardRedis, calls: Sequence[ScriptCall | Command]) -> list[Any]:
+    """The replies of ``calls``, sent in one pipeline (``calls_pipelined``); the first error
+    any of them got is raised after the pipeline ran, as ``pipe.execute()`` would."""
+    replies = calls_pipelined(client, calls)
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    return replies

@@ -15,12 +15,15 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
+from itertools import pairwise
 from typing import Any, Final, cast
 
+from redis.cluster import RedisCluster
+
 from .. import keys
-from ..player_names import player_names_get
+from ..player_names import UNKNOWN, PlayerName, player_names_get, player_names_read
 from ..redis import get_board_read_redis, reads_from_replicas, redis_unavailable
-from ..scripts import read_script_call
+from ..scripts import ScriptCall, calls_pipelined, get_script, read_script_call
 from ._guards import guard_keys
 from .boards import BoardRef
 from .leagues import entries_with_tiers
@@ -85,21 +88,25 @@ class RankingEntry:
         )
 
 
-def entries_named(entries: Sequence[RankingEntry]) -> list[RankingEntry]:
-    """``entries`` with their players' names, read in one round trip (player_names_get).
+def _names_unavailable(exc: Exception) -> None:
+    """Names are an adornment of an answer the board already gave: when the name cache cannot
+    be read (its Redis node down while the board's answered, a cluster slot moving) the
+    entries go out with null names rather than turn a good read into a 503. A cache that lost
+    its keys (before its rebuild) reads as unknown names the same way, by itself."""
+    if not redis_unavailable(exc):
+        raise exc
+    logger.warning("name cache unreadable, entries served without names: %s", exc)
 
-    Names are an adornment of an answer the board already gave: when the name cache cannot be
-    read (its Redis node down while the board's answered, a cluster slot moving) the entries
-    go out with null names rather than turn a good read into a 503. A cache that lost its keys
-    (before its rebuild) reads as unknown names the same way, by itself."""
+
+def entries_named(entries: Sequence[RankingEntry]) -> list[RankingEntry]:
+    """``entries`` with their players' names, read in one round trip (player_names_get); as
+    they are when the name cache cannot be read (``_names_unavailable``)."""
     if not entries:
         return []
     try:
         names = player_names_get(player_ids=[entry.player_id for entry in entries])
     except Exception as exc:
-        if not redis_unavailable(exc):
-            raise
-        logger.warning("name cache unreadable, entries served without names: %s", exc)
+        _names_unavailable(exc)
         return list(entries)
     named: list[RankingEntry] = []
     for entry in entries:
@@ -115,13 +122,18 @@ def entries_adorned(
     since: datetime | None = None,
     until: datetime | None = None,
     with_tiers: bool = True,
+    with_names: bool = True,
 ) -> list[RankingEntry]:
-    """``entries`` with their names, on a board that keeps metadata their metadata (for the
+    """``entries`` with their names (unless ``with_names`` is False: the caller read them with
+    the board), on a board that keeps metadata their metadata (for the
     results from ``since`` to before ``until``: a daily or weekly board), on a league board
     their tiers (unless ``with_tiers`` is False: the caller set them), and on a board with
     max-attempts their attempts."""
     adorned = entries_with_metadata(
-        board=board, entries=entries_named(entries), since=since, until=until
+        board=board,
+        entries=entries_named(entries) if with_names else entries,
+        since=since,
+        until=until,
     )
     adorned = entries_with_attempts(board=board, entries=adorned)
     return entries_with_tiers(board=board, entries=adorned) if with_tiers else adorned
@@ -242,6 +254,54 @@ def _board_read(board: BoardRef, script: str, *, key: str, args: Sequence[str | 
     if reply == -1:
         raise BoardUnavailableError(board)
     return reply
+
+
+def _unknown_name(player_id: int) -> PlayerName:
+    return UNKNOWN
+
+
+def _rank_of(entry: RankingEntry) -> int:
+    return entry.rank
+
+
+def _board_read_named(
+    board: BoardRef,
+    script: str,
+    *,
+    key: str,
+    args: Sequence[str | int],
+    player_ids: Sequence[int],
+) -> tuple[Any, dict[int, PlayerName] | None]:
+    """``_board_read``, and the names of ``player_ids`` (None when the name cache cannot be
+    read: ``_names_unavailable``): for a read whose players are known before the board
+    answers (a cohort, a friends list), the names go in the same pipeline as the board's
+    script on a single Redis, one round trip for both. On a cluster the names' buckets live in
+    other slots, on other nodes, and are read after the board as for every other read."""
+    client = get_board_read_redis()
+    names_read = player_names_read(player_ids=player_ids, client=client)
+    if isinstance(client, RedisCluster):
+        reply = _board_read(board, script, key=key, args=args)
+        try:
+            names_replies = calls_pipelined(client, names_read.calls)
+        except Exception as exc:
+            _names_unavailable(exc)
+            return reply, None
+    else:
+        board_call = ScriptCall(
+            script=get_script(client, f"wide_{script}" if board.tiebreaks else script),
+            keys=[*_wide_keys(board, key), *guard_keys(board, on_master=not reads_from_replicas())],
+            args=args,
+        )
+        reply, *names_replies = calls_pipelined(client, [board_call, *names_read.calls])
+        if isinstance(reply, Exception):
+            raise reply
+        if reply == -1:
+            raise BoardUnavailableError(board)
+    for names_reply in names_replies:
+        if isinstance(names_reply, Exception):
+            _names_unavailable(names_reply)
+            return reply, None
+    return reply, names_read.names(names_replies)
 
 
 def board_page_get(
@@ -371,39 +431,49 @@ def board_friends_get(
     members), so it is not looked up per player."""
     if not player_ids:
         return []
-    flat: list[bytes] = _board_read(
+    flat, names = _board_read_named(
         board,
         "board_friends",
         key=keys.board(board_id=board.id),
         args=[str(pid) for pid in player_ids],
+        player_ids=player_ids,
     )
+    named = names.__getitem__ if names is not None else _unknown_name
+    entries: list[RankingEntry] = []
     if board.tiebreaks:
-        entries = [
-            wide_entry(
-                board=board,
-                rank=int(flat[offset + 2]),
-                player_id=int(flat[offset]),
-                key=flat[offset + 1],
+        for offset in range(0, len(flat), 3):
+            player_id = int(flat[offset])
+            entry = wide_entry(
+                board=board, rank=int(flat[offset + 2]), player_id=player_id, key=flat[offset + 1]
             )
-            for offset in range(0, len(flat), 3)
-        ]
+            name = named(player_id)
+            entries.append(
+                replace(entry, display_name=name.display_name, country=name.country, tier=tier)
+            )
     else:
-        codec = board.codec
-        entries = [
-            RankingEntry(
-                rank=int(flat[offset + 2]),
-                player_id=int(flat[offset]),
-                points=codec.decode_points(flat[offset + 1]),
-                score=flat[offset + 1],
-                tier=tier,
+        decode_points = board.codec.decode_points
+        for offset in range(0, len(flat), 3):
+            player_id = int(flat[offset])
+            name = named(player_id)
+            entries.append(
+                RankingEntry(
+                    int(flat[offset + 2]),
+                    player_id,
+                    decode_points(flat[offset + 1]),
+                    name.display_name,
+                    name.country,
+                    tier=tier,
+                    score=flat[offset + 1],
+                )
             )
-            for offset in range(0, len(flat), 3)
-        ]
-    if tier is not NOT_KEPT and board.tiebreaks:
-        entries = [replace(entry, tier=tier) for entry in entries]
     # Within a shared rank, the board's own order, so the friends list agrees with the top
     # list and the pages: ZREVRANGE orders member bytes descending; a board with tie-break
-    # columns (ZRANGE of key .. player) the player ids as text, ascending.
-    entries.sort(key=lambda entry: str(entry.player_id), reverse=not board.tiebreaks)
-    entries.sort(key=lambda entry: entry.rank)
-    return entries_adorned(board=board, entries=entries, with_tiers=tier is NOT_KEPT)
+    # columns (ZRANGE of key .. player) the player ids as text, ascending. Shared ranks are
+    # rare: the second sort runs only when one occurs.
+    entries.sort(key=_rank_of)
+    if any(a.rank == b.rank for a, b in pairwise(entries)):
+        entries.sort(key=lambda entry: str(entry.player_id), reverse=not board.tiebreaks)
+        entries.sort(key=_rank_of)
+    return entries_adorned(
+        board=board, entries=entries, with_tiers=tier is NOT_KEPT, with_names=False
+    )

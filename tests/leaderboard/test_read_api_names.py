@@ -9,9 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
+from redis.exceptions import ResponseError
 
 from leaderboard import keys
-from leaderboard.player_names import player_names_recover
+from leaderboard.player_names import NamesRead, player_names_recover
+from leaderboard.scripts import Command
+from leaderboard.selectors import rankings
 from leaderboard.selectors.top import top_snapshot_memo_clear
 from leaderboard.services import top_snapshot_refresh
 from players.schema import ProfileUpdate
@@ -189,6 +192,33 @@ def test_a_lost_name_cache_reads_null_names_not_a_503_until_rebuilt(client, name
     assert player_names_recover() == len(PROFILES)
     assert get_json(client, url(named.id, "players/2"))["displayName"] == "Alice"
     assert client.get(url(named.id, "top")).json() == NAMED_TOP
+
+
+def _names_failing(monkeypatch, error: str) -> None:
+    """The name cache's calls replaced by one whose reply is ``error``: a names read that fails
+    while the board's script (in the same pipeline on a single Redis) answers."""
+    failing = NamesRead(
+        calls=(
+            Command(
+                ("EVAL", f"return redis.error_reply('{error}')", 1, keys.player_names(player_id=2))
+            ),
+        ),
+        players=((),),
+    )
+    monkeypatch.setattr(rankings, "player_names_read", lambda **kwargs: failing)
+
+
+def test_friends_answer_without_names_when_only_the_names_fail(client, named, monkeypatch):
+    _names_failing(monkeypatch, "BUSY a script is running")
+    friends = get_json(client, url(named.id, "friends?ids=6,3,2,999"))
+    assert names_of(friends) == [(2, None, None), (3, None, None), (6, None, None)]
+    assert [e["rank"] for e in friends] == [1, 3, 7]
+
+
+def test_a_names_error_that_is_a_bug_is_not_hidden(named, monkeypatch):
+    _names_failing(monkeypatch, "ERR something else")
+    with pytest.raises(ResponseError, match="something else"):
+        rankings.board_friends_get(board=main_board(named), player_ids=[2, 3])
 
 
 def test_an_old_snapshot_without_names_still_serves(client, season, board_redis):
