@@ -19,6 +19,7 @@ value first; decoding gives the raw points back.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -188,6 +189,25 @@ class ScoreCodec:
             raise CodecError(f"score {score!r} is outside this codec's range 0..{self.max_score}")
         high = value >> self.time_bits
         return self.max_points - high if self.ascending else high
+
+    def decode_points_many(self, scores: Sequence[int | float | str | bytes]) -> list[int]:
+        """``decode_points`` of each of ``scores``, the codec's constants read once: a cohort's
+        or a friends list's entries decode together."""
+        max_score, time_bits = self.max_score, self.time_bits
+        max_points, ascending = self.max_points, self.ascending
+        points: list[int] = []
+        for score in scores:
+            try:
+                value = int(score) if type(score) is bytes else -1
+            except ValueError:
+                value = -1
+            if not 0 <= value <= max_score:
+                # Not integral digits, or out of range: decode_points' checks and its error.
+                points.append(self.decode_points(score))
+                continue
+            high = value >> time_bits
+            points.append(max_points - high if ascending else high)
+        return points
 
     @staticmethod
     def _score_to_int(score: int | float | str | bytes) -> int:

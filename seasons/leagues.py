@@ -6,6 +6,7 @@ it, wherever it comes from (the command line, the admin, a service call)."""
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -87,8 +88,33 @@ def league_movement(
     floor(players x promote% / 100) move up and floor(players x relegate% / 100) down, never
     past the ends; a tie at the promotion boundary goes up whole, one at the relegation
     boundary stays unless all of it is within the bottom share."""
-    if tier < tiers - 1 and rank <= players * promote_percent // 100:
-        return Movement.PROMOTED
-    if tier > 0 and rank > players - players * relegate_percent // 100:
-        return Movement.RELEGATED
-    return Movement.STAYED
+    return league_movements(
+        ranks=[rank],
+        players=players,
+        tier=tier,
+        tiers=tiers,
+        promote_percent=promote_percent,
+        relegate_percent=relegate_percent,
+    )[0]
+
+
+def league_movements(
+    *,
+    ranks: Sequence[int],
+    players: int,
+    tier: int,
+    tiers: int,
+    promote_percent: int,
+    relegate_percent: int,
+) -> list[str]:
+    """``league_movement`` for each of ``ranks``, the boundaries computed once: a cohort read
+    states it for every entry."""
+    # Past the ends nobody moves: a top tier's boundary promotes no rank, a bottom tier's
+    # relegates none.
+    promoted_to = players * promote_percent // 100 if tier < tiers - 1 else 0
+    relegated_after = players - players * relegate_percent // 100 if tier > 0 else sys.maxsize
+    promoted, relegated, stayed = Movement.PROMOTED, Movement.RELEGATED, Movement.STAYED
+    return [
+        promoted if rank <= promoted_to else relegated if rank > relegated_after else stayed
+        for rank in ranks
+    ]

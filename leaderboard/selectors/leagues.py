@@ -19,7 +19,7 @@ from cachetools import LRUCache, TTLCache
 from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
-from seasons.leagues import league_movement
+from seasons.leagues import league_movements
 from seasons.memo import process_state_register
 from seasons.models import Season, SeasonStatus
 
@@ -175,17 +175,16 @@ def cohort_movements_projected(
     (seasons.leagues.league_movement) over the members with a score. None off a league."""
     if not board.tiers or tier is None:
         return [None] * len(ranks)
-    return [
-        league_movement(
-            rank=rank,
+    return list(
+        league_movements(
+            ranks=ranks,
             players=len(ranks),
             tier=tier,
             tiers=len(board.tiers),
             promote_percent=board.promote_percent,
             relegate_percent=board.relegate_percent,
         )
-        for rank in ranks
-    ]
+    )
 
 
 def league_waiting_for(*, board: BoardRef) -> int | None:

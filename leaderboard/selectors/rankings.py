@@ -15,7 +15,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
-from itertools import pairwise
 from typing import Any, Final, cast
 
 from redis.cluster import RedisCluster
@@ -451,19 +450,21 @@ def board_friends_get(
                 replace(entry, display_name=name.display_name, country=name.country, tier=tier)
             )
     else:
-        decode_points = board.codec.decode_points
-        for offset in range(0, len(flat), 3):
-            player_id = int(flat[offset])
+        players = [int(member) for member in flat[0::3]]
+        scores = flat[1::3]
+        ranks = [int(rank) for rank in flat[2::3]]
+        points = board.codec.decode_points_many(scores)
+        for player_id, rank, score, value in zip(players, ranks, scores, points, strict=True):
             name = named(player_id)
             entries.append(
                 RankingEntry(
-                    int(flat[offset + 2]),
+                    rank,
                     player_id,
-                    decode_points(flat[offset + 1]),
+                    value,
                     name.display_name,
                     name.country,
                     tier=tier,
-                    score=flat[offset + 1],
+                    score=score,
                 )
             )
     # Within a shared rank, the board's own order, so the friends list agrees with the top
@@ -471,7 +472,7 @@ def board_friends_get(
     # columns (ZRANGE of key .. player) the player ids as text, ascending. Shared ranks are
     # rare: the second sort runs only when one occurs.
     entries.sort(key=_rank_of)
-    if any(a.rank == b.rank for a, b in pairwise(entries)):
+    if len({entry.rank for entry in entries}) < len(entries):
         entries.sort(key=lambda entry: str(entry.player_id), reverse=not board.tiebreaks)
         entries.sort(key=_rank_of)
     return entries_adorned(

@@ -39,7 +39,7 @@ from ingestion.services import match_results_ingest
 from leaderboard.models import Board, Cohort, CohortMember, LeagueMovement
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.services import ResultColumns, ResultRow, match_results_store, top_snapshot_refresh
-from seasons.leagues import Movement, league_movement
+from seasons.leagues import Movement, league_movement, league_movements
 from seasons.models import Schedule, Season, SeasonStatus
 from tests.factories import SeasonFactory, board_factory
 from tests.helpers import wait_until
@@ -568,6 +568,32 @@ def test_movements_match_a_reference_over_three_random_seasons() -> None:
         league_movement(rank=4, players=5, tier=1, tiers=3, promote_percent=40, relegate_percent=40)
         == R
     )
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_movements_a_cohort_read_states_follow_the_reference_rule(seed: int) -> None:
+    """``league_movements`` (every entry of a cohort read) against the independent statement
+    of the rule, on cohorts of every size up to 30 with many ties, in each of three tiers."""
+    rng = random.Random(seed)
+    for n in range(1, 31):
+        scores = {p: (rng.randint(0, 4), rng.randint(0, 1)) for p in range(1, n + 1)}
+        played = sorted(scores, key=lambda p: (-scores[p][0], scores[p][1]))
+        key = {p: (-scores[p][0], scores[p][1]) for p in played}
+        # Competition ranks, best first: one more than the members strictly ahead.
+        ranks = [1 + sum(key[q] < key[p] for q in played) for p in played]
+        for tier in range(3):
+            got = league_movements(
+                ranks=ranks,
+                players=n,
+                tier=tier,
+                tiers=3,
+                promote_percent=40,
+                relegate_percent=40,
+            )
+            want = reference_movements({1: (tier, played)}, scores)
+            assert dict(zip(played, got, strict=True)) == {
+                p: movement for p, (_, movement) in want.items()
+            }, (seed, n, tier)
 
 
 def test_create_schedule_takes_a_league_and_refuses_one_it_cannot_run() -> None:

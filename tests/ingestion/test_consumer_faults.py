@@ -128,18 +128,34 @@ def test_redis_outage_waits_and_resumes_without_loss_or_double_count(
     publish_results(topic, before)
     thread = threading.Thread(target=run)
     thread.start()
+
+    def state() -> str:
+        # What a timed-out wait saw, so that a failure in CI reads without a rerun.
+        log = "\n".join(caplog.text.splitlines()[-40:])
+        return (
+            f"committed {committed_offsets(topic, options.group_id)}, end {end_offsets(topic)}, "
+            f"applied {consumer.totals.applied}, consumer alive {thread.is_alive()}, "
+            f"failures {failures!r}\nlast log lines:\n{log}"
+        )
+
     try:
-        wait_until(lambda: _committed_total(topic, options.group_id) == len(before), timeout=60)
+        wait_until(
+            lambda: _committed_total(topic, options.group_id) == len(before),
+            timeout=60,
+            context=state,
+        )
         proxy.cut()
         publish_results(topic, during)
-        wait_until(lambda: "waiting for Redis" in caplog.text, timeout=30)
-        wait_until(lambda: MatchResult.objects.count() > len(before), timeout=30)
+        wait_until(lambda: "waiting for Redis" in caplog.text, timeout=30, context=state)
+        wait_until(lambda: MatchResult.objects.count() > len(before), timeout=30, context=state)
         # Stored in PostgreSQL but not on the boards: nothing of it may be committed.
         assert _committed_total(topic, options.group_id) == len(before)
 
         proxy.restore()
         wait_until(
-            lambda: committed_offsets(topic, options.group_id) == end_offsets(topic), timeout=60
+            lambda: committed_offsets(topic, options.group_id) == end_offsets(topic),
+            timeout=60,
+            context=state,
         )
     finally:
         consumer.request_stop()

@@ -264,3 +264,21 @@ def test_any_split_within_53_bits_is_accepted_and_any_wider_refused(p: int, t: i
     else:
         with pytest.raises(CodecError):
             ScoreCodec(p, t)
+
+
+@pytest.mark.parametrize("ascending", [False, True])
+@given(st.lists(st.integers(0, 2**53 - 1), max_size=20))
+def test_decoding_many_scores_agrees_with_decoding_each(ascending: bool, values: list[int]) -> None:
+    """The batch decode of a cohort's or friends list's scores, against ``decode`` one by
+    one, over every form Redis or a caller may hand a score in."""
+    codec = ScoreCodec(21, 32, ascending=ascending)
+    forms = [str(v).encode() for v in values] + [f"{float(v)!r}".encode() for v in values]
+    forms += [str(v) for v in values] + values
+    assert codec.decode_points_many(forms) == [codec.decode(s).points for s in forms]
+
+
+@pytest.mark.parametrize("score", [b"-1", str(2**53).encode(), b"nan", b"1e400"])
+def test_decoding_many_scores_refuses_what_decoding_one_refuses(score: bytes) -> None:
+    codec = ScoreCodec(21, 32)
+    with pytest.raises(CodecError):
+        codec.decode_points_many([b"5", score])
