@@ -272,8 +272,10 @@ def test_decoding_many_scores_agrees_with_decoding_each(ascending: bool, values:
     """The batch decode of a cohort's or friends list's scores, against ``decode`` one by
     one, over every form Redis or a caller may hand a score in."""
     codec = ScoreCodec(21, 32, ascending=ascending)
-    forms = [str(v).encode() for v in values] + [f"{float(v)!r}".encode() for v in values]
-    forms += [str(v) for v in values] + values
+    forms: list[int | float | str | bytes] = [str(v).encode() for v in values]
+    forms += [f"{float(v)!r}".encode() for v in values]
+    forms += [str(v) for v in values]
+    forms += values
     assert codec.decode_points_many(forms) == [codec.decode(s).points for s in forms]
 
 
