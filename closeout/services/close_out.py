@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+import psycopg
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 from kafka.errors import KafkaError
 
@@ -135,9 +136,10 @@ def season_close(
        (SEASON_CLOSE_DRAIN_TIMEOUT_SECONDS); otherwise it returns LAGGING naming the partitions
        and finalizes nothing. A rerun waits on the same recorded offsets. ``force`` skips both.
        ``on_drain_progress`` hears what still lags at every look while the drain is awaited.
-    3. In ONE transaction: the final top FINAL_STANDINGS_SIZE computed from PostgreSQL (the
-       source a rebuild reads; Redis may have lost writes), a grant per player of each tier,
-       status "closed". A crash before the commit leaves the season "closing": a rerun redoes it.
+    3. In ONE transaction, on one snapshot (REPEATABLE READ): the final top FINAL_STANDINGS_SIZE
+       computed from PostgreSQL (the source a rebuild reads; Redis may have lost writes), a grant
+       per player of each tier, status "closed". A crash before the commit leaves the season
+       "closing": a rerun redoes it.
     4. The season_final rank events of each board (final_events.py; the sweep sends them if
        Kafka cannot take them now).
     5. UNLINK every Redis key of the season. A rerun on a closed season grants nothing (and the
@@ -535,10 +537,30 @@ def _reopened(season_id: int, status: str) -> SeasonCloseResult:
     return result
 
 
-@transaction.atomic
 def _season_finalize(*, season_id: int, now: datetime) -> tuple[int | None, int] | None:
     """(standings, grants created) over every board; (None, 0) when closed meanwhile; None
-    when locked; _NotClosing when staff reopened it."""
+    when locked (or a concurrent write made the snapshot unusable: the rerun redoes it);
+    _NotClosing when staff reopened it."""
+    try:
+        return _season_finalize_once(season_id=season_id, now=now)
+    except OperationalError as exc:
+        if isinstance(exc.__cause__, psycopg.errors.SerializationFailure):
+            logger.warning(
+                "season %s: close-out snapshot outdated, retried later: %s", season_id, exc
+            )
+            return None
+        raise
+
+
+@transaction.atomic
+def _season_finalize_once(*, season_id: int, now: datetime) -> tuple[int | None, int] | None:
+    if not connection.savepoint_ids:
+        # The outermost transaction (not a test's): every board's standings, movements and
+        # grants read ONE snapshot. Under READ COMMITTED each statement reads its own, and a
+        # batch still ingesting into the closing season could commit between a board's
+        # standings and its movements, so that they disagree.
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     season = (
         Season.objects.select_for_update(no_key=True, skip_locked=True).filter(id=season_id).first()
     )

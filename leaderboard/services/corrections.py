@@ -186,6 +186,20 @@ class Correction:
     subjects: tuple[CorrectionSubject, ...] = ()
 
 
+_LOCK_SEASON_SQL = f"SELECT 1 FROM {Season._meta.db_table} WHERE id = %s FOR SHARE"  # noqa: S608
+
+
+def _season_corrections_lock(*, season_id: int) -> None:
+    """Hold the season FOR SHARE until the correction commits: it waits for a close-out
+    finalizing the season (FOR NO KEY UPDATE, for as long as its standings take), and a
+    close-out finds the season locked (SKIP LOCKED: it tries again) while a correction is
+    being written. So a correction lands either before the close-out's snapshot, and counts in
+    its standings, or after the season is closed, when boards_correct sees "closed" and asks
+    for the standings review: never inside the close-out, counted by neither."""
+    with connection.cursor() as cursor:
+        cursor.execute(_LOCK_SEASON_SQL, [season_id])
+
+
 def match_result_void(*, result_id: int, reason: str) -> Correction:
     """Void a result: it stays for audit, no longer counts. The boards are corrected by
     boards_correct (the caller queues it: a season board rebuild is not a request's work)."""
@@ -194,6 +208,7 @@ def match_result_void(*, result_id: int, reason: str) -> Correction:
         raise ValidationError("a void needs a reason")
     with transaction.atomic():
         result = MatchResult.objects.select_for_update().get(pk=result_id)
+        _season_corrections_lock(season_id=result.season_id)
         changed = result.voided_at is None
         if changed:
             result.voided_at = timezone.now()
@@ -229,11 +244,13 @@ def player_ban(
         raise ValidationError("a ban needs a reason")
     if player_id <= 0:
         raise ValidationError(f"player ids are positive integers, got {player_id}")
-    ban, created = PlayerBan.objects.get_or_create(
-        season_id=season_id,
-        player_id=player_id,
-        defaults={"reason": reason[:500], "created_by_id": created_by_id},
-    )
+    with transaction.atomic():
+        _season_corrections_lock(season_id=season_id)
+        ban, created = PlayerBan.objects.get_or_create(
+            season_id=season_id,
+            player_id=player_id,
+            defaults={"reason": reason[:500], "created_by_id": created_by_id},
+        )
     subjects = (
         (CorrectionSubject(player_id=player_id, cause=f"ban:{ban.pk}", at=ban.created_at),)
         if created
@@ -244,7 +261,9 @@ def player_ban(
 
 
 def player_unban(*, season_id: int, player_id: int) -> Correction:
-    deleted, _ = PlayerBan.objects.filter(season_id=season_id, player_id=player_id).delete()
+    with transaction.atomic():
+        _season_corrections_lock(season_id=season_id)
+        deleted, _ = PlayerBan.objects.filter(season_id=season_id, player_id=player_id).delete()
     days = _player_days(season_id=season_id, player_id=player_id)
     now = timezone.now()
     subjects = (

@@ -12,10 +12,12 @@ import random
 import threading
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 from io import StringIO
 
 import orjson
+import psycopg
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
@@ -24,7 +26,9 @@ from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
-from closeout.models import HistoryEntry, RewardGrant
+import closeout.services.close_out as close_out_module
+from closeout.models import FinalStanding, HistoryEntry, RewardGrant
+from closeout.selectors import StandingRow
 from closeout.services import (
     CloseOutcome,
     reward_tier_create,
@@ -36,13 +40,21 @@ from closeout.services import (
 from closeout.tasks import seasons_close_due_task
 from ingestion.records import ConsumedRecord
 from ingestion.services import match_results_ingest
-from leaderboard.models import Board, Cohort, CohortMember, LeagueMovement
+from leaderboard.models import Board, Cohort, CohortMember, LeagueMovement, MatchResult
 from leaderboard.selectors.boards import BoardRef
-from leaderboard.services import ResultColumns, ResultRow, match_results_store, top_snapshot_refresh
+from leaderboard.services import (
+    BoardsCorrected,
+    ResultColumns,
+    ResultRow,
+    boards_correct,
+    match_result_void,
+    match_results_store,
+    top_snapshot_refresh,
+)
 from seasons.leagues import Movement, league_movement, league_movements
 from seasons.models import Schedule, Season, SeasonStatus
 from tests.factories import SeasonFactory, board_factory
-from tests.helpers import wait_until
+from tests.helpers import subprocess_database_url, wait_until
 from tests.ingestion.ingest_helpers import LetterSink
 
 pytestmark = [
@@ -447,8 +459,8 @@ def test_an_opening_never_misses_a_batch_in_flight_and_later_batches_assign_them
     }
 
 
-def _waiting_on_a_lock(query_part: str) -> bool:
-    with connection.cursor() as cursor:
+def _waiting_on_a_lock(query_part: str, *, on: psycopg.Connection | None = None) -> bool:
+    with on.cursor() if on is not None else connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
             "AND query LIKE %s AND pid <> pg_backend_pid()",
@@ -472,6 +484,140 @@ def test_a_crash_between_the_close_out_and_the_opening_is_repaired_by_the_sweep(
     seasons_close_due_task()
     assert tier_of(two) == {2: "bronze"}
     assert not league_board(two).league_waiting
+
+
+def _in_thread(work: Callable[[], object]) -> tuple[threading.Thread, list[object]]:
+    """``work`` on its own thread and database connection: (the thread, [its result or the
+    exception it raised])."""
+    out: list[object] = []
+
+    def run() -> None:
+        try:
+            out.append(work())
+        except BaseException as exc:
+            out.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, out
+
+
+def _standings_order(season: Season) -> list[int]:
+    return list(
+        FinalStanding.objects.filter(board=league_board(season))
+        .order_by("rank")
+        .values_list("player_id", flat=True)
+    )
+
+
+def test_a_batch_committed_during_the_close_out_moves_nobody_the_standings_do_not_rank(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A closing season still takes results, and a batch's lock does not wait for the
+    close-out: one commits between a board's standings and its movements. Both read the
+    close-out's one snapshot, so the movements follow the standings (and the late result goes
+    to neither: the standings review shows it)."""
+    schedule = make_league(size=2, promote=50, relegate=50)
+    one = open_season(schedule, 1)
+    play(one, [(1, 90, 1), (2, 10, 2)])
+    open_season(schedule, 2)
+    compute = close_out_module.board_standings_compute
+
+    def standings_then_a_batch(*, board: BoardRef, limit: int) -> list[StandingRow]:
+        rows = compute(board=board, limit=limit)
+        if board.slug != "league":
+            return rows
+        thread, out = _in_thread(lambda: play(one, [(2, 500, 3)]))
+        thread.join(timeout=60)
+        assert out == [None], out
+        return rows
+
+    monkeypatch.setattr(close_out_module, "board_standings_compute", standings_then_a_batch)
+    close(one)
+    assert MatchResult.objects.filter(season=one, player_id=2, points=500).exists()
+    assert _standings_order(one) == [1, 2]
+    assert movements(one) == {1: ("bronze", P, 1), 2: ("bronze", S, 2)}
+
+
+def test_a_void_during_the_close_out_waits_for_it_and_asks_for_the_standings_review(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A correction holds the season FOR SHARE: one asked for while the close-out finalizes
+    waits for its commit, then finds the season closed and asks for the review, rather than
+    landing between the standings and the movements and counting in neither."""
+    schedule = make_league(size=2, promote=50, relegate=50)
+    one = open_season(schedule, 1)
+    play(one, [(1, 90, 1), (2, 10, 2)])
+    open_season(schedule, 2)
+    winner = MatchResult.objects.get(season=one, player_id=1)
+    compute = close_out_module.board_standings_compute
+    voids: list[tuple[threading.Thread, list[object]]] = []
+
+    def void() -> BoardsCorrected:
+        correction = match_result_void(result_id=winner.id, reason="cheated")
+        return boards_correct(season_id=correction.season_id, days=correction.days)
+
+    def standings_during_a_void(*, board: BoardRef, limit: int) -> list[StandingRow]:
+        rows = compute(board=board, limit=limit)
+        if board.slug != "league":
+            return rows
+        voids.append(_in_thread(void))
+        # Polled from a connection of its own: this one is inside the close-out's transaction,
+        # whose view of pg_stat_activity stays as it was at its first look.
+        with psycopg.connect(subprocess_database_url(), autocommit=True) as watcher:
+            wait_until(lambda: _waiting_on_a_lock("FOR SHARE", on=watcher), timeout=30)
+        return rows
+
+    monkeypatch.setattr(close_out_module, "board_standings_compute", standings_during_a_void)
+    close(one)
+    ((thread, out),) = voids
+    thread.join(timeout=60)
+    (corrected,) = out
+    assert isinstance(corrected, BoardsCorrected), corrected
+    assert corrected.needs_standings_review
+    winner.refresh_from_db()
+    assert winner.voided_at is not None
+    assert _standings_order(one) == [1, 2]
+    assert movements(one) == {1: ("bronze", P, 1), 2: ("bronze", S, 2)}
+
+
+def test_a_close_out_whose_snapshot_a_write_outdated_is_in_progress_and_the_rerun_closes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The close-out's one snapshot can be refused (a row it locks or changes was updated since
+    it began): nothing of it is kept, the run says "in progress" (the sweep runs it again), and
+    a rerun finalizes."""
+    schedule = make_league(size=2, promote=50, relegate=50)
+    one = open_season(schedule, 1)
+    play(one, [(1, 90, 1), (2, 10, 2)])
+    two = open_season(schedule, 2)
+    compute = close_out_module.board_standings_compute
+    refused: list[int] = []
+
+    def standings_then_a_locked_row_updated(*, board: BoardRef, limit: int) -> list[StandingRow]:
+        rows = compute(board=board, limit=limit)
+        if not refused:
+            refused.append(board.id)
+            with psycopg.connect(subprocess_database_url(), autocommit=True) as other:
+                other.execute(
+                    "UPDATE seasons_season SET name = name || '.' WHERE id = %s", [two.id]
+                )
+            # As a write of the close-out's own would: the row changed after its snapshot.
+            Season.objects.select_for_update().get(id=two.id)
+        return rows
+
+    monkeypatch.setattr(
+        close_out_module, "board_standings_compute", standings_then_a_locked_row_updated
+    )
+    result = season_close(season_id=one.id, force=True, now=one.ends_at + timedelta(seconds=1))
+    assert result.outcome == CloseOutcome.IN_PROGRESS, result.describe()
+    assert Season.objects.get(id=one.id).status == SeasonStatus.CLOSING
+    assert not FinalStanding.objects.filter(season=one).exists()
+    close(one)
+    assert _standings_order(one) == [1, 2]
+    assert movements(one) == {1: ("bronze", P, 1), 2: ("bronze", S, 2)}
 
 
 def reference_movements(
