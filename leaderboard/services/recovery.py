@@ -176,6 +176,21 @@ def board_mark_checked(*, board_id: int) -> None:
     )
 
 
+def _board_recovered_mark(*, board_id: int, lock: Lock) -> bool:
+    """``board_mark_intact`` if ``lock`` is still this run's (``board_recovered_mark.lua``)."""
+    token = lock.local.token
+    assert token is not None
+    marked = get_script(get_board_redis(), "board_recovered_mark")(
+        keys=[
+            keys.board_recovering(board_id=board_id),
+            keys.board_intact(board_id=board_id),
+            keys.board_checked(board_id=board_id),
+        ],
+        args=[token],
+    )
+    return bool(int(marked))
+
+
 def _lock(client: Any, name: str) -> Lock:
     """A recovery's lock: taken without waiting, released only by its holder (redis-py's token
     lock): a run that outlived its lock does not free the one the next run took meanwhile."""
@@ -204,7 +219,8 @@ def board_recover(
 ) -> BoardRecovered | None:
     """Raise the board's watermark, rebuild everything Redis must hold of ``board`` from
     PostgreSQL, then mark it intact. None when another process holds the board's recovery or
-    a rebuild.
+    a rebuild, or when this run's lock went before its end (``board_recovered_mark.lua``: the
+    board stays unmarked, for the next look).
 
     The watermark first: to the highest offset per partition of the board's stored results,
     read *before* any rebuild takes its snapshot, so every result it covers is in every
@@ -234,7 +250,13 @@ def board_recover(
             {d.isocalendar()[:2] for d in days if d <= today},
         )
         weeks = weekly_boards_rebuild(board=board, weeks=weeks, now=now)
-        board_mark_intact(board_id=board.id)
+        if not _board_recovered_mark(board_id=board.id, lock=lock):
+            logger.warning(
+                "board %s: its recovery lock went during the run (the board's keys lost again, "
+                "or the lock expired): not marked intact, recovered again at the next look",
+                board.id,
+            )
+            return None
     except RebuildInProgressError:
         logger.info("recovery of board %s waits for a rebuild in progress", board.id)
         return None
