@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 
 from leaderboard.models import BOARD_SLUG_PATTERN, Board
 from leaderboard.selectors.boards import board_find
+from leaderboard.serializers import ErrorSerializer
 from leaderboard.services import (
     BOARD_FULL,
     JOIN_NOT_REQUIRED,
@@ -342,8 +343,13 @@ class PlayerProfilePutApi(APIView):
             400: PlayerProfileRejectedSerializer,
             401: OpenApiResponse(description="no or malformed Bearer token, or an unknown one"),
             403: OpenApiResponse(description="the token has been deactivated"),
+            # leaderboard_project/middleware.py, before the route and the token are looked at.
+            404: OpenApiResponse(
+                ErrorSerializer,
+                description="the path holds a control character: it names no player",
+            ),
             503: OpenApiResponse(
-                PlayerProfileRejectedSerializer,
+                ErrorSerializer,
                 description="PostgreSQL or Redis (the name cache) cannot be reached; PUT the "
                 "same profile again after Retry-After seconds (it is idempotent)",
             ),
