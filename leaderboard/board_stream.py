@@ -3,7 +3,8 @@
 
 A process of its own, not gunicorn: a page holds its stream open, and a sync worker held per
 open page would leave none for the API. Here every stream is a coroutine of one asyncio loop
-(a few KB each), bounded in number (BOARD_STREAM_MAX_CLIENTS: past it, 503 and the page polls)
+(a few KB each), bounded in number (BOARD_STREAM_MAX_CLIENTS: past it, 503 and the page polls;
+BOARD_STREAM_MAX_PER_CLIENT from one address, so one client cannot take every slot)
 and in length (BOARD_STREAM_MAX_SECONDS: then the stream ends and the browser reconnects, so
 a deploy or a rebalance of clients never waits on old connections).
 
@@ -36,6 +37,7 @@ from .rank_events import LIBRDKAFKA_LOGGER
 from .selectors.boards import BoardRef, board_get_cached
 from .selectors.top import board_top_read
 from .serializers import entry_body
+from .throttling import client_address, throttle_ident
 from .views import PAGE_TOP
 
 logger = logging.getLogger(__name__)
@@ -76,13 +78,17 @@ class BoardStreamServer:
         bootstrap_servers: Sequence[str],
         topic: str,
         max_clients: int,
+        max_per_client: int,
         max_seconds: float,
     ) -> None:
         self.bootstrap_servers = tuple(bootstrap_servers)
         self.topic = topic
         self.max_clients = max_clients
+        self.max_per_client = max_per_client
         self.max_seconds = max_seconds
         self.clients = 0
+        # Open streams per client (``throttle_ident``: an address, an IPv6 client's /64).
+        self.per_client: dict[str, int] = {}
         self.port = 0  # the port it listens on, once serving
         self.boards: dict[BoardKey, _Watched] = {}
         self.stopping = threading.Event()
@@ -237,15 +243,24 @@ class BoardStreamServer:
         if self.clients >= self.max_clients:
             await _reply(writer, 503, b'{"detail": "too many streams"}', retry_after=30)
             return
-        await self._stream(writer, key, board)
+        client = _client_ident(head, writer)
+        if self.per_client.get(client, 0) >= self.max_per_client:
+            await _reply(
+                writer, 503, b'{"detail": "too many streams from this client"}', retry_after=30
+            )
+            return
+        await self._stream(writer, key, board, client=client)
 
-    async def _stream(self, writer: asyncio.StreamWriter, key: BoardKey, board: BoardRef) -> None:
+    async def _stream(
+        self, writer: asyncio.StreamWriter, key: BoardKey, board: BoardRef, *, client: str
+    ) -> None:
         queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=1)
         watched = self.boards.get(key)
         if watched is None:
             watched = self.boards[key] = _Watched(board)
         watched.clients.add(queue)
         self.clients += 1
+        self.per_client[client] = self.per_client.get(client, 0) + 1
         try:
             writer.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -278,6 +293,9 @@ class BoardStreamServer:
             writer.transport.abort()
         finally:
             self.clients -= 1
+            left = self.per_client.pop(client) - 1
+            if left:
+                self.per_client[client] = left
             watched.clients.discard(queue)
             if not watched.clients:
                 self.boards.pop(key, None)
@@ -311,6 +329,21 @@ async def _drained(writer: asyncio.StreamWriter) -> None:
     """drain(), for at most DRAIN_SECONDS (a TimeoutError past it): drain() itself waits for
     as long as the client's receive window stays shut."""
     await asyncio.wait_for(writer.drain(), timeout=DRAIN_SECONDS)
+
+
+def _client_ident(head: bytes, writer: asyncio.StreamWriter) -> str:
+    """Whom a stream counts against (the API throttle's identity): the peer's address, or
+    behind ``API_TRUSTED_PROXY_COUNT`` proxies what the outermost one saw (X-Forwarded-For)."""
+    peer = writer.get_extra_info("peername")
+    meta = {"REMOTE_ADDR": peer[0] if isinstance(peer, tuple) and peer else ""}
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"x-forwarded-for":
+            # Repeated headers join as one list, as a WSGI server joins them.
+            forwarded = value.decode("latin-1").strip()
+            previous = meta.get("HTTP_X_FORWARDED_FOR")
+            meta["HTTP_X_FORWARDED_FOR"] = f"{previous},{forwarded}" if previous else forwarded
+    return throttle_ident(client_address(meta))
 
 
 def _board_lookup(key: BoardKey) -> BoardRef | None:

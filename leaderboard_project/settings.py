@@ -230,6 +230,11 @@ KAFKA_RANK_EVENTS_TOPIC = env.str("KAFKA_RANK_EVENTS_TOPIC", default="rank-event
 # poll), how many streams it holds at once, and how long one lasts before the browser reconnects.
 BOARD_STREAM_URL = env.str("BOARD_STREAM_URL", default="").rstrip("/")
 BOARD_STREAM_MAX_CLIENTS = env.int("BOARD_STREAM_MAX_CLIENTS", default=5000)
+# Streams open at once from one client (an address, an IPv6 client's /64, behind
+# API_TRUSTED_PROXY_COUNT proxies what the outermost saw): past it 503, and that page polls
+# (the API throttle's business), so one client cannot take every stream. Players behind one NAT
+# share it: a page refused a stream still updates every second.
+BOARD_STREAM_MAX_PER_CLIENT = env.int("BOARD_STREAM_MAX_PER_CLIENT", default=20)
 BOARD_STREAM_MAX_SECONDS = env.float("BOARD_STREAM_MAX_SECONDS", default=600.0)
 KAFKA_CONSUMER_GROUP = env.str("KAFKA_CONSUMER_GROUP", default="leaderboard-ingest")
 KAFKA_TOPIC_PARTITIONS = env.int("KAFKA_TOPIC_PARTITIONS", default=4)

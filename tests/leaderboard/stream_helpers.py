@@ -13,11 +13,19 @@ from leaderboard.board_stream import BoardStreamServer
 class StreamThread:
     """A board stream server on a free port, in a thread with its own event loop."""
 
-    def __init__(self, topic: str, *, max_clients: int = 50, max_seconds: float = 60) -> None:
+    def __init__(
+        self,
+        topic: str,
+        *,
+        max_clients: int = 50,
+        max_per_client: int = 50,
+        max_seconds: float = 60,
+    ) -> None:
         self.server = BoardStreamServer(
             bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
             topic=topic,
             max_clients=max_clients,
+            max_per_client=max_per_client,
             max_seconds=max_seconds,
         )
         ready = threading.Event()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from leaderboard import board_stream
 from seasons.models import SeasonStatus
 from tests.helpers import make_season
 from tests.leaderboard.board_fixtures import write_season_board
@@ -104,3 +105,43 @@ def test_unknown_boards_and_paths(stream) -> None:
     assert _open(stream, "/stream/seasons/999999/boards/main").status == 404
     assert _open(stream, "/elsewhere").status == 404
     assert _open(stream, "/healthz").status == 200
+
+
+def _open_as(stream: StreamThread, path: str, forwarded_for: str) -> http.client.HTTPResponse:
+    connection = http.client.HTTPConnection("127.0.0.1", stream.server.port, timeout=10)
+    connection.request("GET", path, headers={"X-Forwarded-For": forwarded_for})
+    return connection.getresponse()
+
+
+def test_one_client_cannot_take_every_stream(
+    board_redis, events_topic, settings, monkeypatch
+) -> None:
+    """Past BOARD_STREAM_MAX_PER_CLIENT a client's next stream is refused (its page polls),
+    while another client still gets one; behind a trusted proxy each client is the address the
+    proxy saw, and a stream that ends frees its client's slot."""
+    settings.API_TRUSTED_PROXY_COUNT = 1
+    # A closed stream is noticed at its next writes: heartbeats close together here.
+    monkeypatch.setattr(board_stream, "HEARTBEAT_SECONDS", 0.2)
+    season = _live_season()
+    write_season_board(board_redis, season)
+    path = f"/stream/seasons/{season.id}/boards/main"
+    running = StreamThread(events_topic, max_clients=10, max_per_client=2, max_seconds=30)
+    try:
+        mine = [_open_as(running, path, "198.51.100.7") for _ in range(2)]
+        assert [r.status for r in mine] == [200, 200]
+        # The client's own words left of the proxy's entry change nothing.
+        refused = _open_as(running, path, "203.0.113.99, 198.51.100.7")
+        assert (refused.status, refused.getheader("Retry-After")) == (503, "30")
+        assert b"from this client" in refused.read()
+        other = _open_as(running, path, "198.51.100.8")
+        assert other.status == 200
+        assert running.server.per_client == {"198.51.100.7": 2, "198.51.100.8": 1}
+
+        mine[0].close()
+        deadline = time.monotonic() + 30
+        while running.server.per_client.get("198.51.100.7") != 1:
+            assert time.monotonic() < deadline, running.server.per_client
+            time.sleep(0.05)
+        assert _open_as(running, path, "198.51.100.7").status == 200
+    finally:
+        running.stop()

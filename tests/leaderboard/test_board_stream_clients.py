@@ -38,14 +38,17 @@ def _run_catching(coroutine: Any, failed: list[BaseException]) -> None:
 
 def test_a_client_that_stops_reading_frees_its_slot(monkeypatch) -> None:
     monkeypatch.setattr(board_stream, "DRAIN_SECONDS", 0.2)
-    server = BoardStreamServer(bootstrap_servers=[], topic="t", max_clients=1, max_seconds=3600)
+    server = BoardStreamServer(
+        bootstrap_servers=[], topic="t", max_clients=1, max_per_client=1, max_seconds=3600
+    )
     writer = _NotReadingWriter()
     board: Any = object()
 
     async def run() -> None:
         server._wake = asyncio.Event()
         # Far past DRAIN_SECONDS, far short of the stream's hour.
-        await asyncio.wait_for(server._stream(writer, (1, "main"), board), timeout=10)  # type: ignore[arg-type]
+        streaming = server._stream(writer, (1, "main"), board, client="192.0.2.1")  # type: ignore[arg-type]
+        await asyncio.wait_for(streaming, timeout=10)
 
     # In a thread of its own: a browser test before this one may leave a loop running here.
     failed: list[BaseException] = []
@@ -57,4 +60,5 @@ def test_a_client_that_stops_reading_frees_its_slot(monkeypatch) -> None:
     assert writer.written > 0
     assert server.clients == 0
     assert server.boards == {}
+    assert server.per_client == {}
     writer.transport.abort.assert_called_once()

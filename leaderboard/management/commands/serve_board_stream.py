@@ -28,6 +28,7 @@ class Command(BaseCommand):
             bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
             topic=settings.KAFKA_RANK_EVENTS_TOPIC,
             max_clients=settings.BOARD_STREAM_MAX_CLIENTS,
+            max_per_client=settings.BOARD_STREAM_MAX_PER_CLIENT,
             max_seconds=settings.BOARD_STREAM_MAX_SECONDS,
         )
         for signum in (signal.SIGTERM, signal.SIGINT):
