@@ -4,7 +4,7 @@ alone the lock the next run took meanwhile (and a lock outlasts the task's time 
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from leaderboard import keys
 from leaderboard.models import MatchResult
+from leaderboard.selectors.boards import BoardRef
 from leaderboard.services import board_recover, recovery
 from leaderboard.tasks import boards_recover_task
 from tests.helpers import board_read, expected_board, main_board, make_live_season
@@ -19,8 +20,8 @@ from tests.helpers import board_read, expected_board, main_board, make_live_seas
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_a_recovery_that_outlived_its_lock_leaves_the_next_runs_lock(board_redis, monkeypatch):
-    now = timezone.now()
+def _board_with_three_results(now: datetime) -> BoardRef:
+    """A live season's main board with three players' stored results, none in Redis yet."""
     season = make_live_season()
     ref = main_board(season.id)
     for player in (1, 2, 3):
@@ -29,6 +30,12 @@ def test_a_recovery_that_outlived_its_lock_leaves_the_next_runs_lock(board_redis
             points=10 * player, achieved_at=now - timedelta(hours=1), kafka_partition=0,
             kafka_offset=player,
         )  # fmt: skip
+    return ref
+
+
+def test_a_recovery_that_outlived_its_lock_leaves_the_next_runs_lock(board_redis, monkeypatch):
+    now = timezone.now()
+    ref = _board_with_three_results(now)
     lock = keys.board_recovering(board_id=ref.id)
     rebuild = recovery.board_rebuild
 
@@ -61,14 +68,7 @@ def test_a_board_lost_again_during_its_recovery_is_not_marked_intact_and_recover
     before it, and the run's lock with it: the run does not mark the board intact (it would be
     served as truth, wrong, with nothing left to repair it), and the next look recovers it."""
     now = timezone.now()
-    season = make_live_season()
-    ref = main_board(season.id)
-    for player in (1, 2, 3):
-        MatchResult.objects.create(
-            season_id=season.id, board_id=ref.id, match_id=uuid.uuid4(), player_id=player,
-            points=10 * player, achieved_at=now - timedelta(hours=1), kafka_partition=0,
-            kafka_offset=player,
-        )  # fmt: skip
+    ref = _board_with_three_results(now)
     board_redis.delete(keys.board_intact(board_id=ref.id))
     rebuild = recovery.board_rebuild
     lost: list[int] = []
