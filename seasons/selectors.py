@@ -167,8 +167,21 @@ def schedule_view(*, schedule: Schedule, now: datetime | None = None) -> Schedul
         .order_by("-starts_at")
         .first()
     )
+    # With none running, the next to begin: one created ahead of its start (the schedule's
+    # lead) begins before the cron's next tick, which is its end.
+    upcoming = (
+        None
+        if current is not None
+        else Season.objects.filter(schedule=schedule, starts_at__gt=now)
+        .exclude(status=SeasonStatus.CLOSED)
+        .order_by("starts_at")
+        .values_list("starts_at", flat=True)
+        .first()
+    )
     if current is not None:
         next_reset: datetime | None = current.ends_at
+    elif upcoming is not None:
+        next_reset = upcoming
     elif schedule.active:
         next_reset = schedule_next_occurrences(schedule=schedule, after=now, count=1)[0]
     else:

@@ -107,6 +107,30 @@ def test_between_seasons_the_next_reset_is_the_next_occurrence_and_paused_has_no
 
 
 @pytest.mark.django_db
+def test_with_the_next_season_created_ahead_the_next_reset_is_its_start(client: Client) -> None:
+    now = timezone.now()
+    template = SeasonFactory.create(
+        starts_at=now - timedelta(days=3), ends_at=now - timedelta(days=2)
+    )
+    schedule = schedule_create(
+        slug="hourly",
+        name="Hourly",
+        cron="0 * * * *",
+        template_season_id=template.id,
+        lead_minutes=90,
+        starts_from=now,
+    )
+    schedule_advance(schedule_id=schedule.id, now=now)
+    # Created ahead of its start (the lead), not begun: none runs, and the next to begin is it,
+    # not the cron's tick after it (its end).
+    upcoming = Season.objects.get(schedule=schedule, occurrence=1)
+    assert upcoming.starts_at > timezone.now()
+    [entry] = client.get("/api/schedules").json()
+    assert entry["currentSeasonId"] is None
+    assert entry["nextResetAt"] == upcoming.starts_at.isoformat().replace("+00:00", "Z")
+
+
+@pytest.mark.django_db
 def test_schedule_seasons_newest_first_with_limit_and_errors(client: Client) -> None:
     schedule = ten_minute_cup()
     start = datetime(2026, 1, 1, tzinfo=UTC)
