@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date
+from datetime import UTC, date, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -18,7 +19,7 @@ from leaderboard.selectors.boards import BoardRef, board_get, board_list
 from leaderboard.selectors.days import board_days_with_results
 from seasons.models import Season, SeasonStatus
 
-from .derived import weekly_board_build_or_leave
+from .derived import weekly_board_build_or_leave, weekly_days_kept
 from .events import (
     CorrectionSubject,
     correction_events_begin,
@@ -26,6 +27,8 @@ from .events import (
     rank_events_corrections_relay,
 )
 from .rebuild import RebuildResult, board_rebuild
+
+logger = logging.getLogger(__name__)
 
 _RESULTS = MatchResult._meta.db_table
 _BOARDS = Board._meta.db_table
@@ -87,28 +90,94 @@ def boards_correct(
             if client.exists(keys.daily_board(board_id=board.id, day=day)):
                 result = board_rebuild(board_id=board.id, day=day, reason="correction")
                 rebuilt.append(result.board_key)
-        rebuilt += _weekly_boards_rebuild(client, board=board, days=days)
+        weekly = _weekly_boards_rebuild(client, board=board, days=days)
+        rebuilt += weekly
+        banned = {s.player_id for s in concerned if s.cause.startswith("ban:")}
+        if banned:
+            _weekly_left_banned_remove(
+                client, board=board, days=days, rebuilt=weekly, players=banned
+            )
     if subjects:
         rank_events_corrections_relay(board_ids=corrected, sink=rank_event_sink())
     return BoardsCorrected(season_id, tuple(rebuilt), needs_standings_review=False)
 
 
 def _weekly_boards_rebuild(
-    client: BoardRedis, *, board: BoardRef, days: Iterable[date]
+    client: BoardRedis, *, board: BoardRef, days: Iterable[date], days_whole: bool = False
 ) -> list[str]:
-    """Rebuild the weekly boards that exist for the weeks of ``days`` from the daily boards."""
-    weeks = {(d.isocalendar().year, d.isocalendar().week) for d in days}
+    """Rebuild the weekly boards that exist for the weeks of ``days`` from the daily boards.
+
+    A week is rebuilt only while every day of it with a counted result still has its daily
+    board in Redis: rebuilt from fewer, it would lose every player of the days gone, so it is
+    left as it was built, while they were all there (and logged). Which days have results is
+    asked of PostgreSQL only when a week is old enough for its first days' boards to have
+    expired (``weekly_days_kept``). ``days_whole``: the caller brought every day with a result
+    back first (``board_all_rebuild(all_days=True)``)."""
+    weeks = sorted({(d.isocalendar().year, d.isocalendar().week) for d in days})
+    now = timezone.now()
+    with_results: set[date] | None = None
     rebuilt: list[str] = []
-    for iso_year, iso_week in sorted(weeks):
+    for iso_year, iso_week in weeks:
         weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
         # A missing weekly board is built on demand from the (now corrected) daily boards.
-        # A week that cannot be built stays as it was; the rest of the correction (other
-        # boards, its rank events) goes on.
-        if client.exists(weekly) and weekly_board_build_or_leave(
-            board=board, iso_year=iso_year, iso_week=iso_week
+        if not client.exists(weekly):
+            continue
+        if not days_whole and not weekly_days_kept(
+            board=board, iso_year=iso_year, iso_week=iso_week, now=now
         ):
+            if with_results is None:
+                with_results = set(board_days_with_results(board=board))
+            monday = date.fromisocalendar(iso_year, iso_week, 1)
+            gone = [
+                day
+                for day in (monday + timedelta(days=n) for n in range(7))
+                if day in with_results
+                and not client.exists(keys.daily_board(board_id=board.id, day=day))
+            ]
+            if gone:
+                logger.info(
+                    "weekly board %s: left as built, the daily boards of %s have expired",
+                    weekly,
+                    ", ".join(day.isoformat() for day in gone),
+                )
+                continue
+        # A week that cannot be built stays as it was; the other weeks and boards go on.
+        if weekly_board_build_or_leave(board=board, iso_year=iso_year, iso_week=iso_week):
             rebuilt.append(weekly)
     return rebuilt
+
+
+def _weekly_left_banned_remove(
+    client: BoardRedis,
+    *,
+    board: BoardRef,
+    days: Iterable[date],
+    rebuilt: Sequence[str],
+    players: set[int],
+) -> None:
+    """Take banned players off the weekly boards of ``days``' weeks that were left as built
+    (``_weekly_boards_rebuild``: their first days' boards may have expired). The rest of such a
+    week cannot be recomputed, but a banned player's entry is known to be wrong whatever the
+    days gone held. A voided result or a lifted ban on such a week stays as it was built."""
+    weeks = sorted({(d.isocalendar().year, d.isocalendar().week) for d in days})
+    ordered = sorted(players)
+    for iso_year, iso_week in weeks:
+        weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
+        if weekly in rebuilt:
+            continue
+        if board.tiebreaks:
+            index = keys.board_index(board_key=weekly)
+            held = client.hmget(index, ordered)
+            members = [
+                f"{key.decode() if isinstance(key, bytes) else key}{player}"
+                for player, key in zip(ordered, held, strict=True)
+                if key is not None
+            ]
+            if members:
+                client.zrem(weekly, *members)
+                client.hdel(index, *[str(p) for p in ordered])
+        else:
+            client.zrem(weekly, *[str(p) for p in ordered])
 
 
 def daily_boards_existing(*, board_id: int) -> list[date]:
@@ -171,7 +240,7 @@ def board_all_rebuild(
         board_rebuild(board_id=board_id, day=day, reason=reason, progress=bar(day.isoformat()))
         for day in sorted(days)
     )
-    weekly = _weekly_boards_rebuild(client, board=board, days=days)
+    weekly = _weekly_boards_rebuild(client, board=board, days=days, days_whole=all_days)
     return BoardRebuilt(board, season_long, daily, tuple(weekly))
 
 

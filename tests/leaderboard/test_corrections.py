@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -18,11 +18,24 @@ from closeout.services import (
 )
 from leaderboard import keys
 from leaderboard.models import MatchResult, PlayerBan, ScoringRule
-from leaderboard.services import boards_correct, match_result_void, player_ban, weekly_board_build
+from leaderboard.services import (
+    board_all_rebuild,
+    boards_correct,
+    match_result_void,
+    player_ban,
+    weekly_board_build,
+)
 from leaderboard_project.celery import app as celery_app
 from seasons.models import SeasonStatus
 from seasons.selectors import SeasonRef
-from tests.helpers import as_board, board_read, expected_board, main_board_id, make_season
+from tests.helpers import (
+    as_board,
+    board_read,
+    expected_board,
+    main_board_id,
+    make_live_season,
+    make_season,
+)
 from tests.leaderboard import live
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -277,3 +290,54 @@ def test_a_week_that_cannot_be_built_never_stops_a_correction(board_redis):
     assert board_read(board_redis, keys.daily_board(board_id=board.id, day=first)) == (
         expected_board(season, results, day=first, banned=[3])
     )
+
+
+def _week_with_its_monday_expired(redis_client):
+    """Players 1 (Monday), 2 (Thursday) and 3 (Friday) on a week of two months ago, its weekly
+    board built while every day was there, then Monday's daily board expired (unlinked: what
+    its expiry does LEADERBOARD_DAILY_TTL_DAYS after the day)."""
+    season = make_live_season(days=60)
+    board = as_board(season)
+    monday = season.starts_at.date() + timedelta(days=7 - season.starts_at.date().weekday())
+    noon = datetime.combine(monday, datetime.min.time(), tzinfo=UTC) + timedelta(hours=12)
+    for player, days_on in ((1, 0), (2, 3), (3, 4)):
+        live.ingest(
+            redis_client,
+            season,
+            player_id=player,
+            points=10 * player,
+            at=noon + timedelta(days=days_on),
+        )
+    iso_year, iso_week, _ = monday.isocalendar()
+    weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
+    weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
+    assert set(board_read(redis_client, weekly)) == {1, 2, 3}
+    redis_client.unlink(keys.daily_board(board_id=board.id, day=monday))
+    return season, board, weekly
+
+
+def test_a_ban_takes_the_player_off_a_week_whose_first_days_expired_and_keeps_the_rest(
+    board_redis,
+):
+    season, _board, weekly = _week_with_its_monday_expired(board_redis)
+    correction = player_ban(season_id=season.id, player_id=2, reason="cheat")
+    outcome = boards_correct(
+        season_id=season.id, days=correction.days, subjects=correction.subjects
+    )
+    # Rebuilt from Thursday and Friday alone, the week would have lost player 1: it is left as
+    # built, with the banned player taken off.
+    assert weekly not in outcome.rebuilt
+    assert set(board_read(board_redis, weekly)) == {1, 3}
+
+
+def test_a_rebuild_keeps_a_week_whose_first_days_expired_unless_it_brings_them_back(
+    board_redis,
+):
+    _season, board, weekly = _week_with_its_monday_expired(board_redis)
+    rebuilt = board_all_rebuild(board_id=board.id)
+    assert rebuilt.weekly_boards == ()
+    assert set(board_read(board_redis, weekly)) == {1, 2, 3}
+    # Every day with a result back from PostgreSQL: the week is whole again, and rebuilt.
+    rebuilt = board_all_rebuild(board_id=board.id, all_days=True)
+    assert rebuilt.weekly_boards == (weekly,)
+    assert set(board_read(board_redis, weekly)) == {1, 2, 3}

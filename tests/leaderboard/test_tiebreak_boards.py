@@ -32,6 +32,7 @@ from leaderboard.services import (
     boards_correct,
     boards_recover,
     match_result_void,
+    player_ban,
     top_snapshot_refresh,
     weekly_board_build,
 )
@@ -480,3 +481,36 @@ def test_columns_named_like_a_dicts_methods_show_on_the_page(client) -> None:
     html = page.content.decode()
     assert '<td class="num">9</td><td class="num">4</td>' in html
     assert '<td class="num">7</td><td class="num">3</td>' in html
+
+
+def test_a_ban_takes_the_player_off_a_wide_week_whose_first_days_expired() -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    season = make_season(
+        starts_at=now - timedelta(days=60), ends_at=now + timedelta(days=3), status="active"
+    )
+    board = board_factory(season, "kills", tiebreaks=(TiebreakColumn("kills", "desc"),))
+    start = season.starts_at.date()
+    monday = start + timedelta(days=7 - start.weekday())
+    noon = datetime.combine(monday, datetime.min.time(), tzinfo=UTC) + timedelta(hours=12)
+    sent = [
+        Sent(uuid.uuid4(), player, 10, {"kills": player}, noon + timedelta(days=days), "kills")
+        for player, days in ((1, 0), (2, 3), (3, 4))
+    ]
+    _ingest(season.id, sent, random.Random(3))
+    iso_year, iso_week, _ = monday.isocalendar()
+    ref = BoardRef.from_model(board)
+    weekly_board_build(board=ref, iso_year=iso_year, iso_week=iso_week)
+    weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
+    redis = get_board_redis()
+    index = keys.board_index(board_key=weekly)
+    assert {int(p) for p in redis.hkeys(index)} == {1, 2, 3}
+    redis.unlink(keys.daily_board(board_id=board.id, day=monday))  # expired
+
+    correction = player_ban(season_id=season.id, player_id=2, reason="cheat")
+    boards_correct(season_id=season.id, days=correction.days, subjects=correction.subjects)
+    # Left as built (player 1's Monday is gone from Redis), without the banned player: off
+    # the set and its index alike.
+    assert {int(p) for p in redis.hkeys(index)} == {1, 3}
+    members = [m.decode() for m in cast(list[bytes], redis.zrange(weekly, 0, -1))]
+    assert len(members) == 2
+    assert not any(m.endswith("2") for m in members)
