@@ -22,7 +22,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from seasons.admin import LargeTableAdmin, ReadOnlyAdmin, SeasonAdminBase, confirmed_action
-from seasons.models import Season
+from seasons.models import Season, SeasonStatus
 
 from .models import (
     MAIN_BOARD,
@@ -52,16 +52,17 @@ from .services import (
     CorrectionSubject,
     board_create,
     board_players_remove,
-    board_reconcile,
     board_update,
     event_top_n_check,
     match_result_void,
     player_ban,
     player_unban,
+    season_boards_fit,
+    season_end_check,
     tiebreak_columns_json,
     tournament_options_check,
 )
-from .tasks import board_rebuild_task, boards_correct_task
+from .tasks import board_rebuild_task, board_reconcile_task, boards_correct_task
 
 
 def _queue_board_corrections(correction: Correction) -> str:
@@ -142,22 +143,19 @@ def rebuild_board(season: Season) -> str:
 @confirmed_action(
     description="Reconcile the selected seasons' boards with PostgreSQL",
     explanation=(
-        "Compares each board's size and a sample of scores with PostgreSQL, records the drift "
-        "(see Reconcile runs) and, if any, rebuilds the board."
+        "Queues a reconcile of each board of each season: its size and a sample of scores are "
+        "compared with PostgreSQL, the drift is recorded (see Reconcile runs) and, if any, the "
+        "board is rebuilt."
     ),
 )
 def reconcile_boards(season: Season) -> str:
-    notes = []
-    for board in board_list(season_id=season.id):
-        result = board_reconcile(board_id=board.id)
-        if result.run_id is None:
-            notes.append(f"{board.slug}: a rebuild is running; nothing compared")
-        elif not result.drift_found:
-            notes.append(f"{board.slug}: matches PostgreSQL")
-        else:
-            repaired = "rebuilt" if result.rebuilt else "NOT rebuilt (a rebuild was running)"
-            notes.append(f"{board.slug}: drift found (reconcile run #{result.run_id}), {repaired}")
-    return f"season {season.id}: " + "; ".join(notes)
+    boards = board_list(season_id=season.id)
+    for board in boards:
+        board_reconcile_task.delay(board_id=board.id)
+    return (
+        f"season {season.id}: reconcile of {len(boards)} board(s) queued (the worker runs it; "
+        "see Reconcile runs)"
+    )
 
 
 class BoardForm(forms.ModelForm):
@@ -280,6 +278,21 @@ class BoardInline(admin.TabularInline):
     readonly_fields = ("cohorts", "tournament", "league", "time_bits")
     show_change_link = False
 
+    # A closed season's boards are what its standings, grants, history and league movements
+    # name: none is added, changed or deleted, even once its results are pruned (the reward
+    # tiers' inline follows the same rule).
+    def _editable(self, obj: Season | None) -> bool:
+        return obj is None or obj.status != SeasonStatus.CLOSED
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._editable(obj) and super().has_add_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._editable(obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._editable(obj) and super().has_delete_permission(request, obj)
+
     @admin.display(description="League")
     def league(self, obj: Board) -> str:
         if obj.pk is None or not obj.tiers:
@@ -317,12 +330,39 @@ else:
     _SeasonAdmin = object
 
 
+class SeasonForm(forms.ModelForm):
+    """The season page's own fields. A new end must fit every board's time bits
+    (``season_end_check``): refused here, with the end each board can take, rather than let a
+    later result rank wrongly."""
+
+    class Meta:
+        model = Season
+        fields = ("id", "name", "starts_at", "ends_at")
+
+    def clean(self) -> dict[str, Any] | None:
+        data = super().clean() or {}
+        ends_at = data.get("ends_at")
+        if self.instance.pk is not None and ends_at is not None and "ends_at" in self.changed_data:
+            try:
+                season_end_check(season_id=self.instance.pk, ends_at=ends_at)
+            except ValidationError as exc:
+                self.add_error("ends_at", exc)
+        return data
+
+
 class SeasonBoardsMixin(_SeasonAdmin):
     """The Season admin's boards: writes of the ``BoardInline`` rows through the board
     services, the main board a season always has, and the live boards read-only on the page.
     Listed before ``seasons.admin.SeasonAdminBase`` in the assembled admin's bases."""
 
     _live_fields: tuple[str, ...] = ("live_boards",)
+    form = SeasonForm
+
+    def save_model(self, request: HttpRequest, obj: Season, form: Any, change: bool) -> None:
+        if change and "ends_at" in form.changed_data:
+            # Checked again with the boards locked, and fitted (SeasonForm checked without).
+            season_boards_fit(season_id=obj.pk, ends_at=obj.ends_at)
+        super().save_model(request, obj, form, change)
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         if formset.model is not Board:
@@ -393,6 +433,19 @@ class MatchResultAdmin(LargeTableAdmin):
     search_fields = ("=player_id", "=match_id")
     actions = (void_match_results,)
 
+    # A result is never written here: a void (the action, through match_result_void) is the
+    # one change staff make, and it queues the boards' correction and the standings' review;
+    # an edited or deleted row would leave Redis, the standings and the audit trail behind.
+    # The change permission is asked of the list alone, for the action.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is None and super().has_change_permission(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[MatchResult], search_term: str
     ) -> tuple[QuerySet[MatchResult], bool]:
@@ -403,8 +456,22 @@ class MatchResultAdmin(LargeTableAdmin):
         return super().get_search_results(request, queryset, search_term)
 
 
+class PlayerBanForm(forms.ModelForm):
+    class Meta:
+        model = PlayerBan
+        fields = ("season", "player_id", "reason")
+
+    def clean_player_id(self) -> int:
+        # What player_ban refuses, refused here as a form error rather than a failed save.
+        player_id = int(self.cleaned_data["player_id"])
+        if player_id <= 0:
+            raise ValidationError(f"player ids are positive integers, got {player_id}")
+        return player_id
+
+
 @admin.register(PlayerBan)
 class PlayerBanAdmin(admin.ModelAdmin):
+    form = PlayerBanForm
     list_display = ("player_id", "season", "reason", "created_by", "created_at")
     list_filter = ("season",)
     list_select_related = ("season", "created_by")

@@ -27,6 +27,7 @@ from leaderboard.services import (
     RebuildInProgressError,
     board_all_rebuild,
     board_rebuild,
+    board_reconcile,
     boards_correct,
     boards_reconcile_live_seasons,
     boards_recover,
@@ -56,6 +57,29 @@ def board_rebuild_task(board_id: int, day: str | None = None, reason: str = "tas
         result = board_rebuild(board_id=board_id, day=date.fromisoformat(day), reason=reason)
         return f"board {board_id} day {day}: {result.members} players"
     return board_all_rebuild(board_id=board_id, reason=reason).describe()
+
+
+# Staff's reconcile of one board (the admin action): a repair rebuilds the board, which takes
+# a minute at ten million players, so it runs here rather than in the web request.
+@shared_task(
+    name="leaderboard.tasks.board_reconcile_task",
+    autoretry_for=_OUTAGES,
+    retry_backoff=30,
+    retry_kwargs={"max_retries": 5},
+    soft_time_limit=1800,
+    time_limit=1900,
+    acks_late=True,
+    ignore_result=True,
+)
+def board_reconcile_task(board_id: int) -> str:
+    """Compare one board with PostgreSQL, record the run, and rebuild the board on drift."""
+    result = board_reconcile(board_id=board_id)
+    if result.run_id is None:
+        return f"board {board_id}: a rebuild is running; nothing compared"
+    if not result.drift_found:
+        return f"board {board_id}: matches PostgreSQL (reconcile run #{result.run_id})"
+    repaired = "rebuilt" if result.rebuilt else "NOT rebuilt (a rebuild was running)"
+    return f"board {board_id}: drift found (reconcile run #{result.run_id}), {repaired}"
 
 
 # A one-second task must never queue up behind itself: a late run is worthless once the next

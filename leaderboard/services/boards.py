@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.utils import timezone
 from redis.exceptions import RedisError
 
 from seasons.leagues import NO_LEAGUE, LeagueSpec
@@ -230,6 +232,12 @@ def board_update(
         "cohort_size": cohort_size_check(cohort_size),
     }
     changed = [field for field, value in wanted.items() if getattr(board, field) != value]
+    if changed and board.season.status == SeasonStatus.CLOSED:
+        # Its standings, grants and history name it as it was, pruned results or not.
+        raise ValidationError(
+            f"board {board.slug!r} belongs to a closed season: {', '.join(changed)} can no "
+            "longer change"
+        )
     if changed and board.match_results.exists():
         raise ValidationError(
             f"board {board.slug!r} has results: {', '.join(changed)} can no longer change"
@@ -259,6 +267,64 @@ def board_update(
 
 
 @transaction.atomic
+def season_end_check(*, season_id: int, ends_at: datetime) -> list[Board]:
+    """Whether the season's boards can take ``ends_at`` as its new end. Each board counts its
+    scores' ticks from the start in the time bits fixed at its creation, and a result after the
+    old end would spill its ticks into the points and rank wrongly without any error; so an end
+    past what a board's bits hold is refused (ValidationError naming the board and the latest
+    end it can take). Before the season can count any result (its start later than now plus
+    the allowed clock skew and the processes' memo of boards), a board without results may take
+    more bits instead: those are returned, for ``season_boards_fit``. Later, a consumer could
+    still encode a result with the bits it memoized a moment ago, so every board keeps its bits.
+    """
+    season = Season.objects.filter(id=season_id).first()
+    if season is None:
+        raise ValidationError(f"season {season_id} does not exist")
+    duration = ends_at - season.starts_at
+    counting_from = timezone.now() + timedelta(
+        seconds=settings.INGEST_MAX_FUTURE_SKEW_SECONDS + settings.LEADERBOARD_SEASON_CACHE_SECONDS
+    )
+    refit: list[Board] = []
+    for board in Board.objects.filter(season_id=season_id).order_by("id"):
+        try:
+            codec = ScoreCodec.for_window(
+                duration=duration, resolution_seconds=board.time_resolution_seconds
+            )
+        except CodecError as exc:
+            raise ValidationError(f"board {board.slug!r}: {exc}") from exc
+        if codec.time_bits <= board.time_bits:
+            continue
+        if season.starts_at > counting_from and not board.match_results.exists():
+            refit.append(board)
+            continue
+        reach = season.starts_at + timedelta(
+            seconds=board.codec.max_ticks * board.time_resolution_seconds
+        )
+        raise ValidationError(
+            f"board {board.slug!r} counts the time of its scores in {board.time_bits} bits of "
+            f"{board.time_resolution_seconds}s, fixed once the season can take results: the "
+            f"season can end at {reach.isoformat()} at the latest"
+        )
+    return refit
+
+
+@transaction.atomic
+def season_boards_fit(*, season_id: int, ends_at: datetime) -> list[Board]:
+    """Fit the season's boards to a new end before it is saved: the boards that may and must
+    take more time bits take them (``season_end_check``); an end a board cannot reach raises
+    ValidationError and changes nothing. The boards are locked while they change. Returns the
+    refitted boards."""
+    list(Board.objects.select_for_update().filter(season_id=season_id).order_by("id"))
+    refit = season_end_check(season_id=season_id, ends_at=ends_at)
+    starts_at = Season.objects.values_list("starts_at", flat=True).get(id=season_id)
+    for board in refit:
+        board.time_bits = ScoreCodec.for_window(
+            duration=ends_at - starts_at, resolution_seconds=board.time_resolution_seconds
+        ).time_bits
+        board.save(update_fields=["time_bits"])
+    return refit
+
+
 def season_setup(
     *,
     season_id: int,

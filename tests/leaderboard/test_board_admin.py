@@ -8,12 +8,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from leaderboard.models import Board, Cohort
-from leaderboard.services import ResultColumns, ResultRow, match_results_store
+from leaderboard.services import ResultColumns, ResultRow, board_update, match_results_store
 from seasons.models import Season
 from tests.factories import MatchResultFactory, SeasonFactory, board_factory
 
@@ -291,3 +292,79 @@ def test_the_main_board_is_not_deleted_and_a_board_without_results_is(staff: Cli
     page = _delete_rows(staff, season, [spare])
     assert page.status_code == 302, page.content.decode()[:2000]
     assert set(Board.objects.filter(season=season).values_list("slug", flat=True)) == {"main"}
+
+
+def _post_season(staff: Client, season: Season, *, ends_at: datetime) -> Any:
+    """Save the season's change page with a new end and its board rows as they are."""
+    boards = list(Board.objects.filter(season=season).order_by("id"))
+    data = {
+        "name": season.name,
+        "ends_at_0": ends_at.date().isoformat(),
+        "ends_at_1": ends_at.time().isoformat(),
+        **_management("boards", len(boards), len(boards)),
+        **_management("reward_tiers", 0, 0),
+    }
+    for index, board in enumerate(boards):
+        data |= _board_row(
+            index, id=board.id, season=season.id, slug=board.slug, name=board.name,
+            order=board.order, rule=board.rule,
+            time_resolution_seconds=board.time_resolution_seconds,
+        )  # fmt: skip
+    return staff.post(f"{SEASONS}{season.id}/change/", data)
+
+
+def test_a_season_end_past_what_its_boards_time_bits_hold_is_refused(staff: Client) -> None:
+    # 30 days at one second: 22 time bits, which hold 48.5 days from the start. A later end
+    # would let a result's ticks spill into its points (a 1000 read as 999, and ranked so).
+    season: Season = SeasonFactory.create(starts_at=START, ends_at=START + timedelta(days=30))
+    main = Board.objects.get(season=season, slug="main")
+    assert main.time_bits == 22
+    page = _post_season(staff, season, ends_at=START + timedelta(days=60))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "board &#x27;main&#x27; counts the time of its scores in 22 bits of 1s" in html
+    latest = (START + timedelta(seconds=(1 << 22) - 1)).isoformat()
+    assert f"the season can end at {latest} at the latest" in html
+    season.refresh_from_db()
+    assert season.ends_at == START + timedelta(days=30)
+
+    # Within what the bits hold: saved, the board unchanged.
+    page = _post_season(staff, season, ends_at=START + timedelta(days=45))
+    assert page.status_code == 302, page.content.decode()[:2000]
+    season.refresh_from_db()
+    main.refresh_from_db()
+    assert (season.ends_at, main.time_bits) == (START + timedelta(days=45), 22)
+
+
+def test_a_season_that_cannot_take_results_yet_refits_its_boards_to_a_later_end(
+    staff: Client,
+) -> None:
+    starts = (datetime.now(UTC) + timedelta(days=10)).replace(microsecond=0)
+    season: Season = SeasonFactory.create(starts_at=starts, ends_at=starts + timedelta(days=30))
+    laps = board_factory(season=season, slug="laps", time_resolution_seconds=60)
+    assert (Board.objects.get(season=season, slug="main").time_bits, laps.time_bits) == (22, 16)
+    page = _post_season(staff, season, ends_at=starts + timedelta(days=60))
+    assert page.status_code == 302, page.content.decode()[:2000]
+    bits = dict(Board.objects.filter(season=season).values_list("slug", "time_bits"))
+    # 60 days: 23 bits at one second; at a minute 86,400 ticks still fit 17.
+    assert bits == {"main": 23, "laps": 17}
+
+
+def test_a_closed_seasons_boards_stay_as_they_are_once_its_results_are_pruned(
+    staff: Client,
+) -> None:
+    season: Season = SeasonFactory.create(starts_at=START, ends_at=START + timedelta(days=30))
+    kills = board_factory(season=season, slug="kills")
+    Season.objects.filter(id=season.id).update(status="closed")
+    season.refresh_from_db()
+    # No result left (pruned): only the closed season keeps the row from changing.
+    html = staff.get(f"{SEASONS}{season.id}/change/").content.decode()
+    assert 'name="boards-1-slug"' not in html
+    assert 'name="boards-1-DELETE"' not in html
+    with pytest.raises(ValidationError, match="belongs to a closed season: slug"):
+        board_update(
+            board_id=kills.id, name="kills", slug="renamed", order=kills.order,
+            rule=kills.rule, time_resolution_seconds=kills.time_resolution_seconds,
+        )  # fmt: skip
+    page = _delete_rows(staff, season, [kills])
+    assert Board.objects.filter(id=kills.id, slug="kills").exists(), page.status_code
