@@ -51,6 +51,12 @@ def weekly_board(*, board_id: int, iso_year: int, iso_week: int) -> str:
     return f"{_board_tag(board_id)}:w:{iso_year:04d}-W{iso_week:02d}"
 
 
+def weekly_late(*, board_id: int) -> str:
+    """``lb:{b7}:weeks-late``: set of the ISO weeks (``2026-W41``) that results written to a
+    day of a past week since its weekly board was last built; the weekly build rebuilds them."""
+    return f"{_board_tag(board_id)}:weeks-late"
+
+
 def board_index(*, board_key: str) -> str:
     """The player -> wide key hash beside the sorted set ``board_key`` of a board with
     tie-break columns (its members are key + player id: leaderboard/codec.py WideKeyCodec).

@@ -340,6 +340,8 @@ def board_groups_apply(
     plain_script = get_script(client, "apply_results")
     wide_script = get_script(client, "wide_apply")
     pending = [group for group in groups if len(group)]
+    now = datetime.now(UTC)
+    late = _late_weeks(pending, today=now.date())
     applied = 0
     already = 0
     overflowed: list[str] = []
@@ -350,7 +352,6 @@ def board_groups_apply(
         for partition, board_id in outboxes_owed
         if boards[board_id].rank_events
     }
-    now = datetime.now(UTC)
     while pending:
         pending.sort(key=lambda group: (group.partition, group.board_id))
         group_names: list[list[str]] = []
@@ -388,6 +389,14 @@ def board_groups_apply(
             if len(remaining):
                 retry.append(remaining)
         pending = retry
+    if late:
+        # After the writes, whether this call made them or found them made (a redelivery after
+        # a crash between the two marks them then): the weekly build that takes a mark
+        # rebuilds from daily boards that hold them.
+        with client.pipeline(transaction=False) as pipe:
+            for board_id, weeks in late.items():
+                pipe.sadd(keys.weekly_late(board_id=board_id), *sorted(weeks))
+            pipe.execute()
     if overflowed:
         logger.error(
             "cumulative points overflow the codec; results left off the board: %s", overflowed
@@ -400,6 +409,25 @@ def board_groups_apply(
         overflowed=tuple(overflowed),
         events=tuple(events),
     )
+
+
+def _late_weeks(groups: Sequence[CountedGroup], *, today: date) -> dict[int, set[str]]:
+    """Per board, the ISO weeks before today's that these results write daily boards of, as
+    ``2026-W41``: results played in a week whose weekly board the periodic build no longer
+    rebuilds (only the current week, and the previous one on Mondays). Rare: a backlog after an
+    outage, a game server's queue flushed late, a replay."""
+    year, week, weekday = today.isocalendar()
+    built = {(year, week)}
+    if weekday == 1:
+        previous = (today - timedelta(days=7)).isocalendar()
+        built.add((previous.year, previous.week))
+    late: dict[int, set[str]] = {}
+    for group in groups:
+        for day in set(group.days):
+            iso = day.isocalendar()
+            if (iso.year, iso.week) not in built and day < today:
+                late.setdefault(group.board_id, set()).add(f"{iso.year:04d}-W{iso.week:02d}")
+    return late
 
 
 def board_results_apply(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, timedelta
+from datetime import UTC, date
+from functools import cache
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -19,7 +20,7 @@ from leaderboard.selectors.boards import BoardRef, board_get, board_list
 from leaderboard.selectors.days import board_days_with_results
 from seasons.models import Season, SeasonStatus
 
-from .derived import weekly_board_build_or_leave, weekly_days_kept
+from .derived import weekly_board_build_or_leave, weekly_days_gone
 from .events import (
     CorrectionSubject,
     correction_events_begin,
@@ -115,32 +116,31 @@ def _weekly_boards_rebuild(
     back first (``board_all_rebuild(all_days=True)``)."""
     weeks = sorted({(d.isocalendar().year, d.isocalendar().week) for d in days})
     now = timezone.now()
-    with_results: set[date] | None = None
+    days_with_results = cache(lambda: set(board_days_with_results(board=board)))
     rebuilt: list[str] = []
     for iso_year, iso_week in weeks:
         weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
         # A missing weekly board is built on demand from the (now corrected) daily boards.
         if not client.exists(weekly):
             continue
-        if not days_whole and not weekly_days_kept(
-            board=board, iso_year=iso_year, iso_week=iso_week, now=now
-        ):
-            if with_results is None:
-                with_results = set(board_days_with_results(board=board))
-            monday = date.fromisocalendar(iso_year, iso_week, 1)
-            gone = [
-                day
-                for day in (monday + timedelta(days=n) for n in range(7))
-                if day in with_results
-                and not client.exists(keys.daily_board(board_id=board.id, day=day))
-            ]
-            if gone:
-                logger.info(
-                    "weekly board %s: left as built, the daily boards of %s have expired",
-                    weekly,
-                    ", ".join(day.isoformat() for day in gone),
-                )
-                continue
+        gone = (
+            []
+            if days_whole
+            else weekly_days_gone(
+                board=board,
+                iso_year=iso_year,
+                iso_week=iso_week,
+                now=now,
+                days_with_results=days_with_results,
+            )
+        )
+        if gone:
+            logger.info(
+                "weekly board %s: left as built, the daily boards of %s have expired",
+                weekly,
+                ", ".join(day.isoformat() for day in gone),
+            )
+            continue
         # A week that cannot be built stays as it was; the other weeks and boards go on.
         if weekly_board_build_or_leave(board=board, iso_year=iso_year, iso_week=iso_week):
             rebuilt.append(weekly)

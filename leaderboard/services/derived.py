@@ -10,8 +10,9 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, date, datetime, timedelta
+from functools import cache
 
 from django.conf import settings
 
@@ -20,6 +21,7 @@ from leaderboard.models import ScoringRule
 from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.scripts import get_script
 from leaderboard.selectors.boards import BoardRef, board_list_live
+from leaderboard.selectors.days import board_days_with_results
 from leaderboard.selectors.top import TOP_SNAPSHOT_SIZE, board_top_read, top_snapshot_row
 
 from .rebuild import spec_args
@@ -213,6 +215,29 @@ def weekly_days_kept(*, board: BoardRef, iso_year: int, iso_week: int, now: date
     return first_ends + timedelta(days=settings.LEADERBOARD_DAILY_TTL_DAYS) > now
 
 
+def weekly_days_gone(
+    *,
+    board: BoardRef,
+    iso_year: int,
+    iso_week: int,
+    now: datetime,
+    days_with_results: Callable[[], Collection[date]],
+) -> list[date]:
+    """The days of the week with counted results whose daily board is no longer in Redis: a
+    build from the rest would serve the week without them. None while the week is young enough
+    for every daily board of it to be kept (``weekly_days_kept``); past that, the days with
+    results are asked of ``days_with_results`` (PostgreSQL: the caller memoizes it)."""
+    if weekly_days_kept(board=board, iso_year=iso_year, iso_week=iso_week, now=now):
+        return []
+    with_results = days_with_results()
+    client = get_board_redis()
+    return [
+        day
+        for day in _week_days(iso_year=iso_year, iso_week=iso_week)
+        if day in with_results and not client.exists(keys.daily_board(board_id=board.id, day=day))
+    ]
+
+
 def weekly_boards_rebuild(
     *,
     board: BoardRef,
@@ -290,7 +315,8 @@ def weekly_board_ensure(*, board: BoardRef, iso_year: int, iso_week: int, today:
 
 def weekly_boards_build(*, now: datetime) -> dict[str, int]:
     """Rebuild the current ISO week's board of every live board (and, on Mondays, the
-    previous week's, which may still have received late results for Sunday)."""
+    previous week's, which may still have received late results for Sunday), then the past
+    weeks late results were written to since (``weekly_late_rebuild``)."""
     today = now.date()
     weeks = [today.isocalendar()[:2]]
     if today.isoweekday() == 1:
@@ -308,4 +334,57 @@ def weekly_boards_build(*, now: datetime) -> dict[str, int]:
                 )
             except Exception:
                 logger.exception("weekly board build failed for board %s", board.id)
+        for iso_year, iso_week in weekly_late_rebuild(board=board, now=now):
+            built[f"{board.id}:{iso_year}-W{iso_week:02d}"] = int(
+                client.zcard(
+                    keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
+                )
+            )
     return built
+
+
+def weekly_late_rebuild(*, board: BoardRef, now: datetime) -> list[tuple[int, int]]:
+    """Rebuild the past weeks of the board that late results were written to (the marks
+    ``board_groups_apply`` leaves after its writes, ``keys.weekly_late``); the weeks rebuilt.
+
+    Each mark is taken (SREM) before its week is rebuilt, so a result marked meanwhile marks
+    it again for the next run; a build that fails puts its mark back. A week that is not in
+    Redis is left to be built on demand; one with a day of results whose daily board has
+    expired is left as built (``weekly_days_gone``), and logged."""
+    client = get_board_redis()
+    marks = keys.weekly_late(board_id=board.id)
+    days_with_results = cache(lambda: set(board_days_with_results(board=board)))
+    rebuilt: list[tuple[int, int]] = []
+    for raw in sorted(client.smembers(marks)):
+        client.srem(marks, raw)
+        week = raw.decode() if isinstance(raw, bytes) else str(raw)
+        try:
+            iso_year, iso_week = int(week[:4]), int(week[6:])
+            date.fromisocalendar(iso_year, iso_week, 1)
+        except ValueError:
+            logger.warning("weekly board of board %s: mark %r is not a week", board.id, week)
+            continue
+        weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
+        try:
+            if not client.exists(weekly):
+                continue
+            gone = weekly_days_gone(
+                board=board,
+                iso_year=iso_year,
+                iso_week=iso_week,
+                now=now,
+                days_with_results=days_with_results,
+            )
+            if gone:
+                logger.info(
+                    "weekly board %s: late results not added, the daily boards of %s have expired",
+                    weekly,
+                    ", ".join(day.isoformat() for day in gone),
+                )
+                continue
+            if weekly_board_build_or_leave(board=board, iso_year=iso_year, iso_week=iso_week):
+                rebuilt.append((iso_year, iso_week))
+        except Exception:
+            client.sadd(marks, raw)
+            logger.exception("late results' weekly board %s of board %s failed", week, board.id)
+    return rebuilt

@@ -13,7 +13,15 @@ from leaderboard.services import WeeklyBuildError, weekly_board_build
 from leaderboard.tasks import build_weekly_boards
 from seasons.models import SeasonStatus
 from seasons.selectors import SeasonRef
-from tests.helpers import as_board, main_board_id, make_season, mark_intact
+from tests.helpers import (
+    as_board,
+    board_read,
+    main_board_id,
+    make_live_season,
+    make_season,
+    mark_intact,
+)
+from tests.leaderboard import live
 
 from .board_fixtures import entry, write_daily_board
 
@@ -151,3 +159,47 @@ def test_a_future_week_is_empty_and_not_built(client, board_redis):
         board_key=keys.weekly_board(board_id=main_board_id(season.id), iso_year=year, iso_week=week)
     )
     assert not board_redis.exists(lock)
+
+
+def test_a_late_result_for_a_past_week_reaches_its_weekly_board_at_the_next_build(
+    board_redis,
+):
+    now = timezone.now()
+    season = make_live_season(days=30)
+    mark_intact(season)
+    board = as_board(season)
+    # Wednesday and Thursday of the week before last: a week the build no longer rebuilds.
+    wednesday = (now - timedelta(days=14 + now.weekday() - 2)).replace(
+        hour=12, minute=0, second=0, microsecond=0
+    )
+    iso_year, iso_week, _ = wednesday.isocalendar()
+    weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
+    live.ingest(board_redis, season, player_id=1, points=10, at=wednesday)
+    weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
+    board_redis.delete(keys.weekly_late(board_id=board.id))  # built with player 1 already
+    assert set(board_read(board_redis, weekly)) == {1}
+
+    # Played on Thursday, ingested only now (a queue flushed after an outage).
+    live.ingest(board_redis, season, player_id=2, points=20, at=wednesday + timedelta(days=1))
+    assert board_redis.smembers(keys.weekly_late(board_id=board.id)) == {
+        f"{iso_year:04d}-W{iso_week:02d}".encode()
+    }
+    build_weekly_boards()
+    assert set(board_read(board_redis, weekly)) == {1, 2}
+    # The mark is taken: the next build leaves the week alone.
+    assert board_redis.exists(keys.weekly_late(board_id=board.id)) == 0
+
+
+def test_only_results_of_weeks_the_build_no_longer_covers_are_marked_late() -> None:
+    from leaderboard.services.apply import CountedGroup, _late_weeks
+
+    def group(board_id: int, *days: date) -> CountedGroup:
+        n = len(days)
+        return CountedGroup(0, board_id, [0] * n, [1] * n, [1] * n, [0] * n, list(days), [1] * n)
+
+    monday = date(2026, 11, 30)
+    sunday, older = monday - timedelta(days=1), monday - timedelta(days=8)
+    # On a Monday the build still rebuilds last week: only the week before is late.
+    assert _late_weeks([group(7, monday, sunday, older)], today=monday) == {7: {"2026-W47"}}
+    assert _late_weeks([group(7, sunday)], today=monday + timedelta(days=1)) == {7: {"2026-W48"}}
+    assert _late_weeks([group(7, monday)], today=monday + timedelta(days=1)) == {}
