@@ -19,6 +19,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from leaderboard.admin import PlayerSearchMixin
 from leaderboard.models import MAIN_BOARD, Board
 from seasons.admin import LargeTableAdmin, ReadOnlyAdmin, confirmed_action, csv_export_action
 from seasons.cron import CronError
@@ -165,11 +166,14 @@ class RewardTierInline(admin.TabularInline):
 
 
 @admin.register(FinalStanding)
-class FinalStandingAdmin(LargeTableAdmin, ReadOnlyAdmin):
+class FinalStandingAdmin(PlayerSearchMixin, LargeTableAdmin, ReadOnlyAdmin):
     # Each board of a season has its own standings: the board says whose rank it is.
     list_display = ("season", "board", "rank", "player_id", "points", "reached_at", "attempts")
     list_filter = ("season",)
     search_fields = ("=player_id",)
+    # The columns, not the model's ordering through the board's (its season's start): no join
+    # and sort of the whole table for a page.
+    ordering = ("season_id", "board_id", "rank")
     list_select_related = ("season", "board")
     actions = [
         csv_export_action(
@@ -218,11 +222,14 @@ class HistoryArchiveAdmin(ReadOnlyAdmin):
 
 
 @admin.register(RewardGrant)
-class RewardGrantAdmin(LargeTableAdmin, ReadOnlyAdmin):
+class RewardGrantAdmin(PlayerSearchMixin, LargeTableAdmin, ReadOnlyAdmin):
     list_display = ("season", "board", "rank", "player_id", "reward_name", "quantity", "status")
     list_filter = ("season", "status")
     list_editable = ("status",)
     search_fields = ("=player_id",)
+    # The columns, not the model's ordering through the board's (its season's start): no join
+    # and sort of the whole table for a page.
+    ordering = ("season_id", "board_id", "rank")
     list_select_related = ("season", "board")
     fields = ("season", "tier", "rank", "player_id", "reward_name", "quantity", "status")
     readonly_fields = ("season", "tier", "rank", "player_id", "reward_name", "quantity")

@@ -43,7 +43,7 @@ from .models import (
 from .selectors.boards import board_list
 from .selectors.cohorts import board_cohorts_summary
 from .selectors.overview import BoardOverview, board_overview_get
-from .selectors.results import match_results_of_player
+from .selectors.results import match_results_of_player, rows_of_player_on_every_board
 from .services import (
     EVENT_FIELDS,
     SCORE_FIELDS,
@@ -156,6 +156,25 @@ def reconcile_boards(season: Season) -> str:
         f"season {season.id}: reconcile of {len(boards)} board(s) queued (the worker runs it; "
         "see Reconcile runs)"
     )
+
+
+class PlayerSearchMixin(admin.ModelAdmin):
+    """A player id searched through the table's (board, player_id) index, every board named
+    (``rows_of_player_on_every_board``): ``=player_id`` alone reads the whole table, which
+    grows with play. ``player_via``: the relation that holds the player, if not the row."""
+
+    player_via = ""
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        term = search_term.strip()
+        if term.isascii() and term.isdigit() and len(term) < 20:
+            found = rows_of_player_on_every_board(
+                queryset=queryset, player_id=int(term), via=self.player_via
+            )
+            return found, False
+        return super().get_search_results(request, queryset, search_term)
 
 
 class BoardForm(forms.ModelForm):
@@ -525,7 +544,7 @@ class CohortMemberInline(admin.TabularInline):
 
 
 @admin.register(Cohort)
-class CohortAdmin(LargeTableAdmin, ReadOnlyAdmin):
+class CohortAdmin(PlayerSearchMixin, LargeTableAdmin, ReadOnlyAdmin):
     """A board's cohorts and their members: assigned by ingestion, never edited (a player's
     cohort never changes)."""
 
@@ -534,6 +553,7 @@ class CohortAdmin(LargeTableAdmin, ReadOnlyAdmin):
     list_select_related = ("board",)
     search_fields = ("=memberships__player_id",)
     search_help_text = "A player id: the cohorts the player is in."
+    player_via = "memberships__"
     inlines = (CohortMemberInline,)
 
     @admin.display(description="Members")
@@ -546,7 +566,7 @@ class CohortAdmin(LargeTableAdmin, ReadOnlyAdmin):
 
 
 @admin.register(Participant)
-class ParticipantAdmin(LargeTableAdmin):
+class ParticipantAdmin(PlayerSearchMixin, LargeTableAdmin):
     """Who joined each tournament board (docs/tournaments.md). Players join through the API;
     staff look them up by player id and remove them (the seat frees up, their stored results
     stay counted, their next ones are refused as not_joined)."""
@@ -556,7 +576,9 @@ class ParticipantAdmin(LargeTableAdmin):
     list_select_related = ("board",)
     search_fields = ("=player_id",)
     search_help_text = "A player id: the boards the player joined."
-    ordering = ("board", "joined_at", "player_id")
+    # The columns, not the board's own ordering (its season's start): no join and sort of the
+    # whole table for a page.
+    ordering = ("board_id", "joined_at", "player_id")
     fields = ("board", "player_id", "joined_at")
     readonly_fields = fields
     actions = ("remove_participants",)
@@ -597,7 +619,7 @@ class ParticipantAdmin(LargeTableAdmin):
 
 
 @admin.register(RefusedResult)
-class RefusedResultAdmin(LargeTableAdmin, ReadOnlyAdmin):
+class RefusedResultAdmin(PlayerSearchMixin, LargeTableAdmin, ReadOnlyAdmin):
     """The results tournament boards refused (not_joined, attempts_exhausted), each decided once
     and dead-lettered once; kept so a redelivery is never decided again."""
 

@@ -157,3 +157,27 @@ def test_a_large_list_below_its_limit_is_counted_exactly(staff: Client) -> None:
     assert page.context["cl"].result_count == 3
     filtered = staff.get(f"/admin/closeout/finalstanding/?season__id__exact={seasons[0].pk}")
     assert filtered.context["cl"].result_count == 1
+
+
+# Lists searched by player id on tables whose indexes lead with the board.
+BY_PLAYER = ("closeout/finalstanding", "closeout/rewardgrant", "leaderboard/participant")
+
+
+@pytest.mark.parametrize("path", BY_PLAYER)
+def test_a_player_id_search_names_every_board_so_the_board_player_index_serves_it(
+    staff: Client, path: str
+) -> None:
+    for _ in range(3):
+        ROWS[path](SeasonFactory.create())
+    wanted = next(_ids) - 2  # the second row's player
+    with CaptureQueriesContext(connection) as captured:
+        page = staff.get(f"/admin/{path}/", {"q": str(wanted)})
+    assert page.status_code == 200
+    assert [row.player_id for row in page.context["cl"].result_list] == [wanted]
+    searched = [q["sql"] for q in captured if f'player_id" = {wanted}' in q["sql"]]
+    assert searched
+    assert all('"board_id" IN (' in sql for sql in searched), searched
+    # The page's order is the table's own columns: no join of the seasons to sort it.
+    listed = [sql for sql in searched if "ORDER BY" in sql]
+    assert listed
+    assert all("starts_at" not in sql.split("ORDER BY")[1] for sql in listed), listed

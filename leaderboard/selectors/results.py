@@ -6,13 +6,16 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import TypeVar
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 from ..codec import BIGINT_MAX
 from ..models import Board, MatchResult
 from ._sql import BANS, RESULTS
+
+M = TypeVar("M", bound=Model)
 
 
 def match_results_of_player(
@@ -29,6 +32,19 @@ def match_results_of_player(
         return results.none()
     board_ids = list(Board.objects.order_by("id").values_list("id", flat=True))
     return results.filter(board_id__in=board_ids, player_id=player_id)
+
+
+def rows_of_player_on_every_board(
+    *, queryset: QuerySet[M], player_id: int, via: str = ""
+) -> QuerySet[M]:
+    """``queryset``'s rows of a player, found through an index that leads with the board
+    ((board, player_id): memberships, participants, refusals, standings, grants), every board
+    named as match_results_of_player does. ``via``: the relation holding the board and the
+    player (``"memberships__"``: a cohort's), both in one filter so they name the same row."""
+    if not 1 <= player_id <= BIGINT_MAX:
+        return queryset.none()
+    board_ids = list(Board.objects.order_by("id").values_list("id", flat=True))
+    return queryset.filter(**{f"{via}board_id__in": board_ids, f"{via}player_id": player_id})
 
 
 @dataclass(frozen=True, slots=True)

@@ -236,9 +236,15 @@ def test_cohorts_are_chosen_on_the_board_row_and_listed_with_their_fill(staff: C
     listing = staff.get("/admin/leaderboard/cohort/").content.decode()
     assert "2/2" in listing
     assert "1/2" in listing
-    found = staff.get("/admin/leaderboard/cohort/?q=43").content.decode()
+    with CaptureQueriesContext(connection) as captured:
+        found = staff.get("/admin/leaderboard/cohort/?q=43").content.decode()
     assert "1/2" in found
     assert "2/2" not in found
+    # Through the memberships' (board, player) index, every board named: the membership
+    # table has no index of the player alone.
+    searched = [q["sql"] for q in captured if "cohortmember" in q["sql"]]
+    assert searched
+    assert all('cohortmember"."board_id" IN (' in sql for sql in searched), searched
     first = Cohort.objects.get(board=main, number=1)
     page = staff.get(f"/admin/leaderboard/cohort/{first.id}/change/").content.decode()
     assert "41" in page
