@@ -21,9 +21,15 @@ from django.utils import timezone
 
 from leaderboard.admin import PlayerSearchMixin
 from leaderboard.models import MAIN_BOARD, Board
-from seasons.admin import LargeTableAdmin, ReadOnlyAdmin, confirmed_action, csv_export_action
+from seasons.admin import (
+    ClosedSeasonFrozenInline,
+    LargeTableAdmin,
+    ReadOnlyAdmin,
+    confirmed_action,
+    csv_export_action,
+)
 from seasons.cron import CronError
-from seasons.models import Schedule, Season, SeasonStatus
+from seasons.models import Schedule, Season
 from seasons.selectors import schedule_next_occurrences
 
 from .models import FinalStanding, HistoryArchive, HistoryEntry, RewardGrant, RewardTier
@@ -145,24 +151,12 @@ class RewardTierFormSet(BaseInlineFormSet):
                     )
 
 
-class RewardTierInline(admin.TabularInline):
+class RewardTierInline(ClosedSeasonFrozenInline, admin.TabularInline):
     model = RewardTier
     form = RewardTierForm
     formset = RewardTierFormSet
     extra = 1
     fields = ("board", "league_tier", "rank_from", "rank_to", "reward_name", "quantity")
-
-    def _editable(self, obj: Season | None) -> bool:
-        return obj is None or obj.status != SeasonStatus.CLOSED
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self._editable(obj) and super().has_add_permission(request, obj)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self._editable(obj) and super().has_change_permission(request, obj)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self._editable(obj) and super().has_delete_permission(request, obj)
 
 
 @admin.register(FinalStanding)

@@ -21,8 +21,14 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from seasons.admin import LargeTableAdmin, ReadOnlyAdmin, SeasonAdminBase, confirmed_action
-from seasons.models import Season, SeasonStatus
+from seasons.admin import (
+    ClosedSeasonFrozenInline,
+    LargeTableAdmin,
+    ReadOnlyAdmin,
+    SeasonAdminBase,
+    confirmed_action,
+)
+from seasons.models import Season
 
 from .models import (
     MAIN_BOARD,
@@ -271,7 +277,8 @@ class BoardForm(forms.ModelForm):
         pass
 
 
-class BoardInline(admin.TabularInline):
+# Frozen once the season is closed, pruned results or not (ClosedSeasonFrozenInline).
+class BoardInline(ClosedSeasonFrozenInline, admin.TabularInline):
     model = Board
     form = BoardForm
     extra = 0
@@ -296,21 +303,6 @@ class BoardInline(admin.TabularInline):
     )
     readonly_fields = ("cohorts", "tournament", "league", "time_bits")
     show_change_link = False
-
-    # A closed season's boards are what its standings, grants, history and league movements
-    # name: none is added, changed or deleted, even once its results are pruned (the reward
-    # tiers' inline follows the same rule).
-    def _editable(self, obj: Season | None) -> bool:
-        return obj is None or obj.status != SeasonStatus.CLOSED
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self._editable(obj) and super().has_add_permission(request, obj)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self._editable(obj) and super().has_change_permission(request, obj)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self._editable(obj) and super().has_delete_permission(request, obj)
 
     @admin.display(description="League")
     def league(self, obj: Board) -> str:

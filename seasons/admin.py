@@ -222,6 +222,24 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class ClosedSeasonFrozenInline(admin.options.InlineModelAdmin):
+    """An inline of the season page whose rows are what a closed season's standings, grants
+    and history name (its boards, its reward tiers): none is added, changed or deleted once
+    the season is closed."""
+
+    def _editable(self, obj: Season | None) -> bool:
+        return obj is None or obj.status != SeasonStatus.CLOSED
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._editable(obj) and super().has_add_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._editable(obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._editable(obj) and super().has_delete_permission(request, obj)
+
+
 class LargeTableAdmin(admin.ModelAdmin):
     """The list of a table that grows with play: no COUNT(*) of the table (neither Django's
     "N total" beside a filtered list nor the page's own count past ``exact_limit`` rows)."""

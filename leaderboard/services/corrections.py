@@ -20,7 +20,7 @@ from leaderboard.selectors.boards import BoardRef, board_get, board_list
 from leaderboard.selectors.days import board_days_with_results
 from seasons.models import Season, SeasonStatus
 
-from .derived import weekly_board_build_or_leave, weekly_days_gone
+from .derived import weekly_board_build_or_leave, weekly_board_rebuild_whole
 from .events import (
     CorrectionSubject,
     correction_events_begin,
@@ -123,26 +123,18 @@ def _weekly_boards_rebuild(
         # A missing weekly board is built on demand from the (now corrected) daily boards.
         if not client.exists(weekly):
             continue
-        gone = (
-            []
+        # A week that cannot be built stays as it was; the other weeks and boards go on.
+        if (
+            weekly_board_build_or_leave(board=board, iso_year=iso_year, iso_week=iso_week)
             if days_whole
-            else weekly_days_gone(
+            else weekly_board_rebuild_whole(
                 board=board,
                 iso_year=iso_year,
                 iso_week=iso_week,
                 now=now,
                 days_with_results=days_with_results,
             )
-        )
-        if gone:
-            logger.info(
-                "weekly board %s: left as built, the daily boards of %s have expired",
-                weekly,
-                ", ".join(day.isoformat() for day in gone),
-            )
-            continue
-        # A week that cannot be built stays as it was; the other weeks and boards go on.
-        if weekly_board_build_or_leave(board=board, iso_year=iso_year, iso_week=iso_week):
+        ):
             rebuilt.append(weekly)
     return rebuilt
 

@@ -238,6 +238,34 @@ def weekly_days_gone(
     ]
 
 
+def weekly_board_rebuild_whole(
+    *,
+    board: BoardRef,
+    iso_year: int,
+    iso_week: int,
+    now: datetime,
+    days_with_results: Callable[[], Collection[date]],
+) -> bool:
+    """Rebuild a week's board from its daily boards only if none of its days with results has
+    lost its daily board (``weekly_days_gone``; ``weekly_board_build_or_leave``); otherwise
+    leave it as built, while they were all there, and log it. True if rebuilt."""
+    gone = weekly_days_gone(
+        board=board,
+        iso_year=iso_year,
+        iso_week=iso_week,
+        now=now,
+        days_with_results=days_with_results,
+    )
+    if gone:
+        logger.info(
+            "weekly board %s: left as built, the daily boards of %s have expired",
+            keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week),
+            ", ".join(day.isoformat() for day in gone),
+        )
+        return False
+    return weekly_board_build_or_leave(board=board, iso_year=iso_year, iso_week=iso_week)
+
+
 def weekly_boards_rebuild(
     *,
     board: BoardRef,
@@ -368,21 +396,13 @@ def weekly_late_rebuild(*, board: BoardRef, now: datetime) -> list[tuple[int, in
         try:
             if not client.exists(weekly):
                 continue
-            gone = weekly_days_gone(
+            if weekly_board_rebuild_whole(
                 board=board,
                 iso_year=iso_year,
                 iso_week=iso_week,
                 now=now,
                 days_with_results=days_with_results,
-            )
-            if gone:
-                logger.info(
-                    "weekly board %s: late results not added, the daily boards of %s have expired",
-                    weekly,
-                    ", ".join(day.isoformat() for day in gone),
-                )
-                continue
-            if weekly_board_build_or_leave(board=board, iso_year=iso_year, iso_week=iso_week):
+            ):
                 rebuilt.append((iso_year, iso_week))
         except Exception:
             client.sadd(marks, raw)
