@@ -172,16 +172,41 @@ local dirty = {}
 local order_of = {}
 local counted = {}
 local overflow = {}
+-- latest: what each group holds for its members now, one ZMSCORE per group and ZADD_PAIRS
+-- members, so that a result older than the value held (merged_score) leaves it.
+local held = {}
+if rule == 'latest' then
+  local of_group = {}
+  for _, e in ipairs(entries) do
+    local list = of_group[e[1]]
+    if not list then
+      list = {}
+      of_group[e[1]] = list
+    end
+    list[#list + 1] = e
+  end
+  for i, list in pairs(of_group) do
+    held[i] = values_before(list, 'ZMSCORE', groups[i].key, ZADD_PAIRS, tonumber)
+  end
+end
 for _, e in ipairs(entries) do
   local i, member, points, ticks = e[1], e[2], e[3], e[4]
   local group = groups[i]
   local ok = true
   if group.done and xid_visible(e[5], group.done) then
     ok = false  -- already on this key: the rebuild that replaced it counted it
-  elseif rule ~= 'cumulative' then
+  elseif rule == 'best' then
     local writes = group.writes
     writes[#writes + 1] = score_str(encode_score(points, ticks, order, time_bits, max_points))
     writes[#writes + 1] = member
+  elseif rule == 'latest' then
+    local new = merged_score(held[i][member] or nil, points, ticks, rule, order, time_bits,
+      max_points)
+    if new ~= nil then
+      local writes = group.writes
+      writes[#writes + 1] = score_str(new)
+      writes[#writes + 1] = member
+    end
   else
     local slot = i .. ' ' .. member
     local old = current[slot]
@@ -241,7 +266,8 @@ end
 -- Pass 2: write, one ZADD per key group and up to ZADD_PAIRS members (a call from Lua into
 -- Redis costs about as much as the insert itself; unpack stays well inside Lua's stack limit).
 -- best: ZADD GT (a pair repeated in one call keeps the higher score); latest: a plain ZADD (the
--- caller sends a player's latest result only); cumulative: a plain ZADD of the sums above.
+-- caller sends a player's latest result only, and one older than the value held was left out
+-- above); cumulative: a plain ZADD of the sums above.
 for _, pair in ipairs(order_of) do
   local writes = groups[pair[1]].writes
   writes[#writes + 1] = score_str(current[pair[1] .. ' ' .. pair[2]])

@@ -50,7 +50,9 @@ end
 -- The score a board must hold after one more result, per rule.
 -- best: the better encoded score wins (higher in Redis's order; equal points: the earlier).
 -- latest: the result replaces the value (ingestion sends only a player's latest result, as
---   PostgreSQL decides it; later deliveries in the same script are later results).
+--   PostgreSQL decides it; later deliveries in the same script are later results), unless the
+--   value is of a later tick: a later result of the player, on another partition, was stored
+--   after this one was decided the latest and applied before it.
 -- cumulative: points add up, the time part is the latest result's.
 -- Returns nil when nothing changes, or false plus a reason when the sum overflows the codec.
 local function merged_score(old, points, ticks, rule, order, time_bits, max_points)
@@ -61,10 +63,16 @@ local function merged_score(old, points, ticks, rule, order, time_bits, max_poin
     end
     return nil
   end
-  if rule == 'latest' or old == nil then
+  if old == nil then
     return encode_score(points, ticks, order, time_bits, max_points)
   end
   local old_points, old_ticks = decode_score(old, order, time_bits, max_points)
+  if rule == 'latest' then
+    if old_ticks > ticks then
+      return nil
+    end
+    return encode_score(points, ticks, order, time_bits, max_points)
+  end
   local sum = old_points + points
   if sum > max_points then
     return false, 'cumulative points ' .. score_str(sum) .. ' exceed the codec maximum ' .. score_str(max_points)
@@ -222,10 +230,17 @@ local function wide_merged(old, values, ticks, rule, orders, tick_digits)
     end
     return nil
   end
-  if rule == 'latest' or old == nil then
+  if old == nil then
     return wide_encode(values, ticks, orders, tick_digits)
   end
   local old_values, old_ticks = wide_decode(old, orders)
+  if rule == 'latest' then
+    -- As merged_score: a value of a later tick stays (a later result applied first).
+    if old_ticks > ticks then
+      return nil
+    end
+    return wide_encode(values, ticks, orders, tick_digits)
+  end
   local sums = {}
   for i = 1, #values do
     sums[i] = old_values[i] + values[i]

@@ -214,9 +214,10 @@ for _, e in ipairs(entries) do
       if not old or wide_better(key, old, nvalues) then
         new = key
       end
-    elseif rule == 'latest' or not old then
+    elseif not old then
       new = key
     else
+      -- latest: the key, unless the one held is of a later tick (wide_merged).
       local values, ticks = wide_decode(key, orders)
       new = wide_merged(old, values, ticks, rule, orders, tick_digits)
     end
@@ -255,7 +256,7 @@ do
         if not old or wide_better(key, old, nvalues) then
           new = key
         end
-      elseif rule == 'latest' or not old then
+      elseif not old then
         new = key
       else
         local values, ticks = wide_decode(key, orders)

@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from leaderboard import keys
-from leaderboard.models import MatchResult, ScoringRule, TiebreakColumn
+from leaderboard.models import BoardOrder, MatchResult, ScoringRule, TiebreakColumn
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.services import (
     PHASE_ACTIVATED,
@@ -28,6 +28,7 @@ from leaderboard.services.rebuild import (
     _merge_delta,
     spec_args,
 )
+from seasons.models import SeasonStatus
 from tests.factories import board_factory
 from tests.helpers import as_board, board_read, expected_board, main_board_id, make_season
 from tests.leaderboard import live
@@ -348,3 +349,25 @@ def test_a_large_delta_of_a_tie_break_board_is_merged_in_short_calls(board_redis
     # What is left for the finish is one call's share at most, not most of the delta.
     assert board_redis.hlen(k.delta) <= DELTA_MERGE_BATCH
     assert board_redis.zcard(k.temp) + board_redis.hlen(k.delta) == players
+
+
+@pytest.mark.parametrize("order", [BoardOrder.DESC, BoardOrder.ASC])
+def test_latest_keeps_a_later_result_applied_before_an_older_one(board_redis, order) -> None:
+    """One player's results on two partitions: the older was decided the latest before the
+    newer was stored, and its apply comes after the newer's (a Redis retry, a slow consumer).
+    The board and the day keep the newer, as PostgreSQL (the rebuild) does."""
+    season = make_season(rule=ScoringRule.LATEST, order=order, status=SeasonStatus.ACTIVE)
+    at = season.starts_at + timedelta(hours=1)
+    older, older_xid = live.store(season, player_id=1, points=50, at=at)
+    newer, newer_xid = live.store(season, player_id=1, points=20, at=at + timedelta(minutes=5))
+    live.apply(board_redis, season, newer, newer_xid)
+    live.apply(board_redis, season, older, older_xid)
+    board = as_board(season)
+    season_key = keys.board(board_id=board.id)
+    day_key = keys.daily_board(board_id=board.id, day=at.date())
+    for key in (season_key, day_key):
+        [(player, score)] = board_read(board_redis, key).items()
+        assert (player, board.codec.decode(score).points) == (1, 20), key
+    before = board_read(board_redis, season_key)
+    board_rebuild(board_id=board.id)
+    assert board_read(board_redis, season_key) == before

@@ -194,3 +194,18 @@ def test_a_caller_of_another_layout_fails_loudly(board_redis) -> None:
             )
     assert board_redis.hget(watermark, "0") is None
     assert board_redis.zcard(live) == 0
+
+
+@pytest.mark.parametrize("order", [BoardOrder.DESC, BoardOrder.ASC])
+def test_latest_keeps_a_later_result_applied_before_an_older_one(board_redis, order) -> None:
+    """One player's results on two partitions: the older was decided the latest before the
+    newer was stored, and its apply comes after the newer's. The board keeps the newer, as
+    PostgreSQL (the rebuild) does."""
+    board = wide_board(rule=ScoringRule.LATEST, order=order)
+    apply(board, [result(1, 5, (20, 3, 4), ticks=200)])
+    apply(board, [result(2, 5, (50, 9, 9), ticks=100)])
+    key = keys.board(board_id=BOARD)
+    assert board_read(board_redis, board, key) == [(5, (20, 3, 4), 200)]
+    # A result of the same tick or later still replaces it.
+    apply(board, [result(3, 5, (7, 1, 1), ticks=200)])
+    assert board_read(board_redis, board, key) == [(5, (7, 1, 1), 200)]
