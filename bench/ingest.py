@@ -1770,10 +1770,6 @@ def render(report: Report) -> str:
         f"Ingestion benchmark, {mode}, {report.started_at}",
         *(f"{name}: {text}" for name, text in report.services.items()),
         f"args: {json.dumps(report.args, default=str)}",
-        # The consumers inherit the environment: a run with INGEST_SLICES=1 exported takes
-        # each batch whole (docs/ingestion.md, "Slices").
-        f"consumers: INGEST_SLICES={settings.INGEST_SLICES}, "
-        f"INGEST_SLICE_MIN_RECORDS={settings.INGEST_SLICE_MIN_RECORDS}",
         "",
         "| measurement | results/s | end-to-end / this |",
         "| --- | ---: | ---: |",

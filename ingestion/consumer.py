@@ -25,14 +25,12 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import redis
 from django.conf import settings
-from django.db import connections
 from kafka import KafkaConsumer
 from kafka.errors import UnknownTopicOrPartitionError
 from kafka.structs import TopicPartition
@@ -47,16 +45,9 @@ from .kafka_adapter import group_coordinator_connected
 from .kafka_watch import KafkaWatch
 from .offsets import next_offsets, offsets_commit, owed_offsets_commit, partition_lags
 from .poll_watchdog import PollWatchdog
-from .records import Record
-from .retrying import Backoff, ConsumerStopping, run_once
-from .services import (
-    PreparedBatch,
-    match_results_boards,
-    match_results_finish,
-    match_results_prepare,
-    player_profiles_ingest,
-)
-from .stats import BatchOutcome, ConsumerStats, IngestTotals, consumer_stats_publish
+from .retrying import Backoff, ConsumerStopping
+from .services import match_results_ingest, player_profiles_ingest
+from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
 from .topics import topic_create_if_missing
 
 logger = logging.getLogger(__name__)
@@ -86,10 +77,6 @@ class ConsumerOptions:
     poll_stall_seconds: float = 360.0
     # Where the boards' rank events go (docs/events.md).
     rank_events_topic: str = "rank-events"
-    # A polled batch goes through in this many slices, one slice's boards applied on a thread
-    # of their own while the next slice is stored (docs/ingestion.md, "Slices"); 1: whole.
-    slices: int = 2
-    slice_min_records: int = 500
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> ConsumerOptions:
@@ -110,8 +97,6 @@ class ConsumerOptions:
             profiles_dead_letter_topic=settings.KAFKA_PLAYER_PROFILES_DEAD_LETTER_TOPIC,
             poll_stall_seconds=settings.INGEST_POLL_STALL_SECONDS,
             rank_events_topic=settings.KAFKA_RANK_EVENTS_TOPIC,
-            slices=settings.INGEST_SLICES,
-            slice_min_records=settings.INGEST_SLICE_MIN_RECORDS,
         )
         return replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -135,7 +120,6 @@ class MatchResultConsumer:
         )
         self._watchdog = PollWatchdog(limit_seconds=options.poll_stall_seconds)
         self._rank_events: KafkaRankEventSink | None = None
-        self._boards_thread: ThreadPoolExecutor | None = None
 
     def request_stop(self) -> None:
         self.stop_event.set()
@@ -244,8 +228,6 @@ class MatchResultConsumer:
             ),
         )
         self._watchdog.start()
-        if self.options.slices > 1:
-            self._boards_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="boards")
         try:
             while not self.stop_event.is_set():
                 with self._watchdog.polling():
@@ -268,11 +250,6 @@ class MatchResultConsumer:
         except ConsumerStopping as exc:
             logger.warning("%s; the uncommitted batch will be delivered again", exc)
         finally:
-            if self._boards_thread is not None:
-                # Its steps query nothing; should one ever, its connection is not left open.
-                self._boards_thread.submit(connections.close_all)
-                self._boards_thread.shutdown(wait=True)
-                self._boards_thread = None
             self._watchdog.stop()
             committed = owed_offsets_commit(
                 consumer=consumer, owed=self._owed, poll_timeout_ms=self.options.poll_timeout_ms
@@ -313,7 +290,14 @@ class MatchResultConsumer:
         records = [record for tp, batch in polled.items() if tp.topic == topic for record in batch]
         profiles = [record for tp, batch in polled.items() if tp.topic != topic for record in batch]
         with metrics.BATCH_SECONDS.labels(topic=topic).time():
-            outcome = self._match_results(consumer, records, sink)
+            outcome = match_results_ingest(
+                topic=topic,
+                records=records,
+                dead_letters=sink,
+                retrying=self._retrying,
+                rank_events=self._rank_events,
+                boards_failed=lambda: self._board_redis.before_boards_retry(consumer),
+            )
         if profiles:
             profiled = player_profiles_ingest(
                 records=profiles, dead_letters=profiles_sink, retrying=self._retrying
@@ -339,68 +323,6 @@ class MatchResultConsumer:
         metrics.NOT_COUNTED.labels(topic=topic).inc(outcome.not_counted)
         metrics.RANK_EVENTS.labels(topic=topic).inc(outcome.rank_events)
         self._observe_partitions(consumer)
-
-    def _match_results(
-        self, consumer: KafkaConsumer, records: Sequence[Record], sink: DeadLetterSink
-    ) -> BatchOutcome:
-        """The batch's match results onto both sinks, slice by slice: while one slice's boards
-        are applied on the boards' thread, the next slice is decoded and stored here. Each slice
-        is a batch of its own to the exactly-once rule (its offsets move the boards' watermarks
-        in order: a slice's boards only once the slice before's are done), so a crash between two
-        slices redelivers the batch and the rule drops what the first one applied."""
-        outcome = BatchOutcome(0, 0, 0, 0, 0)
-        if not records:
-            return outcome
-        count = max(
-            1, min(self.options.slices, len(records) // max(1, self.options.slice_min_records))
-        )
-        size = -(-len(records) // count)
-        previous: tuple[PreparedBatch, Future[None] | None] | None = None
-        for start in range(0, len(records), size):
-            prepared = match_results_prepare(
-                topic=self.options.topic,
-                records=records[start : start + size],
-                dead_letters=sink,
-                retrying=self._retrying,
-            )
-            if previous is not None:
-                outcome = _outcomes_add(outcome, self._slice_finish(consumer, *previous))
-            boards = (
-                self._boards_thread.submit(
-                    match_results_boards,
-                    prepared=prepared,
-                    retrying=run_once,
-                    rank_events=self._rank_events,
-                )
-                if self._boards_thread is not None
-                else None
-            )
-            previous = (prepared, boards)
-        assert previous is not None
-        return _outcomes_add(outcome, self._slice_finish(consumer, *previous))
-
-    def _slice_finish(
-        self, consumer: KafkaConsumer, prepared: PreparedBatch, boards: Future[None] | None
-    ) -> BatchOutcome:
-        """Wait for a slice's boards' steps on the boards' thread, then finish what they left
-        (all of them if they failed: there they run once, without the retrying and the failover
-        watch, which belong to this thread) and the names."""
-        if boards is not None:
-            try:
-                boards.result()
-            except Exception as exc:
-                logger.warning(
-                    "the boards' steps of a slice stopped on the boards' thread (%s: %s); "
-                    "finishing them with retries",
-                    type(exc).__name__,
-                    exc,
-                )
-        return match_results_finish(
-            prepared=prepared,
-            retrying=self._retrying,
-            rank_events=self._rank_events,
-            boards_failed=lambda: self._board_redis.before_boards_retry(consumer),
-        )
 
     def _observe_partitions(self, consumer: KafkaConsumer) -> int | None:
         """Per-partition lag and committed offsets to the metrics; the summed lag (None: unknown).
@@ -462,8 +384,3 @@ class MatchResultConsumer:
             )
         except redis.exceptions.RedisError as exc:
             logger.warning("could not publish consumer stats: %s", exc)
-
-
-def _outcomes_add(a: BatchOutcome, b: BatchOutcome) -> BatchOutcome:
-    """Two slices' outcomes as one batch's."""
-    return BatchOutcome(*(getattr(a, f.name) + getattr(b, f.name) for f in fields(BatchOutcome)))

@@ -279,12 +279,6 @@ if not 1 <= KAFKA_TOPIC_MIN_INSYNC_REPLICAS <= KAFKA_TOPIC_REPLICATION_FACTOR:
 # batches amortise both; the batch is also what a crash replays.
 INGEST_MAX_POLL_RECORDS = env.int("INGEST_MAX_POLL_RECORDS", default=5000)
 INGEST_POLL_TIMEOUT_MS = env.int("INGEST_POLL_TIMEOUT_MS", default=200)
-# A polled batch goes through in this many slices, one slice's boards applied on a thread of
-# their own while the next slice is stored (docs/ingestion.md, "Slices"); 1: the batch whole.
-INGEST_SLICES = env.int("INGEST_SLICES", default=2)
-# A slice holds at least this many results: a smaller batch goes through in fewer slices (each
-# slice pays a statement and a script call per partition of its own).
-INGEST_SLICE_MIN_RECORDS = env.int("INGEST_SLICE_MIN_RECORDS", default=500)
 # A log line and a stats write every this many seconds.
 INGEST_STATS_INTERVAL_SECONDS = env.int("INGEST_STATS_INTERVAL_SECONDS", default=10)
 # Retry delay cap while PostgreSQL, Redis or Kafka is unreachable (doubling from 0.1 s). It is

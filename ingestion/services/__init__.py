@@ -6,15 +6,7 @@ Callers import from here.
 
 from __future__ import annotations
 
-from .batch import (
-    DecodedBatch,
-    PreparedBatch,
-    match_results_boards,
-    match_results_decode,
-    match_results_finish,
-    match_results_ingest,
-    match_results_prepare,
-)
+from .batch import DecodedBatch, match_results_decode, match_results_ingest
 from .checks import latest_achieved_at, messages_check_boards
 from .door import (
     HTTP_MAX_RESULTS_PER_REQUEST,
@@ -39,17 +31,13 @@ __all__ = [
     "DecodedBatch",
     "MatchResultsRejected",
     "MatchResultsUnpublished",
-    "PreparedBatch",
     "RejectedItem",
     "game_server_token_create",
     "game_server_token_touch",
     "game_server_tokens_deactivate",
     "latest_achieved_at",
-    "match_results_boards",
     "match_results_decode",
-    "match_results_finish",
     "match_results_ingest",
-    "match_results_prepare",
     "match_results_submit",
     "messages_check_boards",
     "player_profiles_ingest",

@@ -7,11 +7,6 @@ boards in one pipelined Redis round trip. It is idempotent: running it again on 
 records (a retry, or a redelivery after a crash) adds nothing twice. docs/ingestion.md explains
 why.
 
-It is ``match_results_prepare`` (the PostgreSQL steps and the dead letters) then
-``match_results_finish`` (the boards, their rank events, the names); the consumer runs the two
-halves of consecutive batches side by side (``ingestion.consumer``), with the boards' steps
-alone (``match_results_boards``) on a thread of its own.
-
 The results travel through the steps column by column (one list per field, index i being one
 result), not as an object per result: at tens of thousands of results a second, building and
 reading per-result objects was a large share of the consumer's CPU.
@@ -396,36 +391,29 @@ def _outboxes_owed(decoded: DecodedBatch, counted: _Counted) -> set[tuple[int, i
     return set(zip(results.kafka_partitions, results.board_ids, strict=True)) - called
 
 
-@dataclass(slots=True)
-class PreparedBatch:
-    """A batch through its PostgreSQL steps (decoded, stored, dead letters published), and how
-    far its Redis and Kafka steps have come: ``match_results_finish`` resumes where an attempt
-    stopped, so the boards' steps can run on another thread and, if they fail there, be
-    finished on the caller's with its retrying (every step is safe to repeat)."""
-
-    topic: str
-    records: int
-    handled: dict[int, int]  # partition -> the highest offset of the batch
-    decoded: DecodedBatch
-    stored: StoredBatch
-    latest: LatestResults
-    dead_letters: int
-    refused_duplicates: int
-    apply_attempts: int = 0
-    applied: tuple[int, int, int, tuple[OutboxEntry, ...]] | None = None
-    published: int | None = None
-    trimmed: bool = False
-
-
-def match_results_prepare(
+def match_results_ingest(
     *,
     topic: str,
     records: Sequence[Record],
     dead_letters: DeadLetterSink,
     retrying: Retrying = run_once,
-) -> PreparedBatch:
-    """The batch's steps before the boards: decode and validate, store in PostgreSQL, publish
-    the dead letters, and read which results hold a latest-rule board."""
+    rank_events: RankEventSink | None = None,
+    boards_failed: Callable[[], None] | None = None,
+) -> BatchOutcome:
+    """Handle one polled batch; when it returns, both sinks hold it, its rank events are on
+    Kafka, and offsets may be committed.
+
+    ``retrying`` wraps each step that talks to a dependency, so a dependency that goes away
+    makes the step wait and run again (each step is safe to repeat). ``rank_events``: where the
+    boards' rank events go (default: the process's producer on KAFKA_RANK_EVENTS_TOPIC).
+    ``boards_failed``: called before each new attempt at the boards after one failed (the
+    consumer's failover watch). A Redis that failed over may have lost writes it had
+    acknowledged; the next apply would raise the board's watermark past them and hide them from
+    the lost-writes repair, so the repair runs first, and the call raises a Redis error (the
+    step waits) while it cannot run yet.
+    """
+    if not records:
+        return BatchOutcome(0, 0, 0, 0, 0)
     handled: dict[int, int] = {}
     for record in records:
         partition = record.partition
@@ -461,36 +449,15 @@ def match_results_prepare(
         retrying("PostgreSQL", lambda: refusals_mark_dead_lettered(refusals=lettered))
     # Read after the batch committed: it decides which results hold a latest-rule board.
     latest = retrying("PostgreSQL", lambda: _latest_of(decoded, stored))
-    return PreparedBatch(
-        topic=topic,
-        records=len(records),
-        handled=handled,
-        decoded=decoded,
-        stored=stored,
-        latest=latest,
-        dead_letters=len(letters),
-        refused_duplicates=refused_duplicates,
-    )
 
-
-def match_results_boards(
-    *,
-    prepared: PreparedBatch,
-    retrying: Retrying = run_once,
-    rank_events: RankEventSink | None = None,
-    boards_failed: Callable[[], None] | None = None,
-) -> None:
-    """The batch's Redis and Kafka steps: apply to the boards, publish the rank events the
-    apply wrote, trim them from the outboxes. Only PostgreSQL's answers already read are used
-    (no query here), so it may run on a thread of its own while the next batch is stored. A
-    step done by an earlier attempt is not done again."""
-    decoded, stored = prepared.decoded, prepared.stored
+    attempts = 0
 
     def apply() -> tuple[int, int, int, tuple[OutboxEntry, ...]]:
-        prepared.apply_attempts += 1
-        if prepared.apply_attempts > 1 and boards_failed is not None:
+        nonlocal attempts
+        attempts += 1
+        if attempts > 1 and boards_failed is not None:
             boards_failed()
-        counted = _counted(decoded, stored, prepared.latest)
+        counted = _counted(decoded, stored, latest)
         owed = _outboxes_owed(decoded, counted)
         if not counted.groups and not owed:
             return 0, counted.duplicates, counted.excluded, ()
@@ -499,9 +466,9 @@ def match_results_boards(
         # call; the offsets it reports covered (a redelivery, a retry after a lost reply, a
         # partition's other owner) are dropped and the rest sent again.
         outcome = board_groups_apply(
-            topic=prepared.topic,
+            topic=topic,
             groups=counted.groups,
-            handled_offsets=prepared.handled,
+            handled_offsets=handled,
             boards=decoded.boards,
             outboxes_owed=owed,
         )
@@ -514,43 +481,16 @@ def match_results_boards(
             outcome.events,
         )
 
-    if prepared.applied is None:
-        prepared.applied = retrying("Redis", apply)
-    events = prepared.applied[3]
-    if not events:
-        prepared.published, prepared.trimmed = 0, True
-        return
-    # 4. the rank events the apply wrote to the boards' outboxes: on Kafka, then out of the
-    # outboxes, before the caller commits (a crash in between publishes them again).
-    if prepared.published is None:
+    applied, duplicates, excluded, events = retrying("Redis", apply)
+    published = 0
+    if events:
+        # 4. the rank events the apply wrote to the boards' outboxes: on Kafka, then out of the
+        # outboxes, before the caller commits (a crash in between publishes them again).
         sink = rank_events if rank_events is not None else rank_event_sink()
-        prepared.published = retrying(
+        published = retrying(
             "Kafka (rank events)", lambda: rank_events_publish(entries=events, sink=sink)
         )
-    if not prepared.trimmed:
         retrying("Redis (rank events)", lambda: rank_events_outbox_trim(entries=events))
-        prepared.trimmed = True
-
-
-def match_results_finish(
-    *,
-    prepared: PreparedBatch,
-    retrying: Retrying = run_once,
-    rank_events: RankEventSink | None = None,
-    boards_failed: Callable[[], None] | None = None,
-) -> BatchOutcome:
-    """What ``match_results_boards`` has not done yet, then the results' names; when it
-    returns, the batch's offsets may be committed."""
-    match_results_boards(
-        prepared=prepared,
-        retrying=retrying,
-        rank_events=rank_events,
-        boards_failed=boards_failed,
-    )
-    assert prepared.applied is not None
-    assert prepared.published is not None
-    applied, duplicates, excluded, _ = prepared.applied
-    decoded = prepared.decoded
     if decoded.names:
         # After the boards (what the players wait to see); idempotent like the rest, so a
         # redelivery sets nothing twice. The name cache is written when it commits.
@@ -559,45 +499,11 @@ def match_results_finish(
             lambda: player_profiles_upsert(profiles=decoded.names),
         )
     return BatchOutcome(
-        records=prepared.records,
+        records=len(records),
         applied=applied,
-        duplicates=duplicates + prepared.refused_duplicates,
-        dead_letters=prepared.dead_letters,
+        duplicates=duplicates + refused_duplicates,
+        dead_letters=len(letters),
         not_counted=excluded,
         names_skipped=decoded.names_skipped,
-        rank_events=prepared.published,
-    )
-
-
-def match_results_ingest(
-    *,
-    topic: str,
-    records: Sequence[Record],
-    dead_letters: DeadLetterSink,
-    retrying: Retrying = run_once,
-    rank_events: RankEventSink | None = None,
-    boards_failed: Callable[[], None] | None = None,
-) -> BatchOutcome:
-    """Handle one polled batch; when it returns, both sinks hold it, its rank events are on
-    Kafka, and offsets may be committed.
-
-    ``retrying`` wraps each step that talks to a dependency, so a dependency that goes away
-    makes the step wait and run again (each step is safe to repeat). ``rank_events``: where the
-    boards' rank events go (default: the process's producer on KAFKA_RANK_EVENTS_TOPIC).
-    ``boards_failed``: called before each new attempt at the boards after one failed (the
-    consumer's failover watch). A Redis that failed over may have lost writes it had
-    acknowledged; the next apply would raise the board's watermark past them and hide them from
-    the lost-writes repair, so the repair runs first, and the call raises a Redis error (the
-    step waits) while it cannot run yet.
-    """
-    if not records:
-        return BatchOutcome(0, 0, 0, 0, 0)
-    prepared = match_results_prepare(
-        topic=topic, records=records, dead_letters=dead_letters, retrying=retrying
-    )
-    return match_results_finish(
-        prepared=prepared,
-        retrying=retrying,
-        rank_events=rank_events,
-        boards_failed=boards_failed,
+        rank_events=published,
     )
