@@ -35,8 +35,10 @@ from kafka import KafkaConsumer
 from kafka.errors import UnknownTopicOrPartitionError
 from kafka.structs import TopicPartition
 
+from leaderboard.models import RefusalCode
 from leaderboard.rank_events import KafkaRankEventSink
 from leaderboard.services import boards_recover
+from players.schema import PROFILE_CODES
 
 from . import metrics
 from .board_redis_watch import BoardRedisWatch
@@ -46,6 +48,7 @@ from .kafka_watch import KafkaWatch
 from .offsets import next_offsets, offsets_commit, owed_offsets_commit, partition_lags
 from .poll_watchdog import PollWatchdog
 from .retrying import Backoff, ConsumerStopping
+from .schema import MESSAGE_CODES
 from .services import match_results_ingest, player_profiles_ingest
 from .stats import ConsumerStats, IngestTotals, consumer_stats_publish
 from .topics import topic_create_if_missing
@@ -218,6 +221,13 @@ class MatchResultConsumer:
             source_topic=self.options.profiles_topic,
         )
         self._recover_boards()
+        metrics.dead_letters_initialise(
+            topic=self.options.topic, reasons=[*MESSAGE_CODES, *RefusalCode.values]
+        )
+        if self.options.profiles_topic:
+            metrics.dead_letters_initialise(
+                topic=self.options.profiles_topic, reasons=PROFILE_CODES
+            )
         logger.info(
             "consuming %s as group %s (dead letters to %s)",
             " and ".join(self.topics),
@@ -230,6 +240,7 @@ class MatchResultConsumer:
         self._watchdog.start()
         try:
             while not self.stop_event.is_set():
+                metrics.loop_passed(topic=self.options.topic)
                 with self._watchdog.polling():
                     polled = consumer.poll(
                         timeout_ms=self.options.poll_timeout_ms,
@@ -334,8 +345,12 @@ class MatchResultConsumer:
         lags = partition_lags(
             consumer=consumer, positions=self.totals.positions, topic=self.options.topic
         )
+        topic = self.options.topic
         metrics.partitions_observe(
-            topic=self.options.topic, lag=lags, committed=self.totals.positions
+            topic=topic,
+            lag=lags,
+            committed=self.totals.positions,
+            assigned={tp.partition for tp in consumer.assignment() if tp.topic == topic},
         )
         return sum(lags.values()) if lags else None
 

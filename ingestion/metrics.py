@@ -12,7 +12,7 @@ The counters count what this process did since it started (Prometheus' ``rate()`
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from prometheus_client import (
     REGISTRY,
@@ -74,21 +74,54 @@ COMMITTED = Gauge(
 )
 
 
+LOOP_TIMESTAMP = Gauge(
+    "leaderboard_ingest_loop_timestamp_seconds",
+    "Unix time of this consumer's last pass through its loop (a poll, and the batch it returned "
+    "handled): it stands still while a batch waits for a dependency or a call hangs.",
+    ["topic"],
+)
+
+
+def dead_letters_initialise(*, topic: str, reasons: Iterable[str]) -> None:
+    """Every reason's series at 0 from the start: a series born at its first dead letters would
+    begin at their count, and ``increase()`` (the alert) sees no increase in its first sample."""
+    for reason in reasons:
+        DEAD_LETTERS.labels(topic=topic, reason=reason)
+
+
+def loop_passed(*, topic: str) -> None:
+    LOOP_TIMESTAMP.labels(topic=topic).set_to_current_time()
+
+
 def dead_letters_count(*, topic: str, reasons: Iterable[str]) -> None:
     for reason in reasons:
         DEAD_LETTERS.labels(topic=topic, reason=reason).inc()
 
 
-def partitions_observe(*, topic: str, lag: Mapping[int, int], committed: Mapping[int, int]) -> None:
-    """Set the per-partition gauges; partitions no longer assigned lose their lag series (their
-    new owner reports it), so a sum over consumers does not count a partition twice."""
+def partitions_observe(
+    *,
+    topic: str,
+    lag: Mapping[int, int],
+    committed: Mapping[int, int],
+    assigned: Collection[int],
+) -> None:
+    """Set the per-partition gauges; partitions no longer assigned lose their lag series and
+    their committed-offset series (their new owner reports both), so a sum over consumers does
+    not count a partition twice and two consumers never show two committed offsets for one.
+    ``assigned`` empty (between a rebalance's revoke and its assignment): the committed offsets
+    are left as they are, to be judged at the next observation."""
     for partition, value in lag.items():
         LAG.labels(topic=topic, partition=str(partition)).set(value)
     for partition, offset in committed.items():
-        COMMITTED.labels(topic=topic, partition=str(partition)).set(offset)
+        if not assigned or partition in assigned:
+            COMMITTED.labels(topic=topic, partition=str(partition)).set(offset)
     for labels in _label_sets(LAG):
         if labels[0] == topic and int(labels[1]) not in lag:
             LAG.remove(*labels)
+    if assigned:
+        for labels in _label_sets(COMMITTED):
+            if labels[0] == topic and int(labels[1]) not in assigned:
+                COMMITTED.remove(*labels)
 
 
 def _label_sets(gauge: Gauge) -> list[tuple[str, ...]]:

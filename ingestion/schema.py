@@ -118,6 +118,26 @@ METADATA_MAX_BYTES = 512
 INVALID_TIEBREAKERS = "invalid_tiebreakers"
 # A check failed in a way it should not (a bug): the message is set aside, never a stop.
 UNEXPECTED = "unexpected_error"
+# Every code a match result can be dead-lettered with: these, and a tournament board's
+# refusals (leaderboard.models.RefusalCode, decided when the batch is stored).
+MESSAGE_CODES: tuple[str, ...] = (
+    NOT_UTF8,
+    NOT_JSON,
+    NOT_OBJECT,
+    MISSING_FIELD,
+    WRONG_TYPE,
+    INVALID_VALUE,
+    UNKNOWN_SEASON,
+    UNKNOWN_BOARD,
+    OUTSIDE_SEASON,
+    SEASON_CLOSED,
+    POINTS_TOO_LARGE,
+    ACHIEVED_IN_FUTURE,
+    INVALID_METADATA,
+    METADATA_TOO_LARGE,
+    INVALID_TIEBREAKERS,
+    UNEXPECTED,
+)
 
 
 # A msgspec Struct rather than a frozen dataclass: as immutable and typed, and built in C (one

@@ -111,12 +111,57 @@ def board_redis_masters() -> frozenset[str]:
     client = get_board_redis()
     if isinstance(client, RedisCluster):
         nodes: dict[str, dict[str, Any]] = client.cluster_nodes()
-        return frozenset(
-            f"{node['node_id']}@{node['epoch']}"
-            for node in nodes.values()
+        masters = {
+            address: node
+            for address, node in nodes.items()
             if "master" in node["flags"] and "fail" not in node["flags"] and node["slots"]
+        }
+        # With each master's run id: a master that restarts (from its AOF, maybe without its
+        # last second) within the cluster's node timeout keeps its node id and epoch, and is
+        # never marked failed; only its run id tells.
+        run_ids = _cluster_run_ids(client, addresses=list(masters))
+        return frozenset(
+            f"{node['node_id']}@{node['epoch']}@{run_ids.get(address, '?')}"
+            for address, node in masters.items()
         )
     return frozenset([str(client.info("server")["run_id"])])
+
+
+def board_redis_run_ids() -> str:
+    """The run id of every server holding the boards' writes, as one string that changes when
+    any of them restarts or is replaced (a cluster: every master's, not the one node a plain
+    ``INFO`` reaches). Raises ``redis.RedisError`` when a master does not answer."""
+    client = get_board_redis()
+    if isinstance(client, RedisCluster):
+        nodes: dict[str, dict[str, Any]] = client.cluster_nodes()
+        addresses = [
+            address
+            for address, node in nodes.items()
+            if "master" in node["flags"] and "fail" not in node["flags"] and node["slots"]
+        ]
+        run_ids = _cluster_run_ids(client, addresses=addresses, strict=True)
+        return ",".join(sorted(run_ids.values()))
+    return str(client.info("server")["run_id"])
+
+
+def _cluster_run_ids(
+    client: RedisCluster, *, addresses: list[str], strict: bool = False
+) -> dict[str, str]:
+    """``host:port`` -> run id, asked of each node itself. A node that does not answer is left
+    out (``strict``: raises)."""
+    found: dict[str, str] = {}
+    for address in addresses:
+        node = client.get_node(node_name=address)
+        try:
+            if node is None:
+                raise redis.ConnectionError(f"{address}: not among the client's nodes")
+            info: Any = client.info("server", target_nodes=node)
+        except redis.RedisError:
+            if strict:
+                raise
+            continue
+        found[address] = str(info["run_id"])
+    return found
 
 
 # What Redis down, restarting, loading or failing over raises: refused, dropped or timed-out

@@ -47,6 +47,19 @@ INVALID_DISPLAY_NAME = "invalid_display_name"
 INVALID_COUNTRY = "invalid_country"
 INVALID_AVATAR_URL = "invalid_avatar_url"
 UNEXPECTED = "unexpected_error"
+# Every code a profile can be dead-lettered with.
+PROFILE_CODES: tuple[str, ...] = (
+    NOT_UTF8,
+    NOT_JSON,
+    NOT_OBJECT,
+    MISSING_FIELD,
+    WRONG_TYPE,
+    INVALID_VALUE,
+    INVALID_DISPLAY_NAME,
+    INVALID_COUNTRY,
+    INVALID_AVATAR_URL,
+    UNEXPECTED,
+)
 
 REQUIRED_FIELDS = ("playerId", "displayName", "updatedAt")
 

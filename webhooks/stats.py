@@ -9,14 +9,17 @@ through ``DelivererStats.to_json`` / ``from_json``.
 
 from __future__ import annotations
 
+import logging
 import time
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, fields
+from typing import Any, TypeVar
 
 import orjson
 
 from leaderboard import keys
 from leaderboard.redis import get_board_redis
+
+logger = logging.getLogger(__name__)
 
 # A deliverer that has not written stats for this long is gone.
 DELIVERER_STALE_SECONDS = 120
@@ -51,9 +54,28 @@ class DelivererStats:
 
     @classmethod
     def from_json(cls, raw: bytes) -> DelivererStats:
-        data: dict[str, Any] = orjson.loads(raw)
-        endpoints = tuple(EndpointLive(**e) for e in data.pop("endpoints"))
-        return cls(**data, endpoints=endpoints)
+        """Read a document written by any version of the deliverer (a rolling deploy runs two
+        at once): a field this one does not know is left out, one it lacks takes its empty
+        value (0, None, ""). Raises ``ValueError`` on a document that is not such an object."""
+        data = orjson.loads(raw)
+        if not isinstance(data, dict):
+            raise ValueError("deliverer stats: not a JSON object")
+        endpoints = tuple(_known(EndpointLive, e) for e in data.get("endpoints") or ())
+        return _known(cls, {**data, "endpoints": endpoints})
+
+
+_EMPTY: dict[str, Any] = {"int": 0, "float": 0.0, "str": ""}
+T = TypeVar("T")
+
+
+def _known(cls: type[T], data: Any) -> T:
+    if not isinstance(data, dict):
+        raise ValueError(f"deliverer stats: {cls.__name__} is not a JSON object")
+    values = {
+        f.name: data[f.name] if f.name in data else _EMPTY.get(str(f.type))
+        for f in fields(cls)  # type: ignore[arg-type]  # our dataclasses
+    }
+    return cls(**values)
 
 
 def deliverer_stats_publish(*, stats: DelivererStats, ttl_seconds: int) -> None:
@@ -80,4 +102,14 @@ def deliverer_stats_list(*, now: float | None = None) -> list[DelivererStats]:
     pipe = client.pipeline(transaction=False)
     for deliverer_id in ids:
         pipe.get(keys.webhook_deliverer_stats(deliverer_id=deliverer_id))
-    return [DelivererStats.from_json(raw) for raw in pipe.execute() if raw]
+    found: list[DelivererStats] = []
+    for deliverer_id, raw in zip(ids, pipe.execute(), strict=True):
+        if not raw:
+            continue
+        try:
+            found.append(DelivererStats.from_json(raw))
+        except ValueError as exc:
+            # One unreadable document must not take every deliverer's figures (and the
+            # dashboard) with it.
+            logger.warning("deliverer %s: stats unreadable, left out: %s", deliverer_id, exc)
+    return found

@@ -33,7 +33,7 @@ from redis.lock import Lock
 
 from leaderboard import keys
 from leaderboard.player_names import player_names_recover
-from leaderboard.redis import get_board_redis
+from leaderboard.redis import board_redis_run_ids, get_board_redis
 from leaderboard.scripts import ScriptCall, get_script, scripts_pipelined
 from leaderboard.selectors.boards import BoardRef, board_list_open
 from leaderboard.selectors.offsets import board_stored_offsets
@@ -91,15 +91,6 @@ class RecoveryReport:
         if self.names_rebuilt is not None:
             text += f"; name cache rebuilt ({self.names_rebuilt} profile(s))"
         return text
-
-
-def _redis_run_ids(info: Any) -> str:
-    # A cluster client answers per node ({node: {...}}); a single Redis, one dict.
-    if isinstance(info, dict) and "run_id" in info:
-        return str(info["run_id"])
-    if isinstance(info, dict):
-        return ",".join(sorted(str(v.get("run_id", "")) for v in info.values()))
-    return ""
 
 
 def _seen_parse(raw: Any) -> tuple[str | None, datetime | None]:
@@ -351,7 +342,7 @@ def boards_recover(*, now: datetime | None = None, topic: str | None = None) -> 
         else:
             recovered.append(result)
 
-    run_id = _redis_run_ids(client.info("server"))
+    run_id = board_redis_run_ids()
     seen, seen_at = _seen_parse(client.get(keys.redis_run_id_seen()))
     restarted = seen != run_id
     not_checked = boards_unchecked_get(

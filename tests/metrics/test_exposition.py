@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from datetime import timedelta
 
@@ -11,7 +12,9 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from ingestion.consumer import MatchResultConsumer
-from leaderboard.models import ScoringRule
+from ingestion.metrics import partitions_observe
+from ingestion.schema import MESSAGE_CODES
+from leaderboard.models import RefusalCode, ScoringRule
 from leaderboard.services import top_snapshot_refresh
 from leaderboard.tasks import refresh_top_snapshots
 from seasons.models import SeasonStatus
@@ -140,6 +143,33 @@ def test_consumer_counts_results_dead_letters_by_reason_lag_and_offsets(
         if sample.labels.get("topic") == topic and sample.name.endswith("_total")
     }
     assert sum(reasons.values()) == 2, reasons
+    # Every reason's series exists from the start, at 0 until its first letter.
+    assert set(reasons) >= {*MESSAGE_CODES, *RefusalCode.values}, reasons
+    assert reasons["not_utf8"] == 0
+    assert time.time() - 60 < _value("leaderboard_ingest_loop_timestamp_seconds", **t)
     assert _value("leaderboard_ingest_batch_apply_seconds_count", **t) >= 1
     assert _value("leaderboard_ingest_committed_offset", partition="0", **t) == 8
     assert _value("leaderboard_ingest_lag", partition="0", **t) == 0
+
+
+def test_a_partition_no_longer_assigned_loses_its_lag_and_committed_offset_series() -> None:
+    topic = f"revoked-{uuid.uuid4().hex[:8]}"
+    t = {"topic": topic}
+    partitions_observe(topic=topic, lag={0: 5, 1: 7}, committed={0: 10, 1: 20}, assigned={0, 1})
+    assert _value("leaderboard_ingest_committed_offset", partition="1", **t) == 20
+    # A rebalance in progress (nothing assigned for a moment): the offsets stay as they were.
+    partitions_observe(topic=topic, lag={}, committed={0: 10, 1: 20}, assigned=set())
+    assert _value("leaderboard_ingest_committed_offset", partition="1", **t) == 20
+    # Partition 1 went to another consumer, which reports it from now on.
+    partitions_observe(topic=topic, lag={0: 5}, committed={0: 12, 1: 20}, assigned={0})
+    assert _value("leaderboard_ingest_committed_offset", partition="0", **t) == 12
+    series = {
+        (sample.name, sample.labels["partition"])
+        for family in REGISTRY.collect()
+        for sample in family.samples
+        if sample.labels.get("topic") == topic
+    }
+    assert series == {
+        ("leaderboard_ingest_lag", "0"),
+        ("leaderboard_ingest_committed_offset", "0"),
+    }
