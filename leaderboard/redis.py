@@ -102,26 +102,22 @@ def _cluster_client(
 def board_redis_masters() -> frozenset[str]:
     """Who holds the boards' writes now: one string per master that serves slots.
 
-    Cluster: ``<node id>@<config epoch>`` per master (a promoted replica is another node id,
-    with a new epoch); a master marked failed is left out, so the answer changes as soon as the
-    cluster notices the death and again at the promotion. Standalone: the server's run id,
+    Cluster: ``<node id>@<config epoch>@<run id>`` per master (a promoted replica is another
+    node id, with a new epoch; a restarted master, another run id); a master marked failed is
+    left out, so the answer changes as soon as the cluster notices the death and again at the
+    promotion. Standalone: the server's run id,
     which changes when it restarts (and may have lost its last second of writes).
-    Raises ``redis.RedisError`` when no node answers.
+    Raises ``redis.RedisError`` when no node answers, or (cluster) a master does not.
     """
     client = get_board_redis()
     if isinstance(client, RedisCluster):
-        nodes: dict[str, dict[str, Any]] = client.cluster_nodes()
-        masters = {
-            address: node
-            for address, node in nodes.items()
-            if "master" in node["flags"] and "fail" not in node["flags"] and node["slots"]
-        }
+        masters = _cluster_masters(client)
         # With each master's run id: a master that restarts (from its AOF, maybe without its
         # last second) within the cluster's node timeout keeps its node id and epoch, and is
         # never marked failed; only its run id tells.
         run_ids = _cluster_run_ids(client, addresses=list(masters))
         return frozenset(
-            f"{node['node_id']}@{node['epoch']}@{run_ids.get(address, '?')}"
+            f"{node['node_id']}@{node['epoch']}@{run_ids[address]}"
             for address, node in masters.items()
         )
     return frozenset([str(client.info("server")["run_id"])])
@@ -133,33 +129,31 @@ def board_redis_run_ids() -> str:
     ``INFO`` reaches). Raises ``redis.RedisError`` when a master does not answer."""
     client = get_board_redis()
     if isinstance(client, RedisCluster):
-        nodes: dict[str, dict[str, Any]] = client.cluster_nodes()
-        addresses = [
-            address
-            for address, node in nodes.items()
-            if "master" in node["flags"] and "fail" not in node["flags"] and node["slots"]
-        ]
-        run_ids = _cluster_run_ids(client, addresses=addresses, strict=True)
-        return ",".join(sorted(run_ids.values()))
+        addresses = list(_cluster_masters(client))
+        return ",".join(sorted(_cluster_run_ids(client, addresses=addresses).values()))
     return str(client.info("server")["run_id"])
 
 
-def _cluster_run_ids(
-    client: RedisCluster, *, addresses: list[str], strict: bool = False
-) -> dict[str, str]:
-    """``host:port`` -> run id, asked of each node itself. A node that does not answer is left
-    out (``strict``: raises)."""
+def _cluster_masters(client: RedisCluster) -> dict[str, dict[str, Any]]:
+    """``host:port`` -> CLUSTER NODES entry of each master serving slots, not marked failed."""
+    nodes: dict[str, dict[str, Any]] = client.cluster_nodes()
+    return {
+        address: node
+        for address, node in nodes.items()
+        if "master" in node["flags"] and "fail" not in node["flags"] and node["slots"]
+    }
+
+
+def _cluster_run_ids(client: RedisCluster, *, addresses: list[str]) -> dict[str, str]:
+    """``host:port`` -> run id, asked of each node itself. Raises ``redis.RedisError`` when one
+    does not answer: the answer is then unknown, not changed (a master that is down is left out
+    of the masters once the cluster marks it failed)."""
     found: dict[str, str] = {}
     for address in addresses:
         node = client.get_node(node_name=address)
-        try:
-            if node is None:
-                raise redis.ConnectionError(f"{address}: not among the client's nodes")
-            info: Any = client.info("server", target_nodes=node)
-        except redis.RedisError:
-            if strict:
-                raise
-            continue
+        if node is None:
+            raise redis.ConnectionError(f"{address}: not among the cluster client's nodes")
+        info: Any = client.info("server", target_nodes=node)
         found[address] = str(info["run_id"])
     return found
 
