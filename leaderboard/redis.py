@@ -134,6 +134,18 @@ def board_redis_run_ids() -> str:
     return str(client.info("server")["run_id"])
 
 
+def board_redis_ping() -> None:
+    """A round trip to every server holding the boards' writes. On a cluster a plain ``PING``
+    reaches one node, so a master that is down (its boards' reads and writes failing until the
+    cluster promotes a replica) passed for healthy. Raises ``redis.RedisError`` when one does
+    not answer."""
+    client = get_board_redis()
+    if isinstance(client, RedisCluster):
+        client.ping(target_nodes=RedisCluster.PRIMARIES)
+        return
+    client.ping()
+
+
 def _cluster_masters(client: RedisCluster) -> dict[str, dict[str, Any]]:
     """``host:port`` -> CLUSTER NODES entry of each master serving slots, not marked failed."""
     nodes: dict[str, dict[str, Any]] = client.cluster_nodes()

@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from leaderboard.redis import get_board_redis
+from leaderboard.redis import board_redis_ping
 from leaderboard.selectors.boards import board_list_open
 from leaderboard.services import boards_lost_get, boards_recovering_get
 
@@ -32,7 +32,7 @@ def _check_postgres() -> None:
 
 
 def _check_redis() -> None:
-    get_board_redis().ping()
+    board_redis_ping()
 
 
 # One admin client per process (and per fork, and per bootstrap list): a new client per check

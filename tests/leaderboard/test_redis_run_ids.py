@@ -9,6 +9,7 @@ from typing import Any
 from redis.cluster import RedisCluster
 
 from leaderboard.redis import board_redis_masters, board_redis_run_ids
+from leaderboard_project.health import CHECKS
 
 
 def _masters_run_ids(client: Any) -> dict[str, str]:
@@ -23,6 +24,34 @@ def _masters_run_ids(client: Any) -> dict[str, str]:
                 client.get_node(node_name=address).redis_connection.info()["run_id"]
             )
     return found
+
+
+def _masters_pings(client: Any) -> dict[str, int]:
+    """host:port -> PING calls each master counted (INFO commandstats)."""
+    connections: dict[str, Any] = {"": client}
+    if isinstance(client, RedisCluster):
+        nodes: dict[str, Any] = client.cluster_nodes()
+        connections = {
+            address: client.get_node(node_name=address).redis_connection
+            for address, node in nodes.items()
+            if "master" in node["flags"] and node["slots"]
+        }
+    return {
+        address: int(connection.info("commandstats").get("cmdstat_ping", {}).get("calls", 0))
+        for address, connection in connections.items()
+    }
+
+
+def test_the_health_check_pings_every_master(board_redis) -> None:
+    """/healthz's Redis check: a master down on a cluster must not pass for healthy because the
+    one node a plain PING reaches answered."""
+    before = _masters_pings(board_redis)
+    CHECKS["redis"]()
+    after = _masters_pings(board_redis)
+    assert after.keys() == before.keys()
+    assert all(after[address] > before[address] for address in before), (before, after)
+    if isinstance(board_redis, RedisCluster):
+        assert len(before) == 3
 
 
 def test_the_run_ids_are_every_masters(board_redis) -> None:
