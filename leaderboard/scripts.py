@@ -64,10 +64,17 @@ def get_script(client: BoardRedis, name: str) -> Script:
 
 
 def read_script_call(
-    client: BoardRedis, name: str, *, keys: Sequence[str], args: Sequence[str | int]
+    client: BoardRedis,
+    name: str,
+    *,
+    keys: Sequence[str],
+    args: Sequence[str | int],
+    master_keys: Sequence[str] = (),
 ) -> Any:
     """Run the read-only script ``name``; on a cluster client that reads from replicas, on the
-    replica of the keys' slot.
+    replica of the keys' slot. ``master_keys`` follow ``keys`` whenever the master answers
+    (the fallback from a replica included): a guard only the master can vouch for, such as a
+    board's checked key, which is never replicated.
 
     redis-py routes EVALSHA to the master whatever the client's strategy (it cannot know a
     script only reads), and would ask a node for the keys of EVALSHA_RO with COMMAND GETKEYS
@@ -77,8 +84,9 @@ def read_script_call(
     which caches it there. A slot without a replica, or a replica that fails to answer, falls
     back to the master through the ordinary script call.
     """
+    on_master = [*keys, *master_keys]
     if not (isinstance(client, RedisCluster) and client.load_balancing_strategy is not None):
-        return get_script(client, name)(keys=keys, args=args)
+        return get_script(client, name)(keys=on_master, args=args)
     replica = client.get_node_from_key(keys[0], replica=True)
     if replica is not None:
         script = get_script(client, name)
@@ -95,7 +103,7 @@ def read_script_call(
             # A dead replica, or one that no longer serves the slot (MOVED after a failover):
             # the master answers; the client refreshes its slot map on its own.
             logger.info("read on replica %s failed (%s); reading the master", replica.name, exc)
-    return get_script(client, name)(keys=keys, args=args)
+    return get_script(client, name)(keys=on_master, args=args)
 
 
 @dataclass(frozen=True, slots=True)

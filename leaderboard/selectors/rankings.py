@@ -21,9 +21,9 @@ from redis.cluster import RedisCluster
 
 from .. import keys
 from ..player_names import UNKNOWN, PlayerName, player_names_get, player_names_read
-from ..redis import get_board_read_redis, reads_from_replicas, redis_unavailable
+from ..redis import get_board_read_redis, redis_unavailable
 from ..scripts import ScriptCall, calls_pipelined, get_script, read_script_call
-from ._guards import guard_keys
+from ._guards import guard_keys, master_guard_keys
 from .boards import BoardRef
 from .leagues import entries_with_tiers
 from .metadata import entries_with_metadata
@@ -245,8 +245,9 @@ def _board_read(board: BoardRef, script: str, *, key: str, args: Sequence[str | 
     reply = read_script_call(
         get_board_read_redis(),
         f"wide_{script}" if board.tiebreaks else script,
-        keys=[*_wide_keys(board, key), *guard_keys(board, on_master=not reads_from_replicas())],
+        keys=[*_wide_keys(board, key), *guard_keys(board, on_master=False)],
         args=args,
+        master_keys=master_guard_keys(board),
     )
     # The scripts answer -1 (an integer; their other replies are lists or nil) when the
     # board's intact key is missing.
@@ -288,7 +289,7 @@ def _board_read_named(
     else:
         board_call = ScriptCall(
             script=get_script(client, f"wide_{script}" if board.tiebreaks else script),
-            keys=[*_wide_keys(board, key), *guard_keys(board, on_master=not reads_from_replicas())],
+            keys=[*_wide_keys(board, key), *guard_keys(board)],
             args=args,
         )
         reply, *names_replies = calls_pipelined(client, [board_call, *names_read.calls])

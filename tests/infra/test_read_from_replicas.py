@@ -18,6 +18,7 @@ from devservices import faults
 from leaderboard import keys
 from leaderboard.redis import get_board_read_redis, get_board_redis
 from leaderboard.selectors.rankings import (
+    BoardUnavailableError,
     board_around_get,
     board_friends_get,
     board_player_get,
@@ -105,6 +106,18 @@ def test_reads_go_on_from_the_master_while_the_replica_is_dead(settings, caplog)
                 assert _reads(board) == from_master
         # The dead replica was tried and the master answered instead.
         assert any("reading the master" in r.getMessage() for r in caplog.records)
+        # Answering for the replica, the master vouches for the board as its own reads do: with
+        # the checked key gone (a master just promoted, or restarted, before the recovery
+        # compared the board with PostgreSQL) the read is a 503, not the board as truth.
+        checked = keys.board_checked(board_id=board.id)
+        held = node_client(master).dump(checked)
+        node_client(master).delete(checked)
+        try:
+            with pytest.raises(BoardUnavailableError):
+                board_player_get(board=board, player_id=4)
+        finally:
+            node_client(master).restore(checked, 0, held)
+        assert _reads(board) == from_master
     finally:
         faults.redis_cluster_start(replica)
         wait_for("a healthy Redis Cluster layout", lambda: healthy_layout(master), 60)
