@@ -115,13 +115,15 @@ class RewardTierForm(forms.ModelForm):
         model = RewardTier
         fields = ("board", "league_tier", "rank_from", "rank_to", "reward_name", "quantity")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, season_id: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         board = self.fields["board"]
         board.required = False
         board.help_text = "empty: the main board"
-        if self.instance.season_id is not None:
-            board.queryset = Board.objects.filter(season_id=self.instance.season_id)  # type: ignore[attr-defined]
+        # From the formset: a new row's instance gets its season only after the form is built,
+        # so on its own a new row offered (and accepted) every season's boards.
+        season_id = season_id if season_id is not None else self.instance.season_id
+        board.queryset = Board.objects.filter(season_id=season_id).order_by("id")  # type: ignore[attr-defined]
 
     def clean_board(self) -> Board | None:
         board: Board | None = self.cleaned_data.get("board")
@@ -131,6 +133,18 @@ class RewardTierForm(forms.ModelForm):
 
 
 class RewardTierFormSet(BaseInlineFormSet):
+    def get_form_kwargs(self, index: int | None) -> dict[str, Any]:
+        # None while the season is being added: it has no boards yet (the main board then).
+        return {**super().get_form_kwargs(index), "season_id": self.instance.pk}
+
+    def save_new(self, form: Any, commit: bool = True) -> RewardTier:
+        # Left empty on a season being added: its main board exists only once the boards are
+        # saved (SeasonBoardsMixin.save_related saves them first).
+        if form.instance.board_id is None:
+            form.instance.board = Board.objects.get(season_id=self.instance.pk, slug=MAIN_BOARD)
+        tier: RewardTier = super().save_new(form, commit=commit)
+        return tier
+
     def clean(self) -> None:
         super().clean()
         ranges: dict[object, list[tuple[int, int]]] = {}

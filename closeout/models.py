@@ -7,6 +7,7 @@ state-only).
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.postgres.constraints import ExclusionConstraint
 from django.contrib.postgres.fields import IntegerRangeField, RangeOperators
 from django.core.exceptions import ValidationError
@@ -109,8 +110,31 @@ class RewardTier(models.Model):
             problem = _league_tier_problem(self.board, self.league_tier)
             if problem:
                 errors["league_tier"] = problem
+        if (
+            self.rank_to is not None
+            and self.board_id is not None
+            and not errors
+            and self.rank_to > settings.FINAL_STANDINGS_SIZE
+            and not _ranks_within_cohorts(self.board)
+        ):
+            # Grants are cut from the final standings, which keep the top FINAL_STANDINGS_SIZE:
+            # a tier past them would pay its first ranks only, or nobody, without a word.
+            errors["rank_to"] = (
+                f"the close-out keeps the top {settings.FINAL_STANDINGS_SIZE} of a board "
+                f"(FINAL_STANDINGS_SIZE) and pays tiers from them: rank_to may not pass it"
+            )
         if errors:
             raise ValidationError(errors)
+
+
+def _ranks_within_cohorts(board: Board) -> bool:
+    """Whether the board's tiers pay ranks within a cohort (a league board, or a league
+    schedule's template board), not ranks on the whole board."""
+    if board.tiers:
+        return True
+    return board.cohort_size is not None and any(
+        Schedule.objects.filter(template_season_id=board.season_id).values_list("tiers", flat=True)
+    )
 
 
 def _league_tier_problem(board: Board, league_tier: str) -> str:

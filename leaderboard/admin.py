@@ -404,11 +404,24 @@ class SeasonBoardsMixin(_SeasonAdmin):
                 formset.changed_objects.append((updated, board_form.changed_data))
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        super().save_related(request, form, formsets, change)
-        if not Board.objects.filter(season_id=form.instance.id, slug=MAIN_BOARD).exists():
+        form.save_m2m()
+        # The boards first, then the main board if they made none, then the rest: a reward
+        # tier left without a board on a season being added means the main board, which must
+        # exist by the time the tier is saved.
+        for formset in formsets:
+            if formset.model is Board:
+                self.save_formset(request, form, formset, change=change)
+        self._main_board_ensure(season_id=form.instance.id)
+        for formset in formsets:
+            if formset.model is not Board:
+                self.save_formset(request, form, formset, change=change)
+
+    @staticmethod
+    def _main_board_ensure(*, season_id: int) -> None:
+        if not Board.objects.filter(season_id=season_id, slug=MAIN_BOARD).exists():
             # Every season has its main board (the /leaderboard/ paths and messages without a
             # "board" field mean it): a season created without one gets the default.
-            board_create(season_id=form.instance.id, slug=MAIN_BOARD, name="Main")
+            board_create(season_id=season_id, slug=MAIN_BOARD, name="Main")
 
     def _overviews(self, obj: Season) -> list[BoardOverview]:
         cache = getattr(obj, "_board_overviews", None)

@@ -494,6 +494,18 @@ def _board_finalize(*, board: BoardRef) -> tuple[int, int]:
     if board.tiers:
         board_movements_decide(board=board)
         return len(rows), league_grants_create(board=board)
+    tiers = list(RewardTier.objects.filter(board_id=board.id, league_tier="").order_by("rank_from"))
+    for tier in tiers:
+        if tier.rank_to > settings.FINAL_STANDINGS_SIZE:
+            # Refused when the tier is made; possible if FINAL_STANDINGS_SIZE was lowered since.
+            logger.warning(
+                "board %s: reward tier %s-%s passes FINAL_STANDINGS_SIZE (%s); ranks past it "
+                "get no grant",
+                board.id,
+                tier.rank_from,
+                tier.rank_to,
+                settings.FINAL_STANDINGS_SIZE,
+            )
     already_granted = set(
         RewardGrant.objects.filter(board_id=board.id).values_list("player_id", flat=True)
     )
@@ -507,9 +519,7 @@ def _board_finalize(*, board: BoardRef) -> tuple[int, int]:
             reward_name=tier.reward_name,
             quantity=tier.quantity,
         )
-        for tier in RewardTier.objects.filter(board_id=board.id, league_tier="").order_by(
-            "rank_from"
-        )
+        for tier in tiers
         for row in rows[tier.rank_from - 1 : tier.rank_to]
         if row.player_id not in already_granted
     ]

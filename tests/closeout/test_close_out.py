@@ -181,7 +181,7 @@ def test_close_out_of_a_cumulative_season(settings) -> None:
         MatchResultFactory.create(
             season=season, player_id=player, points=points, achieved_at=at(seconds)
         )
-    reward_tier_create(season_id=season.id, rank_from=1, rank_to=3, reward_name="gems")
+    reward_tier_create(season_id=season.id, rank_from=1, rank_to=2, reward_name="gems")
     result = season_close(season_id=season.id, now=AFTER, grace_seconds=0)
     # Both have 25 points; player 1's last result is earlier (30 s against 40 s).
     assert standings(season.id) == [(1, 1, 25, at(30)), (2, 2, 25, at(40))]

@@ -23,7 +23,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, transaction
-from django.test import Client
+from django.test import Client, override_settings
 from django.utils import timezone
 
 import closeout.services.close_out as close_out_module
@@ -314,6 +314,16 @@ def test_rewards_follow_the_rank_within_each_cohort_and_the_league_tier() -> Non
         reward_tier_create(
             season_id=template.id, rank_from=5, rank_to=5, reward_name="x", league_tier="gold"
         )
+    # Ranks within a cohort: FINAL_STANDINGS_SIZE (the whole board's top) does not bound them.
+    with override_settings(FINAL_STANDINGS_SIZE=1):
+        reward_tier_create(
+            season_id=template.id,
+            rank_from=3,
+            rank_to=3,
+            reward_name="medal",
+            board_slug="league",
+            league_tier="silver",
+        ).delete()
     with pytest.raises(ValidationError, match="platinum"):
         reward_tier_create(
             season_id=template.id,

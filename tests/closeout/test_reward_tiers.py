@@ -64,3 +64,18 @@ def test_the_database_refuses_overlaps_and_bad_ranks_too() -> None:
     RewardTier.objects.create(
         season=season, board_id=main_board_id(season), rank_from=11, rank_to=12, reward_name="b"
     )
+
+
+@pytest.mark.django_db
+def test_a_tier_past_the_final_standings_is_refused(settings) -> None:
+    """Grants are cut from the final standings: a tier past FINAL_STANDINGS_SIZE would pay its
+    first ranks only (or nobody) without a word."""
+    settings.FINAL_STANDINGS_SIZE = 10
+    season = SeasonFactory.create()
+    reward_tier_create(season_id=season.id, rank_from=1, rank_to=10, reward_name="gems")
+    for rank_from, rank_to in [(11, 11), (11, 5000)]:
+        with pytest.raises(ValidationError, match="FINAL_STANDINGS_SIZE"):
+            reward_tier_create(
+                season_id=season.id, rank_from=rank_from, rank_to=rank_to, reward_name="x"
+            )
+    assert RewardTier.objects.filter(season=season).count() == 1

@@ -111,6 +111,7 @@ def test_reads_go_on_from_the_master_while_the_replica_is_dead(settings, caplog)
         # compared the board with PostgreSQL) the read is a 503, not the board as truth.
         checked = keys.board_checked(board_id=board.id)
         held = node_client(master).dump(checked)
+        assert held is not None
         node_client(master).delete(checked)
         try:
             with pytest.raises(BoardUnavailableError):

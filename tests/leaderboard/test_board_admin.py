@@ -87,6 +87,31 @@ def test_a_season_added_with_a_board_gets_it_and_its_main_board(staff: Client) -
     assert lap.time_bits == 23
 
 
+def test_a_season_added_with_a_reward_tier_and_no_board_pays_its_main_board(staff: Client) -> None:
+    """A tier left without a board ("empty: the main board") on a season being added: its main
+    board is made only on save (an IntegrityError, a 500, before)."""
+    data = {
+        "id": "502",
+        "name": "Added with a tier",
+        "starts_at_0": "2026-10-01",
+        "starts_at_1": "00:00:00",
+        "ends_at_0": "2026-12-30",
+        "ends_at_1": "00:00:00",
+        **_management("boards", 0, 0),
+        **_management("reward_tiers", 1, 0),
+        "reward_tiers-0-rank_from": "1",
+        "reward_tiers-0-rank_to": "3",
+        "reward_tiers-0-reward_name": "crown",
+        "reward_tiers-0-quantity": "1",
+    }
+    page = staff.post(f"{SEASONS}add/", data)
+    assert page.status_code == 302, page.content.decode()[:2000]
+    main = Board.objects.get(season_id=502, slug="main")
+    assert list(main.reward_tiers.values_list("rank_from", "rank_to", "reward_name")) == [
+        (1, 3, "crown")
+    ]
+
+
 def test_score_fields_are_read_only_once_the_board_has_results(staff: Client) -> None:
     season: Season = SeasonFactory.create(starts_at=START, ends_at=START + timedelta(days=30))
     main = Board.objects.get(season=season, slug="main")

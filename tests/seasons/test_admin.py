@@ -356,3 +356,48 @@ def test_editing_a_season_saves_what_the_form_changed(staff: Client, season: Sea
     saved = Season.objects.get(id=season.id)
     assert (saved.name, saved.ends_at.date().isoformat()) == ("Renamed", "2026-11-02")
     assert (saved.status, saved.drain_end_offsets) == (SeasonStatus.ACTIVE, recorded)
+
+
+@pytest.mark.django_db
+def test_a_new_tier_row_offers_only_the_seasons_boards(staff: Client, season: Season) -> None:
+    """The empty row of the tiers inline: its instance has no season while the form is built,
+    so on its own it listed every season's boards."""
+    other = SeasonFactory.create(starts_at=START, ends_at=START + timedelta(days=30))
+    foreign = Board.objects.filter(season=other).first()
+    own = Board.objects.filter(season=season).first()
+    assert foreign is not None
+    assert own is not None
+    html = staff.get(f"{SEASONS}{season.id}/change/").content.decode()
+    start = html.index('name="reward_tiers-1-board"')
+    row = html[start : html.index("</select>", start)]
+    assert f'value="{own.id}"' in row
+    assert f'value="{foreign.id}"' not in row
+
+    # Nor may a posted row name another season's board.
+    tier = RewardTier.objects.get(season=season)
+    data = {
+        "name": season.name,
+        **boards_unchanged(season),
+        "ends_at_0": "2026-10-31",
+        "ends_at_1": "00:00:00",
+        "reward_tiers-TOTAL_FORMS": "2",
+        "reward_tiers-INITIAL_FORMS": "1",
+        "reward_tiers-MIN_NUM_FORMS": "0",
+        "reward_tiers-MAX_NUM_FORMS": "1000",
+        "reward_tiers-0-id": str(tier.id),
+        "reward_tiers-0-season": str(season.id),
+        "reward_tiers-0-rank_from": "1",
+        "reward_tiers-0-rank_to": "2",
+        "reward_tiers-0-reward_name": "gems",
+        "reward_tiers-0-quantity": "1",
+        "reward_tiers-1-season": str(season.id),
+        "reward_tiers-1-board": str(foreign.id),
+        "reward_tiers-1-rank_from": "5",
+        "reward_tiers-1-rank_to": "6",
+        "reward_tiers-1-reward_name": "coins",
+        "reward_tiers-1-quantity": "1",
+    }
+    page = staff.post(f"{SEASONS}{season.id}/change/", data)
+    assert page.status_code == 200
+    assert "Select a valid choice" in page.content.decode()
+    assert RewardTier.objects.filter(season=season).count() == 1
