@@ -29,11 +29,25 @@ logger = logging.getLogger(__name__)
 
 CUT_VALUE_BYTES = 65_536
 CUT_KEY_BYTES = 1_024
+# A reason quotes the sender's values; whatever a check quotes, the header stays this small, so
+# a letter cut to CUT_VALUE_BYTES always fits under the broker's limit (a megabyte-long header
+# made even the cut letter too large, and the consumer retried it for good).
+REASON_MAX_BYTES = 1_024
 
 
 class DeadLetterSink(Protocol):
     def publish(self, *, letters: Sequence[DeadLetter]) -> None:
         """Send every letter and wait until the broker has them all."""
+
+
+def dead_letter_reason(*, letter: DeadLetter) -> str:
+    """The letter's reason, cut to at most REASON_MAX_BYTES once encoded."""
+    encoded = letter.reason.encode("utf-8", "backslashreplace")
+    if len(encoded) <= REASON_MAX_BYTES:
+        return letter.reason
+    marker = f"... (cut from {len(encoded)} bytes)"
+    # Cut on bytes; "ignore" drops a character the cut split in two.
+    return encoded[: REASON_MAX_BYTES - len(marker)].decode("utf-8", "ignore") + marker
 
 
 def dead_letter_headers(*, letter: DeadLetter, topic: str) -> list[tuple[str, bytes]]:
@@ -42,7 +56,7 @@ def dead_letter_headers(*, letter: DeadLetter, topic: str) -> list[tuple[str, by
         ("dlq.code", letter.code.encode()),
         # Escaped rather than refused: a reason quoting a sender's text that is not UTF-8
         # must not stop the consumer from setting the message aside.
-        ("dlq.reason", letter.reason.encode("utf-8", "backslashreplace")),
+        ("dlq.reason", dead_letter_reason(letter=letter).encode("utf-8", "backslashreplace")),
         ("dlq.source.topic", topic.encode()),
         ("dlq.source.partition", str(letter.record.partition).encode()),
         ("dlq.source.offset", str(letter.record.offset).encode()),
@@ -89,7 +103,7 @@ class KafkaDeadLetterSink:
                 self._source_topic,
                 letter.record.partition,
                 letter.record.offset,
-                letter.reason,
+                dead_letter_reason(letter=letter),
             )
 
     def _send(self, letter: DeadLetter, *, cut: bool = False) -> FutureRecordMetadata:

@@ -460,7 +460,7 @@ def _int_field(data: dict[str, Any], name: str, *, minimum: int, maximum: int, c
     if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
         raise MessageRejected(
             WRONG_TYPE,
-            f"{name} must be an integer, got {type(value).__name__} {value!r}",
+            f"{name} must be an integer, got {type(value).__name__} {repr(value)[:40]}",
             field=name,
         )
     if value < minimum:
@@ -491,7 +491,7 @@ def parse_rfc3339(value: str, *, field: str = "achievedAt") -> datetime:
         raise MessageRejected(
             INVALID_VALUE,
             f"{field} must be an RFC 3339 date-time with an offset "
-            f"(e.g. 2026-10-12T10:15:00Z), got {value!r}",
+            f"(e.g. 2026-10-12T10:15:00Z), got {value[:40]!r}",
             field=field,
         )
     try:
@@ -499,7 +499,7 @@ def parse_rfc3339(value: str, *, field: str = "achievedAt") -> datetime:
         return datetime.fromisoformat(value.upper()).astimezone(UTC)
     except (ValueError, OverflowError) as exc:
         raise MessageRejected(
-            INVALID_VALUE, f"{field} {value!r} is not a valid date-time: {exc}", field=field
+            INVALID_VALUE, f"{field} {value[:40]!r} is not a valid date-time: {exc}", field=field
         ) from exc
 
 
@@ -518,7 +518,7 @@ def message_validate(data: object) -> MatchResultMessage:
         match_id = uuid.UUID(raw_match_id)
     except ValueError as exc:
         raise MessageRejected(
-            INVALID_VALUE, f"matchId must be a UUID, got {raw_match_id!r}", field="matchId"
+            INVALID_VALUE, f"matchId must be a UUID, got {raw_match_id[:40]!r}", field="matchId"
         ) from exc
 
     # Ids are PostgreSQL bigints; no board's codec holds more points than POINTS_CEILING.

@@ -241,7 +241,9 @@ def updated_at_validate(value: object) -> datetime:
         return datetime.fromisoformat(value.upper()).astimezone(UTC)
     except (ValueError, OverflowError) as exc:
         raise ProfileRejected(
-            INVALID_VALUE, f"updatedAt {value!r} is not a valid date-time: {exc}", field="updatedAt"
+            INVALID_VALUE,
+            f"updatedAt {value[:40]!r} is not a valid date-time: {exc}",
+            field="updatedAt",
         ) from exc
 
 

@@ -15,7 +15,7 @@ from django.db import connection
 from kafka import KafkaProducer
 
 from ingestion.consumer import IngestTotals, MatchResultConsumer
-from ingestion.dead_letters import CUT_VALUE_BYTES
+from ingestion.dead_letters import CUT_VALUE_BYTES, REASON_MAX_BYTES
 from leaderboard import keys
 from leaderboard.models import MatchResult, PlayerBan, ScoringRule
 from seasons.models import SeasonStatus
@@ -264,6 +264,37 @@ def test_a_dead_letter_too_large_to_publish_whole_is_published_cut(topics, board
     assert (headers["dlq.cut"], headers["dlq.value.bytes"]) == ("true", str(len(huge)))
     assert letter.value == huge[:CUT_VALUE_BYTES]
     assert letter.key == before.key()
+
+
+def test_a_reason_quoting_a_huge_value_is_cut_and_the_letter_published(topics, board_redis) -> None:
+    # A 2 MB matchId, gzipped on the wire: the reason quoted it whole, a header the cut letter
+    # kept, so even the cut letter was past the broker's 1 MB and the consumer retried it for
+    # good, holding both topics.
+    season = make_season(rule=ScoringRule.BEST)
+    topic, dlq = topics
+    when = season.starts_at + timedelta(days=1)
+    before, after = (Result(uuid.uuid4(), n, season.id, 10 * n, when) for n in (1, 2))
+    bad = {**before.message(), "matchId": "x" * 2_000_000}
+    producer = KafkaProducer(
+        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
+        compression_type="gzip",
+        max_request_size=4_000_000,
+        acks="all",
+    )
+    for value in (before.value(), json.dumps(bad).encode(), after.value()):
+        producer.send(topic, key=before.key(), value=value, partition=0)
+    producer.flush()
+    producer.close()
+
+    totals = _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=3)
+
+    assert (totals.dead_letters, totals.applied) == (1, 2)
+    assert_boards_match(board_redis, season, [before, after])
+    [letter] = topic_read(dlq, count=1)
+    headers = {k: v.decode() for k, v in letter.headers}
+    assert headers["dlq.code"] == "invalid_value"
+    assert headers["dlq.reason"].startswith("matchId must be a UUID, got 'xxxx")
+    assert len(headers["dlq.reason"]) <= REASON_MAX_BYTES
 
 
 def test_daily_boards_expire_and_consumer_stats_are_published(
