@@ -286,7 +286,8 @@ class IfNoneMatch:
                 continue
             version, _, digest = tag.rpartition("-")
             digests.add(digest)
-            if version.isdigit() and len(version) <= _VERSION_DIGITS:
+            # isascii: '²' is a digit to isdigit() and not to int() (a 500 from one byte).
+            if version.isascii() and version.isdigit() and len(version) <= _VERSION_DIGITS:
                 newest = max(newest, int(version))
         return cls(digests=frozenset(digests), any="*" in digests, version=newest)
 

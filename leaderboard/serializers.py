@@ -32,12 +32,14 @@ MAX_START = 2**53 - MAX_PAGE
 _DIGITS = re.compile(r"[0-9]+")
 _INTEGER = re.compile(r"-?[0-9]+")
 _ISO_WEEK = re.compile(r"([0-9]{4})-W([0-9]{2})")
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def day_parse(value: str) -> date:
     """A UTC day as YYYY-MM-DD (the API's day paths and the board page's ``?day=``)."""
     try:
-        if len(value) != 10:
+        # fromisoformat alone takes 20261012xx, 2026101299 and 2026-W41-1 as days.
+        if not _DAY.fullmatch(value):
             raise ValueError
         day = date.fromisoformat(value)
     except ValueError:

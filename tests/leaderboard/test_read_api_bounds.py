@@ -62,6 +62,10 @@ def test_ranks_at_the_deepest_start_is_an_empty_page(client, season):
         ("weekly/9999-W52/top", "week"),
         # The day's board ends at the next midnight, in year 10000.
         ("daily/9999-12-31/top", "day"),
+        # date.fromisoformat takes each of these for a day; the contract's format is YYYY-MM-DD.
+        ("daily/20261012xx/top", "day"),
+        ("daily/2026101299/top", "day"),
+        ("daily/2026-W41-1/top", "day"),
     ],
 )
 def test_oversized_parameters_are_400(client, season, rest, field):
@@ -77,3 +81,12 @@ def test_page_lookup_of_an_oversized_player_id_is_a_400_page(client, season):
     response = client.get(f"/seasons/{season.id}?player={HUGE}")
     assert response.status_code == 400
     assert "is not a player id" in response.content.decode()
+
+
+@pytest.mark.parametrize("rest", ["top", "daily/2026-10-02/top", "weekly/2026-W40/top"])
+def test_a_tag_whose_version_is_not_ascii_digits_is_ignored(client, season, rest):
+    # "\u00b2" (the byte 0xB2 of a header, as WSGI decodes it) is a digit to str.isdigit() and not
+    # to int(): it was a 500.
+    for tag in ('"\u00b2-abc"', '"\u00b9\u00b9-abc", W/"12-x"'):
+        response = client.get(board_url(season.id, rest), headers={"If-None-Match": tag})
+        assert response.status_code == 200, response.content
