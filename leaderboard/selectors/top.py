@@ -166,6 +166,11 @@ class _TopState:
     checked_at: float
     # The newest version this process has served for the board, from the snapshot or live.
     served: int
+    # The last live read of the board's top TOP_SNAPSHOT_SIZE and the states' clock at it:
+    # served again while it is younger than the read interval and no older than what must be
+    # served (see board_top_get).
+    live: TopList | None = None
+    live_at: float = -math.inf
 
 
 class TopListStates:
@@ -185,7 +190,14 @@ class TopListStates:
             state = self._states.get(board_id)
             if state is None:
                 return _TopState(version=0, snapshot=None, checked_at=-math.inf, served=0)
-            return _TopState(state.version, state.snapshot, state.checked_at, state.served)
+            return _TopState(
+                state.version,
+                state.snapshot,
+                state.checked_at,
+                state.served,
+                state.live,
+                state.live_at,
+            )
 
     def checked(
         self, board_id: int, *, at: float, version: int | None, snapshot: TopSnapshot | None
@@ -207,7 +219,8 @@ class TopListStates:
                 state.version, state.snapshot = version, snapshot
             return _TopState(state.version, state.snapshot, state.checked_at, state.served)
 
-    def served(self, board_id: int, version: int) -> None:
+    def served(self, board_id: int, version: int, *, live: TopList | None = None) -> None:
+        """Record a list served; ``live``: a live read of the top TOP_SNAPSHOT_SIZE, kept."""
         with self._lock:
             state = self._states.get(board_id)
             if state is None:
@@ -215,6 +228,8 @@ class TopListStates:
                     version=0, snapshot=None, checked_at=-math.inf, served=0
                 )
             state.served = max(state.served, version)
+            if live is not None and (state.live is None or live.version > state.live.version):
+                state.live, state.live_at = live, self.clock()
 
     def clear(self) -> None:
         with self._lock:
@@ -288,12 +303,43 @@ def board_top_get(*, board: BoardRef, limit: int, at_least: int = 0) -> TopList:
     ):
         top = TopList(entries=snapshot.entries[:limit], source="snapshot", version=snapshot.version)
     else:
+        # A fresh snapshot, only older than what must be served: the kept live list will do.
+        behind = snapshot is not None and _top_snapshot_fresh(snapshot)
+        top = _board_top_live(board=board, limit=limit, floor=floor, keep=behind)
+    _top_states.served(board.id, top.version)
+    return top
+
+
+def _board_top_live(*, board: BoardRef, limit: int, floor: int, keep: bool) -> TopList:
+    """The live top list; with ``keep`` (the snapshot is fresh but older than the floor), read
+    at most once per read interval per process for a limit within the snapshot's. A live list
+    raises the version the process serves past the snapshot being written: read on every
+    request, one of them nearly always fell between a refresh's read and its pick-up, so under
+    load the process never went back to snapshots. Kept, the last live list is as fresh as a
+    snapshot (at most one interval old, its names too) and no older than anything served, and
+    the next refresh, which reads after it, is served again. Without a fresh snapshot (none,
+    or beat late) every request reads live, as before the snapshots existed (each kept for
+    the next request that may take it)."""
+    if limit > TOP_SNAPSHOT_SIZE:
         read = board_top_read(board=board, count=limit)
         if not read.intact:
             raise BoardUnavailableError(board)
-        top = TopList(entries=read.entries, source="live", version=read.version)
-    _top_states.served(board.id, top.version)
-    return top
+        return TopList(entries=read.entries, source="live", version=read.version)
+    state = _top_states.get(board.id)
+    interval = settings.LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS
+    live = state.live
+    if (
+        not keep
+        or live is None
+        or live.version < floor
+        or _top_states.clock() - state.live_at >= interval
+    ):
+        read = board_top_read(board=board, count=TOP_SNAPSHOT_SIZE)
+        if not read.intact:
+            raise BoardUnavailableError(board)
+        live = TopList(entries=read.entries, source="live", version=read.version)
+        _top_states.served(board.id, live.version, live=live)
+    return TopList(entries=live.entries[:limit], source="live", version=live.version)
 
 
 def top_snapshot_times_get(*, boards: list[BoardRef]) -> dict[int, float | None]:

@@ -260,6 +260,54 @@ def test_a_live_list_is_versioned_between_the_snapshots_around_it(
     assert version_of(after) > version_of(again)
 
 
+def test_a_live_list_is_read_once_per_interval_and_the_next_refresh_is_taken_up(
+    client, season, board_redis, settings, monkeypatch
+):
+    """A live list raises what the process serves past the snapshot being written: read on
+    every request, one of them nearly always fell between a refresh's read and its pick-up,
+    and under load the process read live for good."""
+    settings.LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS = 60
+    board = as_board(SeasonRef.from_model(season))
+    refresh_top_snapshots()
+    assert top(client, season.id)["X-Leaderboard-Source"] == "snapshot"
+    settings.LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS = 0
+    live = top(client, season.id)
+    assert live["X-Leaderboard-Source"] == "live"
+    settings.LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS = 3
+    # A refresh reads the board (after the live read)...
+    refresh_read = board_top_read(board=board, count=TOP_SNAPSHOT_SIZE)
+    assert refresh_read.version > version_of(live)
+    # ...and before it is written, requests come: the live list kept, no newer live read.
+    reads: list[int] = []
+    real_read = top_selectors.board_top_read
+
+    def counted_read(**kwargs):
+        reads.append(1)
+        return real_read(**kwargs)
+
+    monkeypatch.setattr(top_selectors, "board_top_read", counted_read)
+    for limit in (3, 1, TOP_SNAPSHOT_SIZE):
+        during = top(client, season.id, limit=limit)
+        assert during["X-Leaderboard-Source"] == "live"
+        assert version_of(during) == version_of(live)
+    assert reads == []
+    # The refresh writes what it read: newer than all served, so it is served.
+    monkeypatch.setattr(derived, "board_top_read", lambda **_: refresh_read)
+    assert top_snapshot_refresh(board=board) > 0
+    after = top(client, season.id)
+    assert after["X-Leaderboard-Source"] == "snapshot"
+    assert version_of(after) == refresh_read.version
+    # A client that has seen a newer live list than the one kept gets a newer one.
+    settings.LEADERBOARD_TOP_SNAPSHOT_MAX_AGE_SECONDS = 0
+    newer = client.get(
+        f"/api/seasons/{season.id}/leaderboard/top?limit=3",
+        HTTP_IF_NONE_MATCH=f'"{refresh_read.version + 1}-x"',
+    )
+    assert newer["X-Leaderboard-Source"] == "live"
+    assert version_of(newer) > refresh_read.version
+    assert reads == [1]
+
+
 def test_a_process_behind_the_version_a_client_has_seen_catches_up(
     client, season, board_redis, settings, monkeypatch
 ):
