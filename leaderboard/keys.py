@@ -248,6 +248,12 @@ def weekly_build_lock(*, board_key: str) -> str:
     return f"{board_key}:build-lock"
 
 
+def weekly_build_failed(*, board_key: str) -> str:
+    """Set for a while when a weekly board could not be built on demand (a cumulative sum past
+    the codec), so readers are told so rather than each rebuilding seven days again."""
+    return f"{board_key}:build-failed"
+
+
 # Players per name-cache hash: small enough that each hash stays a listpack (Redis's compact
 # encoding, hash-max-listpack-entries 128 by default), large enough that the key overhead
 # is shared by many players.

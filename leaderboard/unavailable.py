@@ -9,7 +9,9 @@ admin, the ingestion door). Three causes, each with its own ``code`` in the JSON
 - ``redis_unavailable``: the boards' Redis (standalone or cluster) down, restarting, loading its
   dataset, busy or failing over (``leaderboard.redis.redis_unavailable``);
 - ``board_recovering``: Redis answers but lost the board, which is being rebuilt
-  (``leaderboard.selectors.rankings.BoardUnavailableError``).
+  (``leaderboard.selectors.rankings.BoardUnavailableError``);
+- ``week_unavailable``: a week's board is missing, being built by another request or not
+  buildable for now (``leaderboard.services.WeeklyBoardUnavailableError``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from seasons.memo import DATABASE_UNREACHABLE
 
 from .redis import redis_unavailable
 from .selectors.rankings import BoardUnavailableError
+from .services import WeeklyBoardUnavailableError
 
 DATABASE_UNAVAILABLE_DETAIL = "the database is unavailable; retry later"
 REDIS_UNAVAILABLE_DETAIL = "the boards' Redis is unavailable; retry later"
@@ -58,6 +61,10 @@ def unavailable_of(exc: BaseException) -> Unavailable | None:
             code="board_recovering",
             retry_after=RECOVERY_RETRY_AFTER_SECONDS,
             boards=True,
+        )
+    if isinstance(exc, WeeklyBoardUnavailableError):
+        return Unavailable(
+            detail=str(exc), code="week_unavailable", retry_after=exc.retry_after, boards=True
         )
     if isinstance(exc, DATABASE_UNREACHABLE):
         return Unavailable(

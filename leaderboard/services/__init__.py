@@ -46,6 +46,7 @@ from .corrections import (
 )
 from .derived import (
     WEEKLY_MERGE_CHUNK,
+    WeeklyBoardUnavailableError,
     WeeklyBuildError,
     top_snapshot_refresh,
     top_snapshots_refresh,
@@ -162,6 +163,7 @@ __all__ = [
     "ResultRow",
     "RowStored",
     "StoredBatch",
+    "WeeklyBoardUnavailableError",
     "WeeklyBuildError",
     "applied_offsets_get",
     "board_all_rebuild",

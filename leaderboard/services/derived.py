@@ -33,8 +33,33 @@ logger = logging.getLogger(__name__)
 WEEKLY_MERGE_CHUNK = 5000
 
 
+# How long readers of a week whose on-demand build failed are told so before one tries again.
+WEEKLY_BUILD_FAILED_SECONDS = 300
+# Seconds a reader is told to wait while another request builds the week.
+WEEKLY_BUILDING_RETRY_AFTER_SECONDS = 2
+
+
 class WeeklyBuildError(RuntimeError):
     """A weekly board could not be built (e.g. a cumulative sum overflows the codec)."""
+
+
+class WeeklyBoardUnavailableError(RuntimeError):
+    """A week's board is missing and is being built by another request, or could not be built:
+    answer "try again later" (a 503), never the missing key's empty list as the week."""
+
+    def __init__(self, *, board: BoardRef, iso_year: int, iso_week: int, building: bool) -> None:
+        week = f"{iso_year}-W{iso_week:02d}"
+        if building:
+            detail = f"the board {board.slug!r} of week {week} is being built; retry in a moment"
+        else:
+            detail = (
+                f"the board {board.slug!r} of week {week} cannot be built now (a player's "
+                "points for the week pass what the board can hold); staff are told in the logs"
+            )
+        super().__init__(detail)
+        self.retry_after = (
+            WEEKLY_BUILDING_RETRY_AFTER_SECONDS if building else WEEKLY_BUILD_FAILED_SECONDS
+        )
 
 
 def top_snapshot_refresh(*, board: BoardRef) -> int:
@@ -318,7 +343,9 @@ def weekly_board_ensure(*, board: BoardRef, iso_year: int, iso_week: int, today:
     """Build a week's board on demand when it is missing; True if this call built it.
 
     Only weeks that have started and overlap the season are built. A lock keeps concurrent
-    requests from piling up builds; the ones that don't get it read what is there.
+    requests from piling up builds; the ones that don't get it, and every request for a while
+    after a build failed, raise ``WeeklyBoardUnavailableError`` (the missing key would read as
+    an empty week).
     """
     days = _week_days(iso_year=iso_year, iso_week=iso_week)
     season = board.season
@@ -331,11 +358,26 @@ def weekly_board_ensure(*, board: BoardRef, iso_year: int, iso_week: int, today:
     # Built from lost or half-recovered daily boards it would outlive their recovery.
     if not client.exists(keys.board_intact(board_id=board.id)):
         return False
+    failed = keys.weekly_build_failed(board_key=weekly)
+    if client.exists(failed):
+        raise WeeklyBoardUnavailableError(
+            board=board, iso_year=iso_year, iso_week=iso_week, building=False
+        )
     lock = keys.weekly_build_lock(board_key=weekly)
     if not client.set(lock, "1", nx=True, ex=60):
-        return False
+        raise WeeklyBoardUnavailableError(
+            board=board, iso_year=iso_year, iso_week=iso_week, building=True
+        )
     try:
         weekly_board_build(board=board, iso_year=iso_year, iso_week=iso_week)
+    except WeeklyBuildError as exc:
+        logger.exception(
+            "weekly board of board %s, %d-W%02d: not built", board.id, iso_year, iso_week
+        )
+        client.set(failed, "1", ex=WEEKLY_BUILD_FAILED_SECONDS)
+        raise WeeklyBoardUnavailableError(
+            board=board, iso_year=iso_year, iso_week=iso_week, building=False
+        ) from exc
     finally:
         client.delete(lock)
     return True

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from leaderboard import keys
 from leaderboard.models import ScoringRule
-from leaderboard.services import WeeklyBuildError, weekly_board_build
+from leaderboard.services import WeeklyBuildError, derived, weekly_board_build
 from leaderboard.tasks import build_weekly_boards
 from seasons.models import SeasonStatus
 from seasons.selectors import SeasonRef
@@ -135,6 +135,50 @@ def test_weekly_cumulative_overflow_is_an_error_and_leaves_no_board(board_redis)
     )
     weekly = keys.weekly_board(board_id=main_board_id(season.id), iso_year=year, iso_week=week)
     assert list(board_redis.scan_iter(match=f"{weekly}*")) == []
+
+
+def test_a_week_that_cannot_be_built_is_a_503_and_is_not_rebuilt_per_request(
+    client, board_redis, monkeypatch
+):
+    """On demand, an overflowing cumulative week was a 500 (and the next request built seven
+    days again); the requests that found another building it got the missing key's [] as the
+    week."""
+    monday = past_monday(1)
+    season = season_over(monday, rule=ScoringRule.CUMULATIVE)
+    mark_intact(season)
+    top = as_board(season).codec.max_points
+    write_daily_board(board_redis, season, monday, {1: (top, 1)})
+    write_daily_board(board_redis, season, monday + timedelta(days=1), {1: (1, 2)})
+    url = f"/api/seasons/{season.id}/leaderboard/weekly/{week_label(monday)}/top"
+    builds: list[int] = []
+    real_build = derived.weekly_board_build
+
+    def counted_build(**kwargs):
+        builds.append(1)
+        return real_build(**kwargs)
+
+    monkeypatch.setattr(derived, "weekly_board_build", counted_build)
+    for _ in range(3):
+        response = client.get(url)
+        assert response.status_code == 503, response.content
+        assert response.json()["code"] == "week_unavailable"
+        assert "cannot be built" in response.json()["detail"]
+        assert int(response["Retry-After"]) > 0
+    assert builds == [1]
+
+    # Another request building the week: "retry in a moment", not an empty week.
+    other = season_over(monday)
+    mark_intact(other)
+    write_daily_board(board_redis, other, monday, {1: (10, 1)})
+    year, week, _ = monday.isocalendar()
+    weekly = keys.weekly_board(board_id=main_board_id(other.id), iso_year=year, iso_week=week)
+    board_redis.set(keys.weekly_build_lock(board_key=weekly), "1", ex=60)
+    response = client.get(f"/api/seasons/{other.id}/leaderboard/weekly/{week_label(monday)}/top")
+    assert response.status_code == 503
+    assert "being built" in response.json()["detail"]
+    board_redis.delete(keys.weekly_build_lock(board_key=weekly))
+    response = client.get(f"/api/seasons/{other.id}/leaderboard/weekly/{week_label(monday)}/top")
+    assert [e["playerId"] for e in response.json()] == [1]
 
 
 def test_the_task_builds_the_current_week_of_active_seasons(board_redis):
