@@ -29,7 +29,7 @@ from leaderboard.selectors.boards import BoardRef, board_list
 from leaderboard.selectors.scores import board_ranks_sql
 from seasons.models import Season, SeasonStatus
 
-from ..models import HistoryArchive, HistoryEntry, RewardGrant
+from ..models import GrantStatus, HistoryArchive, HistoryEntry, RewardGrant
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +108,7 @@ def board_history_archive(*, board: BoardRef, season_ends_at: datetime) -> int |
             FROM ({ranks}) r
             LEFT JOIN {RewardGrant._meta.db_table} g
                    ON g.board_id = %(history_board)s AND g.player_id = r.player_id
+                  AND g.status <> %(history_revoked)s
             {league_join}
             -- In player order, the indexes led by the player grow at their end instead of at
             -- random places: 10,000,000 rows in a third of the time (docs/benchmarks.md).
@@ -122,6 +123,8 @@ def board_history_archive(*, board: BoardRef, season_ends_at: datetime) -> int |
                     "history_board": board.id,
                     "history_ends_at": season_ends_at,
                     "history_tiers": list(board.tiers),
+                    # A grant a correction or staff revoked is no reward of the player's.
+                    "history_revoked": GrantStatus.REVOKED,
                 },
             )
             rows = max(cursor.rowcount, 0)

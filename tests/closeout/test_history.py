@@ -13,10 +13,11 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.test import Client
 
-from closeout.models import FinalStanding, HistoryArchive, HistoryEntry
+from closeout.models import FinalStanding, GrantStatus, HistoryArchive, HistoryEntry, RewardGrant
 from closeout.services import history as history_module
 from closeout.services import (
     history_prune,
+    reward_grant_status_set,
     reward_tier_create,
     schedule_advance,
     schedule_create,
@@ -210,6 +211,25 @@ def test_close_season_archives_the_history(board_redis) -> None:
     call_command("close_season", "--season", str(season.id), "--force", stdout=out)
     assert "history: 3 players archived over 1 boards" in out.getvalue()
     assert sorted(HistoryEntry.objects.values_list("player_id", "rank")) == [(1, 3), (2, 2), (3, 1)]
+
+
+@pytest.mark.django_db
+def test_a_revoked_grant_is_no_reward_in_the_history(board_redis) -> None:
+    season = SeasonFactory.create(starts_at=START, ends_at=END, status=SeasonStatus.ACTIVE)
+    for player in (1, 2, 3):
+        MatchResultFactory.create(
+            season=season, player_id=player, points=10 * player, achieved_at=START
+        )
+    reward_tier_create(season_id=season.id, rank_from=1, rank_to=2, reward_name="gems")
+    season_close(season_id=season.id, now=AFTER, grace_seconds=0)
+    revoked = RewardGrant.objects.get(season=season, player_id=3)
+    reward_grant_status_set(grant_id=revoked.id, status=GrantStatus.REVOKED)
+    season_history_archive(season_id=season.id)
+    assert sorted(HistoryEntry.objects.values_list("player_id", "rank", "reward_name")) == [
+        (1, 3, None),
+        (2, 2, "gems"),
+        (3, 1, None),
+    ]
 
 
 @pytest.mark.django_db
