@@ -35,6 +35,7 @@ from players.schema import (
     DISPLAY_NAME_MAX_CHARS,
     PLAYER_ID_MAX,
     ProfileRejected,
+    profile_check_not_future,
     profile_validate,
 )
 from players.selectors import player_profile_get
@@ -48,6 +49,7 @@ from .services import (
     HTTP_MAX_RESULTS_PER_REQUEST,
     MatchResultsRejected,
     MatchResultsUnpublished,
+    latest_achieved_at,
     match_results_submit,
 )
 
@@ -372,6 +374,7 @@ class PlayerProfilePutApi(APIView):
             return rejected(f"the body is not valid JSON ({exc.detail})", "not_json", None)
         try:
             update = profile_validate(body, player_id=int(player), now=timezone.now())
+            profile_check_not_future(update, not_after=latest_achieved_at())
         except ProfileRejected as exc:
             return rejected(exc.reason, exc.code, exc.field)
         try:

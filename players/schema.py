@@ -72,6 +72,10 @@ AVATAR_URL_PATTERN = r"^https://[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:[0-9]{1,5})?([/
 _AVATAR_URL = re.compile(AVATAR_URL_PATTERN)
 # Line and paragraph separators are not Cc but break a line like one.
 _SEPARATORS = frozenset("\u2028\u2029")
+# Bidirectional embeddings, overrides and isolates: on a public board "\u202eevil" reads
+# reversed, and one left open reorders what follows it. (Marks such as U+200F stay: a name
+# written right to left may need them, and they reorder nothing past themselves.)
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 class ProfileRejected(ValueError):
@@ -173,12 +177,19 @@ def display_name_validate(value: object) -> str:
         )
     for char in name:
         category = unicodedata.category(char)
-        if category == "Cc" or char in _SEPARATORS or category == "Cs":
+        if category == "Cc" or char in _SEPARATORS or category == "Cs" or char in _BIDI_CONTROLS:
             raise ProfileRejected(
                 INVALID_DISPLAY_NAME,
                 f"displayName must not contain control characters, got U+{ord(char):04X}",
                 field="displayName",
             )
+    # Spaces and format characters alone (a zero-width space) read as no name at all.
+    if all(char.isspace() or unicodedata.category(char) == "Cf" for char in name):
+        raise ProfileRejected(
+            INVALID_DISPLAY_NAME,
+            "displayName must contain a visible character",
+            field="displayName",
+        )
     return name
 
 
@@ -292,6 +303,19 @@ def profile_validate(
         avatar_url=avatar_url,
         updated_at=updated_at,
     )
+
+
+def profile_check_not_future(profile: ProfileUpdate, *, not_after: datetime) -> None:
+    """Reject a profile dated after ``not_after`` (the caller's now plus the allowed skew): the
+    latest ``updatedAt`` wins, so a profile from the future (a game server's clock a year off)
+    would win over every real update after it, for good."""
+    if profile.updated_at > not_after:
+        raise ProfileRejected(
+            INVALID_VALUE,
+            f"updatedAt {profile.updated_at.isoformat()} is in the future: later than "
+            f"{not_after.isoformat()} (now plus the allowed clock skew)",
+            field="updatedAt",
+        )
 
 
 def name_update(*, player_id: int, display_name: object, at: datetime) -> ProfileUpdate:

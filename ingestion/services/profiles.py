@@ -13,13 +13,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from players.schema import UNEXPECTED, ProfileRejected, ProfileUpdate, profile_decode
+from players.schema import (
+    UNEXPECTED,
+    ProfileRejected,
+    ProfileUpdate,
+    profile_check_not_future,
+    profile_decode,
+)
 from players.services import player_profiles_upsert
 
 from ..dead_letters import DeadLetterSink
 from ..records import DeadLetter, Record
 from ..retrying import Retrying, run_once
 from ..stats import BatchOutcome
+from .checks import latest_achieved_at
 
 logger = logging.getLogger(__name__)
 
@@ -33,9 +40,12 @@ def player_profiles_ingest(
     """Handle one polled batch of profiles; when it returns, offsets may be committed."""
     updates: list[ProfileUpdate] = []
     letters: list[DeadLetter] = []
+    not_after = latest_achieved_at()
     for record in records:
         try:
-            updates.append(profile_decode(record.value))
+            update = profile_decode(record.value)
+            profile_check_not_future(update, not_after=not_after)
+            updates.append(update)
         except ProfileRejected as exc:
             letters.append(DeadLetter(record, exc.code, exc.reason))
         except Exception as exc:

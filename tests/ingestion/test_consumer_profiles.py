@@ -51,6 +51,8 @@ def test_the_consumer_reads_both_topics_and_commits_both(topics):
         _profile(4, "Dan", T0, country="fr"),
         _profile(5, "Eve", T0, avatarUrl="http://insecure.example/e.png"),
         (b"6", b"not json"),
+        # From the future: it would win over every real profile after it, for good.
+        _profile(9, "Zed", T0 + timedelta(days=400)),
     ]
     results: list[dict[str, Any]] = [
         # A name on a result: the same update at its achievedAt (later than Alice's profile).
@@ -88,7 +90,7 @@ def test_the_consumer_reads_both_topics_and_commits_both(topics):
         max_seconds=90,
     )
     assert (totals.records, totals.applied, totals.dead_letters) == (3, 3, 0)
-    assert (totals.profiles, totals.profiles_dead_letters, totals.names_skipped) == (7, 4, 1)
+    assert (totals.profiles, totals.profiles_dead_letters, totals.names_skipped) == (8, 5, 1)
 
     stored = {p.player_id: (p.display_name, p.country) for p in PlayerProfile.objects.all()}
     assert stored == {1: ("Alice2", "FR"), 2: ("Bob", "DE")}
@@ -99,13 +101,14 @@ def test_the_consumer_reads_both_topics_and_commits_both(topics):
         7: PlayerName(None, None),
     }
 
-    letters = topic_read(topics["profiles_dlq"], count=4)
+    letters = topic_read(topics["profiles_dlq"], count=5)
     by_key = {r.key: dict(r.headers) for r in letters}
     assert {k: h["dlq.code"] for k, h in by_key.items()} == {
         b"3": b"invalid_display_name",
         b"4": b"invalid_country",
         b"5": b"invalid_avatar_url",
         b"6": b"not_json",
+        b"9": b"invalid_value",
     }
     assert all(h["dlq.source.topic"] == topics["profiles"].encode() for h in by_key.values())
     assert all(h["dlq.reason"] for h in by_key.values())

@@ -89,6 +89,12 @@ def test_put_keeps_a_hidden_name_hidden(raw_token):
         (42, {"displayName": "A", "country": "XX"}, "invalid_country", "country"),
         (42, {"displayName": "A", "avatarUrl": "ftp://x"}, "invalid_avatar_url", "avatarUrl"),
         (42, {"displayName": "A", "updatedAt": "yesterday"}, "invalid_value", "updatedAt"),
+        (
+            42,
+            {"displayName": "A", "updatedAt": "9999-12-31T23:59:59Z"},
+            "invalid_value",
+            "updatedAt",
+        ),
         (42, {"displayName": "A", "playerId": 43}, "invalid_value", "playerId"),
         (42, {"country": "FR"}, "missing_field", "displayName"),
         (42, ["A"], "not_object", None),

@@ -68,6 +68,12 @@ def test_names_are_stored_nfc_normalized_and_counted_after_it():
         (_raw(displayName="bad\x00"), schema.INVALID_DISPLAY_NAME, "displayName"),
         (_raw(displayName="bad\u0085"), schema.INVALID_DISPLAY_NAME, "displayName"),
         (_raw(displayName="line\u2028sep"), schema.INVALID_DISPLAY_NAME, "displayName"),
+        # Bidirectional overrides and isolates reorder the board's text; no visible character.
+        (_raw(displayName="\u202eevil"), schema.INVALID_DISPLAY_NAME, "displayName"),
+        (_raw(displayName="a\u2066b"), schema.INVALID_DISPLAY_NAME, "displayName"),
+        (_raw(displayName="   "), schema.INVALID_DISPLAY_NAME, "displayName"),
+        (_raw(displayName="\u200b"), schema.INVALID_DISPLAY_NAME, "displayName"),
+        (_raw(displayName=" \u200b\u3000"), schema.INVALID_DISPLAY_NAME, "displayName"),
         (_raw(country="fr"), schema.INVALID_COUNTRY, "country"),
         (_raw(country="XX"), schema.INVALID_COUNTRY, "country"),
         (_raw(country="FRA"), schema.INVALID_COUNTRY, "country"),
@@ -124,3 +130,23 @@ def test_a_match_result_name_is_a_name_only_update():
     assert (update.display_name, update.updated_at, update.full) == ("Carol", at, False)
     with pytest.raises(ProfileRejected):
         name_update(player_id=3, display_name="", at=at)
+
+
+def test_names_written_right_to_left_and_emoji_sequences_are_names():
+    for name in (
+        "\u05d3\u05e0\u05d4",
+        "\u0645\u0631\u064a\u0645\u200f",
+        "\U0001f468\u200d\U0001f469",
+        "a b",
+    ):
+        assert profile_decode(_raw(displayName=name)).display_name == name
+
+
+def test_a_profile_from_the_future_is_refused():
+    now = datetime(2026, 12, 1, 10, tzinfo=UTC)
+    schema.profile_check_not_future(profile_decode(_raw()), not_after=now)
+    with pytest.raises(ProfileRejected, match="in the future") as caught:
+        schema.profile_check_not_future(
+            profile_decode(_raw(updatedAt="9999-12-31T23:59:59Z")), not_after=now
+        )
+    assert (caught.value.code, caught.value.field) == (schema.INVALID_VALUE, "updatedAt")
