@@ -343,14 +343,13 @@ def metadata_compact(value: object) -> bytes | None:
             field="metadata",
         )
     if _holds(value, IntegerLiteralTooLong):
+        # Thousands of digits: past the size limit whatever else it holds.
         raise MessageRejected(
-            INVALID_METADATA,
-            "metadata holds an integer literal too long to keep exactly",
+            METADATA_TOO_LARGE,
+            f"metadata holds an integer literal too long to keep exactly, so more than the "
+            f"maximum {METADATA_MAX_BYTES} bytes",
             field="metadata",
         )
-    unstorable = _unstorable(value)
-    if unstorable:
-        raise MessageRejected(INVALID_METADATA, f"metadata {unstorable}", field="metadata")
     try:
         compact = orjson.dumps(value)
     except TypeError:
@@ -368,6 +367,10 @@ def metadata_compact(value: object) -> bytes | None:
             f"{METADATA_MAX_BYTES}",
             field="metadata",
         )
+    # After the size: too large is too large, whatever else is wrong with it.
+    unstorable = _unstorable(value)
+    if unstorable:
+        raise MessageRejected(INVALID_METADATA, f"metadata {unstorable}", field="metadata")
     return compact
 
 

@@ -23,6 +23,8 @@ has the costs.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -96,10 +98,22 @@ def board_metadata_get(
         )
         # Django reads jsonb as text (its JSONField decodes it).
         found = {
-            player_id: orjson.loads(value) if isinstance(value, str | bytes) else value
+            player_id: _metadata_loads(value) if isinstance(value, str | bytes) else value
             for player_id, value in cursor.fetchall()
         }
     return {e[0]: found.get(e[0]) for e in entries}
+
+
+# Twenty digits or more may be past 64 bits, which orjson reads as a float (metadata keeps
+# such integers exact: ingestion/schema.py, metadata_compact).
+_LONG_DIGITS = re.compile(r"[0-9]{20}")
+
+
+def _metadata_loads(value: str | bytes) -> Any:
+    text = value.decode() if isinstance(value, bytes) else value
+    if _LONG_DIGITS.search(text):
+        return json.loads(text)
+    return orjson.loads(text)
 
 
 def _lookup(entry: Any) -> tuple[int, int, tuple[int, ...] | None]:

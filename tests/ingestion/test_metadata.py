@@ -255,3 +255,21 @@ def test_metadata_postgresql_cannot_store_is_dead_lettered_and_the_batch_goes_on
     assert list(MatchResult.objects.values_list("player_id", "metadata")) == [(1, {"car": "x"})]
     entry = client.get(f"/api/seasons/{season.id}/boards/laps/players/1").json()
     assert entry["metadata"] == {"car": "x"}
+
+
+def test_integers_past_64_bits_in_metadata_read_back_exactly(client) -> None:
+    # Stored exactly (jsonb's numeric); read back by orjson they were floats (1.23e+29).
+    season = make_season(starts_at=START - timedelta(days=1))
+    board_factory(season, "laps", keeps_metadata=True)
+    at = START + timedelta(hours=1)
+    big = 123456789012345678901234567890
+    raw = Sent(uuid.uuid4(), 1, 50, at, {"car": "placeholder"}, "laps").value(season.id)
+    raw = raw.replace(b'{"car": "placeholder"}', b'{"n": %d, "u": 18446744073709551615}' % big)
+    letters = LetterSink()
+    match_results_ingest(
+        topic=TOPIC, records=[ConsumedRecord(0, 0, b"1", raw)], dead_letters=letters
+    )
+    assert letters.letters == []
+    response = client.get(f"/api/seasons/{season.id}/boards/laps/players/1")
+    assert json.loads(response.content)["metadata"] == {"n": big, "u": 2**64 - 1}
+    assert b'"n":%d' % big in response.content.replace(b" ", b"")

@@ -109,15 +109,23 @@ def test_metadata_that_is_not_an_object_or_too_large_is_rejected(
     )
 
 
-def test_metadata_that_cannot_be_kept_exactly_is_invalid() -> None:
-    for raw in (
-        # A lone surrogate has no UTF-8 form; an integer of 5,000 digits no exact parse.
-        json.dumps(_good()).encode()[:-1] + b', "metadata": {"a": "\\ud800"}}',
-        json.dumps(_good()).encode()[:-1] + b', "metadata": {"a": 1' + b"0" * 5000 + b"}}",
+def test_metadata_that_cannot_be_kept_exactly_is_invalid_unless_too_large() -> None:
+    head = json.dumps(_good()).encode()[:-1]
+    for raw, code in (
+        # A lone surrogate has no UTF-8 form, a NUL no place in jsonb.
+        (head + b', "metadata": {"a": "\\ud800"}}', schema.INVALID_METADATA),
+        (head + b', "metadata": {"a": "\\u0000"}}', schema.INVALID_METADATA),
+        # Too large first, whatever else is wrong with it (the contract: larger is too large):
+        # an integer of 5,000 digits (no exact parse), a NUL in 600 bytes.
+        (head + b', "metadata": {"a": 1' + b"0" * 5000 + b"}}", schema.METADATA_TOO_LARGE),
+        (
+            head + b', "metadata": {"a": "\\u0000' + b"x" * 600 + b'"}}',
+            schema.METADATA_TOO_LARGE,
+        ),
     ):
         with pytest.raises(MessageRejected) as caught:
             schema.message_decode(raw)
-        assert caught.value.code == schema.INVALID_METADATA
+        assert caught.value.code == code, raw[-40:]
 
 
 @pytest.mark.parametrize(
