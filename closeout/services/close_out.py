@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-import psycopg
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import OperationalError, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from kafka.errors import KafkaError
 
@@ -547,33 +546,22 @@ def _reopened(season_id: int, status: str) -> SeasonCloseResult:
     return result
 
 
+@transaction.atomic
 def _season_finalize(*, season_id: int, now: datetime) -> tuple[int | None, int] | None:
     """(standings, grants created) over every board; (None, 0) when closed meanwhile; None
-    when locked (or a concurrent write made the snapshot unusable: the rerun redoes it);
-    _NotClosing when staff reopened it."""
-    try:
-        return _season_finalize_once(season_id=season_id, now=now)
-    except OperationalError as exc:
-        if isinstance(exc.__cause__, psycopg.errors.SerializationFailure):
-            logger.warning(
-                "season %s: close-out snapshot outdated, retried later: %s", season_id, exc
-            )
-            return None
-        raise
+    when locked (another close-out, or a batch storing results of the season right now: the
+    rerun redoes it); _NotClosing when staff reopened it.
 
-
-@transaction.atomic
-def _season_finalize_once(*, season_id: int, now: datetime) -> tuple[int | None, int] | None:
-    if not connection.savepoint_ids:
-        # The outermost transaction (not a test's): every board's standings, movements and
-        # grants read ONE snapshot. Under READ COMMITTED each statement reads its own, and a
-        # batch still ingesting into the closing season could commit between a board's
-        # standings and its movements, so that they disagree.
-        with connection.cursor() as cursor:
-            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-    season = (
-        Season.objects.select_for_update(no_key=True, skip_locked=True).filter(id=season_id).first()
-    )
+    The season is held FOR UPDATE to the commit, which conflicts with the FOR KEY SHARE a
+    batch's store takes (leaderboard/services/results.py LOCK_BOARDS_SQL): no batch of the
+    season is storing when the lock is had, none can commit a result of the season until the
+    close-out has, and one waiting meanwhile reads the season closed and dead-letters its
+    results (season_closed). So every statement here, each on its own READ COMMITTED snapshot,
+    sees the same results of the season, all of them: a REPEATABLE READ snapshot, taken when the
+    first statement began, missed the results of a batch that committed while that statement
+    waited, and FOR NO KEY UPDATE let batches store results into the season closed.
+    """
+    season = Season.objects.select_for_update(skip_locked=True).filter(id=season_id).first()
     if season is None:
         return None
     if season.status == SeasonStatus.CLOSED:

@@ -44,7 +44,13 @@ from players.services import player_profiles_upsert
 from ..dead_letters import DeadLetterSink
 from ..records import DeadLetter, Record
 from ..retrying import Retrying, run_once
-from ..schema import UNEXPECTED, MatchResultMessage, MessageRejected, message_decode
+from ..schema import (
+    SEASON_CLOSED,
+    UNEXPECTED,
+    MatchResultMessage,
+    MessageRejected,
+    message_decode,
+)
 from ..stats import BatchOutcome
 from .checks import messages_check_boards
 
@@ -216,6 +222,11 @@ def _refused_split(
             continue
         board = decoded.boards[refusal.board_id]
         where = f"board {board.slug!r} of season {board.season_id}"
+        if refusal.code == SEASON_CLOSED:
+            # Closed between the batch's checks and its store: no record of its own to keep.
+            reason = f"season {board.season_id} is closed and accepts no more results"
+            letters.append(DeadLetter(by_key[key], refusal.code, reason))
+            continue
         reason = (
             f"player {refusal.player_id} has not joined {where} (it requires joining)"
             if refusal.code == RefusalCode.NOT_JOINED

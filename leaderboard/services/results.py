@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from leaderboard.models import Board, CohortMember, MatchResult, PlayerBan, RefusedResult
-from seasons.models import Season
+from seasons.models import Season, SeasonStatus
 
 from ..selectors._sql import array_literal
 from ..selectors.leagues import LeaguePlace, league_tiers_get
@@ -146,11 +146,15 @@ _COHORT_MEMBERS = CohortMember._meta.db_table
 # The last column: whether the board judges its results as a tournament. A board that ever
 # refused one still does with both options cleared since: a refused result stays refused
 # (redelivered, replayed), so the judging must still take it out of the batch.
+# The status last: a season closed since the batch's checks read it (the close-out's
+# finalizing holds the season FOR UPDATE, so this lock waits for its commit and reads the
+# closed row) takes none of the batch's results.
 LOCK_BOARDS_SQL = f"""
     SELECT b.id, b.cohort_size, b.league_waiting, cardinality(b.tiers), b.slug, s.schedule_id,
            s.occurrence, b.cohort_members,
            b.join_required OR b.max_attempts IS NOT NULL
-               OR EXISTS (SELECT 1 FROM {RefusedResult._meta.db_table} f WHERE f.board_id = b.id)
+               OR EXISTS (SELECT 1 FROM {RefusedResult._meta.db_table} f WHERE f.board_id = b.id),
+           s.status = %s
     FROM {_BOARDS} b JOIN {_SEASONS} s ON s.id = b.season_id
     WHERE b.id = ANY(%s) ORDER BY b.id FOR KEY SHARE OF b, s
 """  # noqa: S608
@@ -181,6 +185,13 @@ _STAGE_SQL = f"""
     ) ON COMMIT DELETE ROWS
 """
 _COPY_SQL = f"COPY {_STAGE} FROM STDIN (FORMAT BINARY)"
+# What a result of a season closed under the batch becomes: the dead-letter code the checks
+# give a closed season's results (ingestion/schema.py SEASON_CLOSED).
+SEASON_CLOSED_CODE = "season_closed"
+_TAKE_CLOSED_SQL = f"""
+    DELETE FROM {_STAGE} WHERE board_id = ANY(%s)
+    RETURNING kafka_partition, kafka_offset, board_id, match_id, player_id
+"""  # noqa: S608
 _COPY_TYPES = [kind for _, kind in _STAGE_COLUMNS]
 # One row back, not one per result: the transaction, how many rows were inserted and which of
 # them are a banned player's (rare). Which rows conflicted is asked only when some did.
@@ -285,7 +296,7 @@ def match_results_store(*, results: ResultColumns) -> StoredBatch:
         return StoredBatch(0, {}, frozenset())
     with transaction.atomic(), connection.cursor() as cursor:
         board_ids = set(results.board_ids)
-        cursor.execute(LOCK_BOARDS_SQL, [sorted(board_ids)])
+        cursor.execute(LOCK_BOARDS_SQL, [SeasonStatus.CLOSED, sorted(board_ids)])
         locked = cursor.fetchall()
         gone = board_ids - {row[0] for row in locked}
         if gone:
@@ -299,10 +310,17 @@ def match_results_store(*, results: ResultColumns) -> StoredBatch:
         # Tournament boards (docs/tournaments.md) decide here, in the transaction, which of
         # their results they take: the refused leave the stage before the INSERT. Read from the
         # locked rows, so a batch without such a board pays nothing more.
-        tournaments = [row[0] for row in locked if row[8]]
+        closed = [row[0] for row in locked if row[9]]
         refused: dict[tuple[int, int], Refusal] = {}
+        if closed:
+            cursor.execute(_TAKE_CLOSED_SQL, [closed])
+            refused = {
+                (partition, offset): Refusal(SEASON_CLOSED_CODE, True, board_id, match_id, player)
+                for partition, offset, board_id, match_id, player in cursor.fetchall()
+            }
+        tournaments = [row[0] for row in locked if row[8] and not row[9]]
         if tournaments:
-            refused = tournament_results_refuse(cursor=cursor, stage=_STAGE, board_ids=tournaments)
+            refused |= tournament_results_refuse(cursor=cursor, stage=_STAGE, board_ids=tournaments)
         cursor.execute(_INSERT_SQL)
         summary = cursor.fetchone()
         assert summary is not None

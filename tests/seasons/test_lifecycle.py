@@ -108,7 +108,7 @@ def test_a_batch_being_ingested_never_holds_up_the_seasons_lifecycle() -> None:
     staff = SeasonFactory.create(starts_at=START, ends_at=later, status=SeasonStatus.ACTIVE)
     batch = psycopg.connect(subprocess_database_url())  # a consumer's store, mid-batch
     try:
-        batch.execute(LOCK_BOARDS_SQL, [[main_board_id(ending), main_board_id(staff)]])
+        batch.execute(LOCK_BOARDS_SQL, ["closed", [main_board_id(ending), main_board_id(staff)]])
         assert season_statuses_sync(now=END).closing == (ending.id,)
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET LOCAL lock_timeout = '2s'")
