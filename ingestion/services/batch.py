@@ -236,7 +236,10 @@ def _refused_split(
         letters.append(DeadLetter(by_key[key], refusal.code, reason))
         lettered.append(refusal)
     kept = ResultColumns(*(_pick_all(column, keep) for column in _columns(results)))
-    # A refused result's displayName is not applied, as a dead-lettered one's.
+    # A refused result's displayName is not applied, as a dead-lettered one's; unless a result
+    # kept carries it too (the same match sent for main and for a tournament board the player
+    # has not joined: main's counts, and so does its name).
+    dropped -= {(results.player_ids[i], results.achieved_at[i]) for i in keep}
     names = [n for n in decoded.names if (n.player_id, n.updated_at) not in dropped]
     return _Refused(
         DecodedBatch(kept, decoded.dead_letters, decoded.boards, names, decoded.names_skipped),

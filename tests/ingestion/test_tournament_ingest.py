@@ -235,3 +235,22 @@ def test_the_consumer_dead_letters_refusals_on_kafka_once_across_a_replay(
     consume()
     assert topic_size(dlq, kafka_bootstrap) == 5
     assert _board_scores(cup) == {1: 11, 2: 21}
+
+
+def test_a_name_on_a_result_main_counts_is_kept_when_its_tournament_copy_is_refused(
+    board_redis,
+) -> None:
+    """The same match sent for main and for a board the player has not joined, both with the
+    player's name: the tournament copy is refused, main's counts, and so does the name (both
+    copies share the player and achievedAt, which alone marked the name dropped)."""
+    from players.models import PlayerProfile
+
+    season = _season()
+    board_factory(season, "cup", join_required=True)
+    match = uuid.uuid4()
+    at = START + timedelta(minutes=1)
+    copies = [Result(match, 7, season.id, 40, at, board=slug) for slug in ("main", "cup")]
+    values = [r.value().replace(b'"playerId"', b'"displayName": "Zed", "playerId"') for r in copies]
+    records = [ConsumedRecord(0, i, b"7", value) for i, value in enumerate(values)]
+    assert _codes(_ingest(records).letters) == [(1, "not_joined")]
+    assert PlayerProfile.objects.get(player_id=7).display_name == "Zed"
