@@ -25,7 +25,7 @@ from kafka import KafkaConsumer
 from kafka.errors import KafkaError
 from kafka.structs import TopicPartition
 
-from leaderboard.redis import board_redis_masters
+from leaderboard.redis import board_redis_masters, redis_unavailable
 from leaderboard.services import RebuildInProgressError, boards_lost_writes_repair
 
 logger = logging.getLogger(__name__)
@@ -46,7 +46,11 @@ class BoardRedisWatch:
         self._next_check = now + self.interval
         try:
             masters = board_redis_masters()
-        except redis.RedisError as exc:
+        except Exception as exc:
+            # RedisClusterException and SlotNotCoveredError are no RedisError: raised, they
+            # ended the process, and the restarted one forgot the repair this one owed.
+            if not (isinstance(exc, redis.RedisError) or redis_unavailable(exc)):
+                raise
             logger.warning("cannot tell the boards' Redis masters: %s", exc)
             return
         if masters != self._masters:
@@ -78,10 +82,14 @@ class BoardRedisWatch:
                 if offset is not None:
                     committed[partition] = offset
             repaired = boards_lost_writes_repair(topic=self.topic, committed=committed)
-        except (redis.RedisError, KafkaError, RebuildInProgressError, DatabaseError) as exc:
+        except Exception as exc:
             # DatabaseError: PostgreSQL away a moment (the repair reads the boards, the stored
-            # offsets and the results). Raised, it ended the process, and the restarted one
-            # took the new masters for its first look: the repair owed was forgotten.
+            # offsets and the results); a cluster's CLUSTERDOWN or uncovered slots mid-failover.
+            # Raised, it ended the process, and the restarted one took the new masters for its
+            # first look: the repair owed was forgotten.
+            postponed = (redis.RedisError, KafkaError, RebuildInProgressError, DatabaseError)
+            if not (isinstance(exc, postponed) or redis_unavailable(exc)):
+                raise
             logger.warning("lost-writes repair postponed: %s", exc)
             return
         self._repair_pending = False

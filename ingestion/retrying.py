@@ -19,6 +19,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from kafka.errors import KafkaError
 
 from leaderboard.rank_events import RankEventsNotDelivered
+from leaderboard.redis import redis_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,15 @@ TRANSIENT: tuple[type[BaseException], ...] = (
 )
 
 
+def transient(exc: BaseException) -> bool:
+    """Whether ``exc`` means a dependency is unreachable right now: TRANSIENT, or what the
+    boards' Redis raises down, busy or failing over (``redis_unavailable``: on a cluster,
+    CLUSTERDOWN from the surviving masters while a dead one's replica is not yet promoted, a
+    slot no master serves, the client's "All slots are not covered"). Those ended the process,
+    and the restarted one forgot the lost-writes repair it owed."""
+    return isinstance(exc, TRANSIENT) or redis_unavailable(exc)
+
+
 class ConsumerStopping(Exception):
     """A stop was requested while waiting for a dependency: the batch in hand is abandoned."""
 
@@ -71,7 +81,9 @@ class Backoff:
         while True:
             try:
                 result = operation()
-            except TRANSIENT as exc:
+            except Exception as exc:
+                if not transient(exc):
+                    raise
                 if isinstance(exc, DatabaseError):
                     # A broken connection stays broken; the next query opens a fresh one.
                     connection.close()
