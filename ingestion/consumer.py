@@ -20,6 +20,7 @@ The loop's parts live beside it: ``retrying`` (waiting out a dependency), ``dead
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -193,16 +194,24 @@ class MatchResultConsumer:
         except ConsumerStopping:
             consumer.close(autocommit=False)
             return self.totals
+        # Created with the settings' partitions and replication rather than left to the
+        # broker's auto-creation defaults at the first event or letter: the dead-letter topics
+        # too, or on a cluster that creates no topic on its own (auto.create.topics.enable off,
+        # as managed Kafka often is) the first bad record stalled the consumer for good, its
+        # letter waiting for a topic that never came.
+        created = [self.options.rank_events_topic, self.options.dead_letter_topic]
+        if self.options.profiles_topic:
+            created.append(self.options.profiles_dead_letter_topic)
         try:
-            # Created with the settings' partitions and replication rather than left to the
-            # broker's auto-creation defaults at the first event.
-            self._retrying(
-                "Kafka",
-                lambda: topic_create_if_missing(
-                    bootstrap_servers=self.options.bootstrap_servers,
-                    name=self.options.rank_events_topic,
-                ),
-            )
+            for name in created:
+                self._retrying(
+                    "Kafka",
+                    functools.partial(
+                        topic_create_if_missing,
+                        bootstrap_servers=self.options.bootstrap_servers,
+                        name=name,
+                    ),
+                )
         except ConsumerStopping:
             consumer.close(autocommit=False)
             producer.close(timeout=5)
@@ -342,15 +351,16 @@ class MatchResultConsumer:
         the gauges keep their last values."""
         if self._kafka.lost:
             return None
-        lags = partition_lags(
-            consumer=consumer, positions=self.totals.positions, topic=self.options.topic
-        )
         topic = self.options.topic
+        assigned = {tp.partition for tp in consumer.assignment() if tp.topic == topic}
+        # A partition given to another member is committed there: what this one committed is
+        # stale, and a partition that comes back would show a lag of everything the other
+        # member applied meanwhile. Unknown until this member commits it again.
+        for partition in set(self.totals.positions) - assigned:
+            del self.totals.positions[partition]
+        lags = partition_lags(consumer=consumer, positions=self.totals.positions, topic=topic)
         metrics.partitions_observe(
-            topic=topic,
-            lag=lags,
-            committed=self.totals.positions,
-            assigned={tp.partition for tp in consumer.assignment() if tp.topic == topic},
+            topic=topic, lag=lags, committed=self.totals.positions, assigned=assigned
         )
         return sum(lags.values()) if lags else None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import threading
@@ -295,6 +296,51 @@ def test_a_reason_quoting_a_huge_value_is_cut_and_the_letter_published(topics, b
     assert headers["dlq.code"] == "invalid_value"
     assert headers["dlq.reason"].startswith("matchId must be a UUID, got 'xxxx")
     assert len(headers["dlq.reason"]) <= REASON_MAX_BYTES
+
+
+@pytest.mark.parametrize("codec", ["lz4", "snappy", "zstd"])
+def test_record_batches_compressed_by_game_servers_are_read(topics, board_redis, codec) -> None:
+    # kafka-python decodes gzip alone unless the codecs' libraries are installed: poll() raised
+    # UnsupportedCodecError, the process ended, and its restart met the same batch.
+    season = make_season(rule=ScoringRule.BEST)
+    topic, dlq = topics
+    when = season.starts_at + timedelta(days=1)
+    results = [Result(uuid.uuid4(), n, season.id, 10 * n, when) for n in (1, 2, 3)]
+    producer = KafkaProducer(
+        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS, compression_type=codec, acks="all"
+    )
+    for result in results:
+        producer.send(topic, key=result.key(), value=result.value(), partition=0)
+    producer.flush()
+    producer.close()
+
+    totals = _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=3)
+
+    assert (totals.dead_letters, totals.applied) == (0, 3)
+    assert_boards_match(board_redis, season, results)
+
+
+def test_the_dead_letter_topic_is_made_with_the_settings_before_any_letter(
+    topics, board_redis
+) -> None:
+    # Left to the broker's auto-creation at the first letter: on a cluster that creates no
+    # topic on its own, that letter (and the consumer behind it) waited for good.
+    from kafka import KafkaAdminClient
+
+    season = make_season(rule=ScoringRule.BEST)
+    topic, _ = topics
+    dlq = f"{topic}-letters"
+    publish_results(topic, [Result(uuid.uuid4(), 1, season.id, 10, season.starts_at)])
+    admin = KafkaAdminClient(bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS)
+    try:
+        totals = _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=1)
+        assert (totals.applied, totals.dead_letters) == (1, 0)
+        [described] = admin.describe_topics([dlq])
+        assert len(described["partitions"]) == settings.KAFKA_TOPIC_PARTITIONS
+    finally:
+        with contextlib.suppress(Exception):
+            admin.delete_topics([dlq])
+        admin.close()
 
 
 def test_daily_boards_expire_and_consumer_stats_are_published(

@@ -139,3 +139,22 @@ def test_at_stop_nothing_owed_means_no_poll_and_a_failed_commit_commits_nothing(
         )
     assert failing.polls > 1
     assert "stay uncommitted" in caplog.text
+
+
+def test_a_partition_given_away_loses_its_committed_position() -> None:
+    """Committed by another member meanwhile, it would come back with the lag of everything
+    that member applied (its old position is this member's last commit)."""
+    from ingestion.consumer import MatchResultConsumer
+    from ingestion.stats import IngestTotals
+
+    consumer = MatchResultConsumer.__new__(MatchResultConsumer)
+    consumer.totals = IngestTotals()
+    consumer.totals.positions.update({0: 1_000, 1: 500})
+    consumer._kafka = SimpleNamespace(lost=False)  # type: ignore[assignment]
+    consumer.options = SimpleNamespace(topic="t")  # type: ignore[assignment]
+    only_b = FakeConsumer(highwater={B: 600})
+    assert consumer._observe_partitions(only_b) == 100
+    assert consumer.totals.positions == {1: 500}
+    # A back, not committed here since: its lag is unknown, not 49,000.
+    back = FakeConsumer(highwater={A: 50_000, B: 600})
+    assert consumer._observe_partitions(back) == 100
