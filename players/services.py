@@ -15,6 +15,7 @@ write it again); the leaderboard app keeps its name cache in Redis from it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -26,6 +27,8 @@ from django.utils import timezone
 from .models import PlayerProfile
 from .schema import ProfileUpdate
 from .signals import profiles_changed
+
+logger = logging.getLogger(__name__)
 
 _TABLE = PlayerProfile._meta.db_table
 
@@ -161,17 +164,47 @@ def _visibility_set(
     The name cache is written inside the transaction, not after its commit: a cache write
     that fails (Redis away) raises and undoes the change, so staff see the error and retry.
     Written after the commit, a failure left the profile hidden in PostgreSQL and the name on
-    every board: nothing rewrites a cache entry whose revision only PostgreSQL moved."""
-    with transaction.atomic():
-        exists = PlayerProfile.objects.filter(player_id=player_id)
-        updated = exists.filter(hidden=not hidden).update(
-            hidden=hidden,
-            hidden_at=hidden_at,
-            hidden_by=hidden_by,
-            revision=F("revision") + 1,
-            changed_at=timezone.now(),
-        )
-        found = bool(updated) or exists.exists()
-        if found:
-            profiles_changed.send(sender=PlayerProfile, player_ids=[player_id])
+    every board: nothing rewrites a cache entry whose revision only PostgreSQL moved.
+
+    A cache write that Redis applied but whose reply was lost (a timeout) undoes the change in
+    PostgreSQL while the cache holds it at the next revision: the next change of the row would
+    bring PostgreSQL to that same revision, which the cache refuses as not newer, and the name
+    would stay as the undone change left it (shown while PostgreSQL hides it, after a failed
+    hide). So after a failure the row's revision is moved past it and the cache rewritten from
+    the row, when Redis answers."""
+    try:
+        with transaction.atomic():
+            exists = PlayerProfile.objects.filter(player_id=player_id)
+            updated = exists.filter(hidden=not hidden).update(
+                hidden=hidden,
+                hidden_at=hidden_at,
+                hidden_by=hidden_by,
+                revision=F("revision") + 1,
+                changed_at=timezone.now(),
+            )
+            found = bool(updated) or exists.exists()
+            if found:
+                profiles_changed.send(sender=PlayerProfile, player_ids=[player_id])
+    except Exception:
+        _revision_supersede(player_id=player_id)
+        raise
     return found
+
+
+def _revision_supersede(*, player_id: int) -> None:
+    """Move the row's revision two past what it holds (past a revision the cache may hold of
+    an undone change) and write the cache from the row; a failure is left to the next try."""
+    try:
+        with transaction.atomic():
+            moved = PlayerProfile.objects.filter(player_id=player_id).update(
+                revision=F("revision") + 2, changed_at=timezone.now()
+            )
+            if moved:
+                profiles_changed.send(sender=PlayerProfile, player_ids=[player_id])
+    except Exception:
+        logger.warning(
+            "player %s: the name cache may hold a visibility change that was undone; it is "
+            "rewritten at the next change of the profile",
+            player_id,
+            exc_info=True,
+        )

@@ -108,6 +108,32 @@ def test_hide_nulls_the_name_at_once_and_it_stays_hidden_through_updates():
     assert not player_profile_hide(player_id=999)
 
 
+def test_an_unhide_undone_after_its_cache_write_leaves_the_name_hidden_for_good(board_redis):
+    """Redis applied the unhide's cache write but the writer saw an error (a reply lost): the
+    unhide was undone in PostgreSQL, and the cache held the undone revision; the next change of
+    the row reached that same revision, which the cache refused, and a hidden name showed."""
+    from players.signals import profiles_changed
+
+    player_profiles_upsert(profiles=[_profile()])
+    player_profile_hide(player_id=42)
+    failures = [TimeoutError("Timeout reading from socket")]
+
+    def reply_lost(sender, **kwargs):
+        if failures:
+            raise failures.pop()
+
+    profiles_changed.connect(reply_lost)  # after the cache's receiver: it wrote, then this
+    try:
+        with pytest.raises(TimeoutError):
+            player_profile_unhide(player_id=42)
+    finally:
+        profiles_changed.disconnect(reply_lost)
+    assert PlayerProfile.objects.get(player_id=42).hidden
+    assert player_names_get(player_ids=[42]) == {42: PlayerName(None, "FR")}
+    player_profiles_upsert(profiles=[_profile(name="Later", at=T0 + timedelta(1))])
+    assert player_names_get(player_ids=[42]) == {42: PlayerName(None, "FR")}
+
+
 def test_an_older_cache_write_never_brings_a_hidden_name_back(board_redis):
     from leaderboard.player_names import _write
 
