@@ -45,7 +45,8 @@ logger = logging.getLogger(__name__)
 # The public page's list: events past it change nothing on the page.
 TOP = PAGE_TOP
 FLUSH_SECONDS = 0.25
-REFRESH_SECONDS = 5.0
+# Under the 5 s a staff hide has to reach every read: a loop pass adds up to a flush and a read.
+REFRESH_SECONDS = 4.0
 HEARTBEAT_SECONDS = 15.0
 # How long one write may wait for a client to take it: a live client reads a frame within a
 # few seconds even on a poor network; one that takes none (a frozen tab) is let go.
@@ -258,6 +259,10 @@ class BoardStreamServer:
         watched = self.boards.get(key)
         if watched is None:
             watched = self.boards[key] = _Watched(board)
+        elif watched.board != board:
+            # The board as looked up now (staff changed its options, its season closed): kept
+            # from the first client, a board always watched was read as it was for good.
+            watched.board, watched.dirty = board, True
         watched.clients.add(queue)
         self.clients += 1
         self.per_client[client] = self.per_client.get(client, 0) + 1

@@ -145,3 +145,29 @@ def test_one_client_cannot_take_every_stream(
         assert _open_as(running, path, "198.51.100.7").status == 200
     finally:
         running.stop()
+
+
+def test_a_new_stream_brings_the_board_as_it_is_now(board_redis, events_topic) -> None:
+    """The first client's board was kept while anyone watched: staff's later options (attempts
+    shown) never reached the stream, and after the season closed it answered unavailable."""
+    from leaderboard.models import Board
+    from seasons.memo import process_memos_clear
+
+    season = _live_season()
+    write_season_board(board_redis, season)
+    running = StreamThread(events_topic, max_clients=2, max_seconds=20)
+    try:
+        path = f"/stream/seasons/{season.id}/boards/main"
+        first = _messages(_open(running, path), until=time.monotonic() + 20)
+        assert "attempts" not in next(first)["data"]["entries"][0]
+        Board.objects.filter(season=season, slug="main").update(max_attempts=5)
+        process_memos_clear()
+        second = _messages(_open(running, path), until=time.monotonic() + 20)
+        assert next(second)["event"] == "top"  # what the board was sent last, at once
+        # Then the board as it is now, to every client of it.
+        renewed = next(m for m in first if m["event"] == "top")
+        assert renewed["data"]["entries"][0]["attempts"] is not None
+        [watched] = running.server.boards.values()
+        assert watched.board.max_attempts == 5
+    finally:
+        running.stop()
