@@ -364,7 +364,10 @@ class PlayerProfilePutApi(APIView):
                 PlayerProfileRejectedSerializer(body).data, status=status.HTTP_400_BAD_REQUEST
             )
 
-        if not (player.isascii() and player.isdigit()) or not 1 <= int(player) <= PLAYER_ID_MAX:
+        # The length first: int() refuses more than 4,300 digits (a 500).
+        if not (player.isascii() and player.isdigit() and len(player) <= 19) or not (
+            1 <= int(player) <= PLAYER_ID_MAX
+        ):
             return rejected(
                 f"player must be a player id, got {player[:40]!r}", "invalid_value", None
             )
@@ -477,7 +480,9 @@ class BoardPlayerJoinApi(APIView):
             return Response({"detail": detail, "code": code}, status=http_status)
 
         for name, value in (("season", season), ("player", player)):
-            if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= PLAYER_ID_MAX:
+            if not (value.isascii() and value.isdigit() and len(value) <= 19) or not (
+                1 <= int(value) <= PLAYER_ID_MAX
+            ):
                 return refused(
                     status.HTTP_400_BAD_REQUEST,
                     "invalid_value",

@@ -95,7 +95,13 @@ def test_join_answers_404_400_401_and_403(token) -> None:
     unknown_board = _join(client, season.id, "nope", 1)
     assert unknown_board.status_code == 404
     assert unknown_board.json()["detail"] == f"season {season.id} has no board 'nope'"
-    for season_part, player_part in [(season.id, "x"), ("0", 1), (season.id, "1.0")]:
+    huge = "9" * 5000  # past the 4,300 digits int() takes: it was a 500
+    for season_part, player_part in [
+        (season.id, "x"),
+        ("0", 1),
+        (season.id, "1.0"),
+        (season.id, huge),
+    ]:
         bad = _join(client, season_part, "cup", player_part)
         assert bad.status_code == 400
         assert bad.json()["code"] == "invalid_value"

@@ -101,6 +101,8 @@ def test_put_keeps_a_hidden_name_hidden(raw_token):
         ("abc", {"displayName": "A"}, "invalid_value", None),
         ("0", {"displayName": "A"}, "invalid_value", None),
         ("9" * 30, {"displayName": "A"}, "invalid_value", None),
+        # Past the 4,300 digits int() takes: the length is checked first (it was a 500).
+        ("9" * 5000, {"displayName": "A"}, "invalid_value", None),
     ],
 )
 def test_put_bad_input_is_a_400_with_its_reason(raw_token, player, body, code, field):
