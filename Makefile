@@ -105,7 +105,7 @@ CLUSTER_TESTS ?= tests/leaderboard tests/ingestion tests/closeout tests/infra te
 # Its own test database lets it run beside the first pass; pytest's cache stays the first pass's.
 CLUSTER_IGNORE ?= --ignore=tests/ingestion/test_schema.py --ignore=tests/ingestion/test_dead_letter_reason.py --ignore=tests/ingestion/test_retrying.py --ignore=tests/ingestion/test_offsets.py \
 	--ignore=tests/ingestion/test_poll_watchdog.py --ignore=tests/leaderboard/test_forms.py \
-	--ignore=tests/leaderboard/test_serializers.py --ignore=tests/webhooks/test_units.py \
+	--ignore=tests/leaderboard/test_serializers.py --ignore=tests/leaderboard/test_board_stream_units.py --ignore=tests/webhooks/test_units.py \
 	--ignore=tests/webhooks/test_signing.py --ignore=tests/webhooks/test_targets.py
 test-cluster: $(STAMP)
 	LB_REDIS_MODE=cluster LB_KAFKA_BROKERS=3 $(SERVICES) start

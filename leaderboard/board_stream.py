@@ -125,7 +125,15 @@ class BoardStreamServer:
             consumer.assign([TopicPartition(self.topic, p, OFFSET_END) for p in partitions])
             logger.info("board stream: reading %s (%d partitions)", self.topic, len(partitions))
             while not self.stopping.is_set():
-                for message in consumer.consume(num_messages=1000, timeout=0.2):
+                try:
+                    messages = consumer.consume(num_messages=1000, timeout=0.2)
+                except KafkaException as exc:
+                    # Raised, it ended this thread, and the pages moved only at the 4 s
+                    # refresh from then on, without a word; librdkafka reconnects on its own.
+                    logger.warning("board stream: reading %s failed: %s", self.topic, exc)
+                    self.stopping.wait(1.0)
+                    continue
+                for message in messages:
                     if message.error():
                         continue
                     self._note(message.value())
