@@ -138,16 +138,28 @@ def schedule_league_check(
     league = league_spec_check(
         tiers=tiers, promote_percent=promote_percent, relegate_percent=relegate_percent
     )
-    if (
-        league.is_league
-        and not Board.objects.filter(
-            season_id=template_season_id, cohort_size__isnull=False
-        ).exists()
-    ):
+    sizes = [
+        size
+        for size in Board.objects.filter(season_id=template_season_id).values_list(
+            "cohort_size", flat=True
+        )
+        if size is not None
+    ]
+    if league.is_league and not sizes:
         raise ValidationError(
             f"template season {template_season_id} has no board with cohorts: a league ranks "
             "its players in cohorts (create_board --cohort-size)"
         )
+    if league.is_league:
+        # Movers per cohort are floor(players x percent / 100): a percent that moves nobody
+        # from a full cohort makes a ladder nobody ever climbs or leaves, without a word.
+        for name, percent in (("promote", promote_percent), ("relegate", relegate_percent)):
+            small = [size for size in sizes if percent and size * percent // 100 == 0]
+            if small:
+                raise ValidationError(
+                    f"--{name} {percent}% of a cohort of {min(small)} moves nobody (the movers "
+                    f"are rounded down): at least {-(-100 // min(small))}% moves one"
+                )
     named = set(
         RewardTier.objects.filter(season_id=template_season_id)
         .exclude(league_tier="")

@@ -930,3 +930,12 @@ def test_the_pages_show_tiers_groups_and_movements(client: Client) -> None:
     assert '<tr data-tier="bronze"><td class="tier">bronze</td><td class="num">1</td>' in table
     history = client.get("/players/1/history").content.decode()
     assert '<span class="tier">bronze</span> &#9650; promoted' in history
+
+
+def test_a_league_whose_percent_moves_nobody_from_a_full_cohort_is_refused() -> None:
+    """Movers per cohort are rounded down: 20% of 4 is nobody, a ladder nobody ever moves on."""
+    with pytest.raises(ValidationError, match="--promote 20% of a cohort of 4 moves nobody"):
+        make_league(size=4, promote=20, relegate=25)
+    with pytest.raises(ValidationError, match="--relegate 10% of a cohort of 9 moves nobody"):
+        make_league(size=9, promote=12, relegate=10)
+    assert make_league(size=4, promote=25, relegate=25).promote_percent == 25
