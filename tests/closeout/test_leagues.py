@@ -105,6 +105,13 @@ _offsets: Counter[int] = Counter()
 def play(season: Season, results: list[tuple[int, int, int]], *, board: str = "league") -> None:
     """One batch through the consumer's batch handler, in the given order (a player's first
     result decides their place among the batch's newcomers: seconds, then player id)."""
+    assert _batch(season, results, board=board) == []
+
+
+def _batch(
+    season: Season, results: list[tuple[int, int, int]], *, board: str = "league"
+) -> list[str]:
+    """``play``'s batch, answering the codes of its dead letters."""
     records = []
     for player, points, second in results:
         achieved = season.starts_at + timedelta(seconds=second)
@@ -122,7 +129,7 @@ def play(season: Season, results: list[tuple[int, int, int]], *, board: str = "l
         _offsets[0] += 1
     letters = LetterSink()
     match_results_ingest(topic=TOPIC, records=records, dead_letters=letters)
-    assert letters.letters == []
+    return [letter.code for letter in letters.letters]
 
 
 def close(season: Season) -> None:
@@ -531,27 +538,6 @@ def _waiting_for_a_lock() -> int:
         ).fetchone()
     assert row is not None
     return int(row[0])
-
-
-def _batch(season: Season, results: list[tuple[int, int, int]]) -> list[str]:
-    """``play``'s batch, answering the codes of its dead letters."""
-    records = []
-    for player, points, second in results:
-        value = orjson.dumps(
-            {
-                "matchId": str(uuid.uuid4()),
-                "playerId": player,
-                "seasonId": season.id,
-                "points": points,
-                "achievedAt": (season.starts_at + timedelta(seconds=second)).isoformat(),
-                "board": "league",
-            }
-        )
-        records.append(ConsumedRecord(0, _offsets[0], b"%d" % player, value))
-        _offsets[0] += 1
-    letters = LetterSink()
-    match_results_ingest(topic=TOPIC, records=records, dead_letters=letters)
-    return [letter.code for letter in letters.letters]
 
 
 def test_a_batch_storing_during_the_close_out_waits_for_it_and_is_dead_lettered(

@@ -234,6 +234,21 @@ def test_every_kind_of_bad_message_is_dead_lettered_with_its_reason(topics, boar
     assert surrogate["dlq.reason"] == "tiebreakers.\\ud800 must be an integer, got a string"
 
 
+def _publish_compressed(topic: str, records: list[tuple[bytes, bytes]], *, codec: str) -> None:
+    """``records`` (key, value) to partition 0 in record batches compressed with ``codec``, as
+    a game server's producer may send them (past the 1 MB a request when uncompressed)."""
+    producer = KafkaProducer(
+        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
+        compression_type=codec,
+        max_request_size=4_000_000,
+        acks="all",
+    )
+    for key, value in records:
+        producer.send(topic, key=key, value=value, partition=0)
+    producer.flush()
+    producer.close()
+
+
 def test_a_dead_letter_too_large_to_publish_whole_is_published_cut(topics, board_redis) -> None:
     # 2 MB of spaces reach the topic gzipped (about 2 KB on the wire): whole, with its headers,
     # the dead letter is past the producer's and broker's 1 MB. Refused, it was retried forever
@@ -243,17 +258,11 @@ def test_a_dead_letter_too_large_to_publish_whole_is_published_cut(topics, board
     when = season.starts_at + timedelta(days=1)
     before, after = (Result(uuid.uuid4(), n, season.id, 10 * n, when) for n in (1, 2))
     huge = b" " * 2_000_000 + b"x"
-    producer = KafkaProducer(
-        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
-        compression_type="gzip",
-        max_request_size=4_000_000,
-        acks="all",
+    _publish_compressed(
+        topic,
+        [(before.key(), before.value()), (before.key(), huge), (after.key(), after.value())],
+        codec="gzip",
     )
-    for key, value in [(before.key(), before.value()), (before.key(), huge)]:
-        producer.send(topic, key=key, value=value, partition=0)
-    producer.send(topic, key=after.key(), value=after.value(), partition=0)
-    producer.flush()
-    producer.close()
 
     totals = _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=3)
 
@@ -276,16 +285,8 @@ def test_a_reason_quoting_a_huge_value_is_cut_and_the_letter_published(topics, b
     when = season.starts_at + timedelta(days=1)
     before, after = (Result(uuid.uuid4(), n, season.id, 10 * n, when) for n in (1, 2))
     bad = {**before.message(), "matchId": "x" * 2_000_000}
-    producer = KafkaProducer(
-        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS,
-        compression_type="gzip",
-        max_request_size=4_000_000,
-        acks="all",
-    )
-    for value in (before.value(), json.dumps(bad).encode(), after.value()):
-        producer.send(topic, key=before.key(), value=value, partition=0)
-    producer.flush()
-    producer.close()
+    values = (before.value(), json.dumps(bad).encode(), after.value())
+    _publish_compressed(topic, [(before.key(), value) for value in values], codec="gzip")
 
     totals = _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=3)
 
@@ -306,13 +307,7 @@ def test_record_batches_compressed_by_game_servers_are_read(topics, board_redis,
     topic, dlq = topics
     when = season.starts_at + timedelta(days=1)
     results = [Result(uuid.uuid4(), n, season.id, 10 * n, when) for n in (1, 2, 3)]
-    producer = KafkaProducer(
-        bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS, compression_type=codec, acks="all"
-    )
-    for result in results:
-        producer.send(topic, key=result.key(), value=result.value(), partition=0)
-    producer.flush()
-    producer.close()
+    _publish_compressed(topic, [(r.key(), r.value()) for r in results], codec=codec)
 
     totals = _consume(consumer_options(topic=topic, dead_letter_topic=dlq), records=3)
 

@@ -76,6 +76,31 @@ def boards_unchanged(season: Season) -> dict[str, str]:
     return data
 
 
+def tiers_posted(season: Season, *rows: dict[str, object]) -> dict[str, str]:
+    """The season's change page posted with its one stored tier as it is and ``rows`` added."""
+    tier = RewardTier.objects.get(season=season)
+    data = {
+        "name": season.name,
+        **boards_unchanged(season),
+        "ends_at_0": "2026-10-31",
+        "ends_at_1": "00:00:00",
+        "reward_tiers-TOTAL_FORMS": str(1 + len(rows)),
+        "reward_tiers-INITIAL_FORMS": "1",
+        "reward_tiers-MIN_NUM_FORMS": "0",
+        "reward_tiers-MAX_NUM_FORMS": "1000",
+        "reward_tiers-0-id": str(tier.id),
+        "reward_tiers-0-season": str(season.id),
+        "reward_tiers-0-rank_from": str(tier.rank_from),
+        "reward_tiers-0-rank_to": str(tier.rank_to),
+        "reward_tiers-0-reward_name": tier.reward_name,
+        "reward_tiers-0-quantity": str(tier.quantity),
+    }
+    for index, row in enumerate(rows, start=1):
+        data[f"reward_tiers-{index}-season"] = str(season.id)
+        data |= {f"reward_tiers-{index}-{name}": str(value) for name, value in row.items()}
+    return data
+
+
 def run_action(client: Client, action: str, season: Season, *, confirmed: bool):
     data = {"action": action, ACTION_CHECKBOX_NAME: [str(season.id)]}
     if confirmed:
@@ -197,28 +222,9 @@ def test_reconcile_action_queues_each_boards_reconcile_and_the_worker_repairs_dr
 
 @pytest.mark.django_db
 def test_overlapping_tiers_are_refused_in_the_form(staff: Client, season: Season) -> None:
-    tier = RewardTier.objects.get(season=season)
-    data = {
-        "name": season.name,
-        **boards_unchanged(season),
-        "ends_at_0": "2026-10-31",
-        "ends_at_1": "00:00:00",
-        "reward_tiers-TOTAL_FORMS": "2",
-        "reward_tiers-INITIAL_FORMS": "1",
-        "reward_tiers-MIN_NUM_FORMS": "0",
-        "reward_tiers-MAX_NUM_FORMS": "1000",
-        "reward_tiers-0-id": str(tier.id),
-        "reward_tiers-0-season": str(season.id),
-        "reward_tiers-0-rank_from": "1",
-        "reward_tiers-0-rank_to": "2",
-        "reward_tiers-0-reward_name": "gems",
-        "reward_tiers-0-quantity": "1",
-        "reward_tiers-1-season": str(season.id),
-        "reward_tiers-1-rank_from": "2",
-        "reward_tiers-1-rank_to": "5",
-        "reward_tiers-1-reward_name": "coins",
-        "reward_tiers-1-quantity": "3",
-    }
+    data = tiers_posted(
+        season, {"rank_from": 2, "rank_to": 5, "reward_name": "coins", "quantity": 3}
+    )
     page = staff.post(f"{SEASONS}{season.id}/change/", data)
     assert page.status_code == 200
     assert "ranks 2-5 overlap the tier 1-2 (gems)" in page.content.decode()
@@ -332,25 +338,7 @@ def test_staff_without_permissions_get_403(client: Client, season: Season) -> No
 def test_editing_a_season_saves_what_the_form_changed(staff: Client, season: Season) -> None:
     recorded = {"topic": "t", "recorded_at": "2026-10-31T00:00:00+00:00", "partitions": {"0": 3}}
     Season.objects.filter(id=season.id).update(drain_end_offsets=recorded)
-    data = {
-        "name": "Renamed",
-        **boards_unchanged(season),
-        "ends_at_0": "2026-11-02",
-        "ends_at_1": "00:00:00",
-        "reward_tiers-TOTAL_FORMS": "1",
-        "reward_tiers-INITIAL_FORMS": "1",
-        "reward_tiers-MIN_NUM_FORMS": "0",
-        "reward_tiers-MAX_NUM_FORMS": "1000",
-    }
-    tier = RewardTier.objects.get(season=season)
-    data |= {
-        "reward_tiers-0-id": str(tier.id),
-        "reward_tiers-0-season": str(season.id),
-        "reward_tiers-0-rank_from": str(tier.rank_from),
-        "reward_tiers-0-rank_to": str(tier.rank_to),
-        "reward_tiers-0-reward_name": tier.reward_name,
-        "reward_tiers-0-quantity": str(tier.quantity),
-    }
+    data = tiers_posted(season) | {"name": "Renamed", "ends_at_0": "2026-11-02"}
     page = staff.post(f"{SEASONS}{season.id}/change/", data)
     assert page.status_code == 302, page.content.decode()[:2000]
     saved = Season.objects.get(id=season.id)
@@ -374,29 +362,10 @@ def test_a_new_tier_row_offers_only_the_seasons_boards(staff: Client, season: Se
     assert f'value="{foreign.id}"' not in row
 
     # Nor may a posted row name another season's board.
-    tier = RewardTier.objects.get(season=season)
-    data = {
-        "name": season.name,
-        **boards_unchanged(season),
-        "ends_at_0": "2026-10-31",
-        "ends_at_1": "00:00:00",
-        "reward_tiers-TOTAL_FORMS": "2",
-        "reward_tiers-INITIAL_FORMS": "1",
-        "reward_tiers-MIN_NUM_FORMS": "0",
-        "reward_tiers-MAX_NUM_FORMS": "1000",
-        "reward_tiers-0-id": str(tier.id),
-        "reward_tiers-0-season": str(season.id),
-        "reward_tiers-0-rank_from": "1",
-        "reward_tiers-0-rank_to": "2",
-        "reward_tiers-0-reward_name": "gems",
-        "reward_tiers-0-quantity": "1",
-        "reward_tiers-1-season": str(season.id),
-        "reward_tiers-1-board": str(foreign.id),
-        "reward_tiers-1-rank_from": "5",
-        "reward_tiers-1-rank_to": "6",
-        "reward_tiers-1-reward_name": "coins",
-        "reward_tiers-1-quantity": "1",
-    }
+    data = tiers_posted(
+        season,
+        {"board": foreign.id, "rank_from": 5, "rank_to": 6, "reward_name": "coins", "quantity": 1},
+    )
     page = staff.post(f"{SEASONS}{season.id}/change/", data)
     assert page.status_code == 200
     assert "Select a valid choice" in page.content.decode()
