@@ -16,7 +16,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from cachetools import LRUCache
@@ -166,10 +166,11 @@ class _TopState:
     checked_at: float
     # The newest version this process has served for the board, from the snapshot or live.
     served: int
-    # The last live read of the board's top TOP_SNAPSHOT_SIZE and the states' clock at it:
-    # served again while it is younger than the read interval and no older than what must be
-    # served (see board_top_get).
+    # The last live read of the board's top ``live_count`` and the states' clock at it: served
+    # again, to a limit within it, while it is younger than the read interval and no older than
+    # what must be served (see _board_top_live).
     live: TopList | None = None
+    live_count: int = 0
     live_at: float = -math.inf
 
 
@@ -190,14 +191,7 @@ class TopListStates:
             state = self._states.get(board_id)
             if state is None:
                 return _TopState(version=0, snapshot=None, checked_at=-math.inf, served=0)
-            return _TopState(
-                state.version,
-                state.snapshot,
-                state.checked_at,
-                state.served,
-                state.live,
-                state.live_at,
-            )
+            return replace(state)
 
     def checked(
         self, board_id: int, *, at: float, version: int | None, snapshot: TopSnapshot | None
@@ -219,8 +213,10 @@ class TopListStates:
                 state.version, state.snapshot = version, snapshot
             return _TopState(state.version, state.snapshot, state.checked_at, state.served)
 
-    def served(self, board_id: int, version: int, *, live: TopList | None = None) -> None:
-        """Record a list served; ``live``: a live read of the top TOP_SNAPSHOT_SIZE, kept."""
+    def served(
+        self, board_id: int, version: int, *, live: TopList | None = None, live_count: int = 0
+    ) -> None:
+        """Record a list served; ``live``: a live read of the top ``live_count``, kept."""
         with self._lock:
             state = self._states.get(board_id)
             if state is None:
@@ -229,7 +225,7 @@ class TopListStates:
                 )
             state.served = max(state.served, version)
             if live is not None and (state.live is None or live.version > state.live.version):
-                state.live, state.live_at = live, self.clock()
+                state.live, state.live_count, state.live_at = live, live_count, self.clock()
 
     def clear(self) -> None:
         with self._lock:
@@ -318,27 +314,24 @@ def _board_top_live(*, board: BoardRef, limit: int, floor: int, keep: bool) -> T
     load the process never went back to snapshots. Kept, the last live list is as fresh as a
     snapshot (at most one interval old, its names too) and no older than anything served, and
     the next refresh, which reads after it, is served again. Without a fresh snapshot (none,
-    or beat late) every request reads live, as before the snapshots existed (each kept for
-    the next request that may take it)."""
-    if limit > TOP_SNAPSHOT_SIZE:
-        read = board_top_read(board=board, count=limit)
-        if not read.intact:
-            raise BoardUnavailableError(board)
-        return TopList(entries=read.entries, source="live", version=read.version)
+    or beat late) every request reads live, as before the snapshots existed (each read kept
+    for the next request that may take it). Each read is of ``limit`` entries only."""
     state = _top_states.get(board.id)
     interval = settings.LEADERBOARD_TOP_SNAPSHOT_READ_INTERVAL_SECONDS
     live = state.live
     if (
         not keep
         or live is None
+        or limit > state.live_count
         or live.version < floor
         or _top_states.clock() - state.live_at >= interval
     ):
-        read = board_top_read(board=board, count=TOP_SNAPSHOT_SIZE)
+        read = board_top_read(board=board, count=limit)
         if not read.intact:
             raise BoardUnavailableError(board)
         live = TopList(entries=read.entries, source="live", version=read.version)
-        _top_states.served(board.id, live.version, live=live)
+        _top_states.served(board.id, live.version, live=live, live_count=limit)
+        return live
     return TopList(entries=live.entries[:limit], source="live", version=live.version)
 
 
