@@ -159,8 +159,9 @@ UNAVAILABLE = OpenApiResponse(
     "process has not resolved yet, or the read needs PostgreSQL itself; code "
     "database_unavailable), Redis does not answer (down, restarting, loading, busy or failing "
     "over; code redis_unavailable), or Redis lost the board and it is being rebuilt from "
-    "PostgreSQL (never an empty or partial board; code board_recovering); Retry-After says "
-    "when to try again.",
+    "PostgreSQL (never an empty or partial board; code board_recovering), or a week's board "
+    "is missing and another request is building it, or it cannot be built now (the weekly "
+    "reads; code week_unavailable); Retry-After says when to try again.",
 )
 NOT_MODIFIED = OpenApiResponse(description="If-None-Match matched: the body has not changed.")
 

@@ -247,3 +247,12 @@ def test_only_results_of_weeks_the_build_no_longer_covers_are_marked_late() -> N
     assert _late_weeks([group(7, monday, sunday, older)], today=monday) == {7: {"2026-W47"}}
     assert _late_weeks([group(7, sunday)], today=monday + timedelta(days=1)) == {7: {"2026-W48"}}
     assert _late_weeks([group(7, monday)], today=monday + timedelta(days=1)) == {}
+
+
+def test_the_schema_names_the_weekly_reads_503_code(client) -> None:
+    schema = client.get("/api/schema", HTTP_ACCEPT="application/json").json()
+    weekly = [path for path in schema["paths"] if "/weekly/" in path]
+    assert weekly
+    for path in weekly:
+        described = schema["paths"][path]["get"]["responses"]["503"]["description"]
+        assert "week_unavailable" in described, path
