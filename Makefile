@@ -11,7 +11,7 @@ SYSTEM_PYTHON ?= python3
 SERVICES := $(SYSTEM_PYTHON) -m devservices
 
 .DEFAULT_GOAL := help
-.PHONY: help venv browser services services-stop services-status prometheus migrate lint test test-only test-cluster run bench clean
+.PHONY: help venv browser services services-stop services-status prometheus migrate lint test test-only test-cluster run run-free bench clean
 
 help:
 	@echo "make run              install, start services, migrate, demo data, run every process"
@@ -122,7 +122,7 @@ run: export DJANGO_SETTINGS_MODULE ?= $(LOCAL_SETTINGS)
 run: export BOARD_STREAM_URL ?= http://127.0.0.1:$(or $(STREAM_PORT),8001)
 # The demo webhook posts to the web process's own receiver on loopback (docs/webhooks.md, "SSRF").
 run: export WEBHOOK_ALLOW_PRIVATE ?= true
-run: migrate
+run: run-free migrate
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py bootstrap_demo --web-port $${PORT:-8000}
 	$(PY) manage.py setup_periodic_tasks
@@ -135,6 +135,13 @@ run: migrate
 		-e /dev/null || { rc=$$?; if [ $$rc -eq 75 ]; then \
 		echo "make run: another make run of this checkout is running (.local/run.lock)" >&2; fi; \
 		exit $$rc; }
+
+# A second make run of this checkout is refused before it changes anything (its demo set-up would
+# point the running demo's webhook at its own port): a look at the lock that honcho holds above.
+run-free:
+	@mkdir -p .local
+	@flock -n -E 75 .local/run.lock true || { \
+		echo "make run: another make run of this checkout is running (.local/run.lock)" >&2; exit 75; }
 
 # Benchmarks take minutes and load the whole machine: this only says how to run each one.
 bench:

@@ -6,6 +6,13 @@ class LeaderboardConfig(AppConfig):
     verbose_name = "Leaderboards"
 
     def ready(self) -> None:
+        from django.conf import settings
+
+        from .throttling import parse_rate
+
+        # At start, not at the first request: a mistyped rate stops the process naming it,
+        # rather than answering every public read 500 while /healthz stays green.
+        parse_rate(settings.API_ANON_THROTTLE_RATE)
         # The name cache follows every profile write (leaderboard/player_names.py says why a
         # signal: the players app sits below this one).
         from players.signals import profiles_changed

@@ -41,7 +41,18 @@ from . import keys
 
 logger = logging.getLogger(__name__)
 
-_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_PERIODS = {
+    "s": 1,
+    "sec": 1,
+    "second": 1,
+    "m": 60,
+    "min": 60,
+    "minute": 60,
+    "h": 3600,
+    "hour": 3600,
+    "d": 86400,
+    "day": 86400,
+}
 SYNC_SECONDS = 0.25
 _MAX_TRACKED = 10_000
 
@@ -61,17 +72,18 @@ _windows: dict[str, _Window] = {}
 
 @cache
 def parse_rate(rate: str) -> tuple[int, int] | None:
-    """``"6000/min"`` -> (6000, 60); None when throttling is off."""
+    """``"6000/min"`` -> (6000, 60); None when throttling is off. Strict, unlike DRF's reading
+    of the period's first letter: ``6000/month`` would be 6000 a minute there."""
     rate = rate.strip().lower()
     if rate in {"", "off", "none"}:
         return None
-    try:
-        count, period = rate.split("/")
-        return int(count), _PERIODS[period[0]]
-    except (ValueError, KeyError, IndexError):
-        raise ImproperlyConfigured(
-            f"throttle rate {rate!r} must look like 6000/min (periods: s, min, h, day)"
-        ) from None
+    count, _, period = rate.partition("/")
+    if count.isascii() and count.isdigit() and int(count) > 0 and period in _PERIODS:
+        return int(count), _PERIODS[period]
+    raise ImproperlyConfigured(
+        f"API_ANON_THROTTLE_RATE={rate!r} must look like 6000/min: a positive count, then one "
+        f"of {', '.join(_PERIODS)} (or off)"
+    )
 
 
 # The longest address worth parsing: a textual IPv6 address with an IPv4 tail is 45

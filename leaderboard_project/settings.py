@@ -577,6 +577,13 @@ FINAL_STANDINGS_SIZE = env.int("FINAL_STANDINGS_SIZE", default=1000)
 # How long every player's archived final entries (GET /api/players/{player}/history) are kept
 # after their season ended; a periodic task prunes older ones.
 HISTORY_RETENTION_DAYS = env.int("HISTORY_RETENTION_DAYS", default=400)
+if HISTORY_RETENTION_DAYS < 1:
+    # 0 would prune every ended season's history each hour (not "keep for good", as 0 means for
+    # MATCH_RESULTS_RETENTION_DAYS): refused rather than guessed.
+    raise ImproperlyConfigured(
+        f"HISTORY_RETENTION_DAYS={HISTORY_RETENTION_DAYS}: use at least 1 (days kept after a "
+        "season's end)"
+    )
 # How long a closed season's match results (and the results its tournament boards refused) are
 # kept after its close-out: the window in which voids and bans can still re-rank its final
 # standings. A periodic task deletes them past it; 0 keeps every result for good.

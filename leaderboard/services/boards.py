@@ -346,22 +346,24 @@ def season_setup(
 ) -> Season:
     """Create a season with its ``main`` board (configured by ``rule``, ``order``,
     ``time_resolution_seconds``, ``keeps_metadata``, ``tiebreaks``, ``cohort_size``, the
-    rank events and the tournament options), in one transaction."""
-    season = season_create(season_id=season_id, name=name, starts_at=starts_at, ends_at=ends_at)
-    board_create(
-        season_id=season.id,
-        slug=MAIN_BOARD,
-        name=main_board_name,
-        order=order,
-        rule=rule,
-        time_resolution_seconds=time_resolution_seconds,
-        keeps_metadata=keeps_metadata,
-        tiebreaks=tiebreaks,
-        cohort_size=cohort_size,
-        rank_events=rank_events,
-        event_top_n=event_top_n,
-        join_required=join_required,
-        max_size=max_size,
-        max_attempts=max_attempts,
-    )
+    rank events and the tournament options), in one transaction: a board refused leaves no
+    season behind (whose id a corrected retry could no longer take)."""
+    with transaction.atomic():
+        season = season_create(season_id=season_id, name=name, starts_at=starts_at, ends_at=ends_at)
+        board_create(
+            season_id=season.id,
+            slug=MAIN_BOARD,
+            name=main_board_name,
+            order=order,
+            rule=rule,
+            time_resolution_seconds=time_resolution_seconds,
+            keeps_metadata=keeps_metadata,
+            tiebreaks=tiebreaks,
+            cohort_size=cohort_size,
+            rank_events=rank_events,
+            event_top_n=event_top_n,
+            join_required=join_required,
+            max_size=max_size,
+            max_attempts=max_attempts,
+        )
     return season

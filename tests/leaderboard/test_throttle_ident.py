@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
 from django_redis import get_redis_connection
 
 from leaderboard import keys
-from leaderboard.throttling import throttle_ident
+from leaderboard.throttling import parse_rate, throttle_ident
 from seasons.models import SeasonStatus
 from tests.helpers import make_season, mark_intact
 
@@ -200,3 +201,21 @@ def test_addresses_of_one_ipv6_64_share_a_budget(client, intact_season, two_a_da
     ]
     # The next /64 is someone else.
     assert client.get(url, REMOTE_ADDR="2001:db8:7:a::1").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "rate", ["6000/week", "6000", "100/wk", "6000/month", "-5/min", "0/min", "5/", "x/min", "²/s"]
+)
+def test_a_malformed_rate_is_refused_naming_the_setting(rate: str) -> None:
+    """DRF's reading takes the period's first letter: 6000/month was 6000 a minute, and -5/min
+    refused every request."""
+    with pytest.raises(ImproperlyConfigured, match="API_ANON_THROTTLE_RATE"):
+        parse_rate(rate)
+
+
+def test_rates_read_as_written() -> None:
+    assert parse_rate("10/s") == (10, 1)
+    assert parse_rate(" 6000/MIN ") == (6000, 60)
+    assert parse_rate("300/day") == (300, 86400)
+    assert parse_rate("2/hour") == (2, 3600)
+    assert parse_rate("off") is None

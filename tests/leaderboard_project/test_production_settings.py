@@ -73,3 +73,18 @@ def test_a_malformed_value_stops_the_process_naming_it() -> None:
     done = _manage("check", DJANGO_DEBUG="true", DJANGO_SECURE_HSTS_SECONDS="one year")
     assert done.returncode != 0
     assert "DJANGO_SECURE_HSTS_SECONDS='one year' is not a valid integer" in done.stderr
+
+
+def test_a_malformed_throttle_rate_stops_the_process_naming_it() -> None:
+    """It was parsed at the first throttled request: every public read answered 500 while
+    /healthz stayed green."""
+    done = _manage("check", DJANGO_DEBUG="true", API_ANON_THROTTLE_RATE="6000/week")
+    assert done.returncode != 0
+    assert "API_ANON_THROTTLE_RATE='6000/week'" in done.stderr
+
+
+def test_a_history_retention_of_no_days_is_refused() -> None:
+    """0 pruned every ended season's history each hour (the results' 0 means keep for good)."""
+    done = _manage("check", DJANGO_DEBUG="true", HISTORY_RETENTION_DAYS="0")
+    assert done.returncode != 0
+    assert "HISTORY_RETENTION_DAYS=0" in done.stderr

@@ -162,3 +162,15 @@ def test_tie_break_columns_on_the_main_board_and_on_another() -> None:
     with pytest.raises(CommandError, match="repeat"):
         call_command("create_board", "--season", "15", "--slug", "x", "--name", "x",
                      "--tiebreak", "a:asc", "--tiebreak", "a:desc")  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_a_refused_main_board_leaves_no_season_behind() -> None:
+    """The season was stored before its main board was checked: a refused board left a season
+    without one, whose id the corrected command could no longer take."""
+    dates = ["--starts-at", "2026-10-01T00:00:00Z", "--ends-at", "2026-12-31T00:00:00Z"]
+    with pytest.raises(CommandError, match="join"):
+        run("--id", "20", "--name", "S20", *dates, "--max-size", "10")
+    assert not Season.objects.filter(id=20).exists()
+    run("--id", "20", "--name", "S20", *dates, "--max-size", "10", "--join-required")
+    assert Board.objects.get(season_id=20, slug="main").max_size == 10

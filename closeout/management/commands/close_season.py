@@ -14,7 +14,8 @@ from closeout.services import (
 )
 from leaderboard.management.arguments import SECONDS_MAX, int_between, number_between
 
-# Exit codes besides 0 (the season is closed) and 1 (an error: unknown season, bad arguments).
+# Exit codes besides 0 (the season is closed), 1 (an error: an unknown season) and 2 (bad
+# arguments: argparse's).
 # Both mean the season is still closing; nothing failed, the periodic close-out carries on.
 EXIT_STILL_CLOSING = 3  # --no-wait
 EXIT_TIMED_OUT = 4  # --timeout passed
