@@ -28,7 +28,7 @@ from seasons.admin import (
     SeasonAdminBase,
     confirmed_action,
 )
-from seasons.models import Season
+from seasons.models import Season, SeasonStatus
 
 from .models import (
     MAIN_BOARD,
@@ -55,12 +55,11 @@ from .services import (
     SCORE_FIELDS,
     TOURNAMENT_FIELDS,
     Correction,
-    CorrectionSubject,
     board_create,
     board_players_remove,
     board_update,
     event_top_n_check,
-    match_result_void,
+    match_results_void,
     player_ban,
     player_unban,
     season_boards_fit,
@@ -107,25 +106,26 @@ def void_match_results(
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         }
         return TemplateResponse(request, "admin/leaderboard/void_results.html", context)
-    voided = 0
-    by_season: dict[int, tuple[set[Any], set[int], list[CorrectionSubject]]] = {}
-    for result_id in queryset.values_list("id", flat=True):
-        correction = match_result_void(result_id=result_id, reason=reason)
-        voided += int(correction.changed)
-        days, boards, subjects = by_season.setdefault(correction.season_id, (set(), set(), []))
-        days.update(correction.days)
-        boards.update(correction.board_ids or ())
-        subjects += correction.subjects
-    for season_id, (days, boards, subjects) in sorted(by_season.items()):
-        correction = Correction(
-            season_id, tuple(sorted(days)), True, tuple(sorted(boards)), tuple(subjects)
+    with transaction.atomic():
+        corrections = match_results_void(
+            result_ids=list(queryset.values_list("id", flat=True)), reason=reason
         )
-        modeladmin.message_user(request, _queue_board_corrections(correction), messages.INFO)
+        for correction in corrections:
+            modeladmin.message_user(request, _queue_board_corrections(correction), messages.INFO)
+    voided = sum(correction.voided for correction in corrections)
     modeladmin.message_user(request, f"{voided} result(s) voided.", messages.SUCCESS)
     return None
 
 
 # --- Seasons: their boards, live, with rebuild and reconcile ------------------------------------
+
+
+def _closed_refuse(season: Season) -> None:
+    if season.status == SeasonStatus.CLOSED:
+        raise ValidationError(
+            "the season is closed: its boards left Redis at the close-out and its final "
+            "standings are the truth; nothing queued"
+        )
 
 
 @confirmed_action(
@@ -137,6 +137,7 @@ def void_match_results(
     ),
 )
 def rebuild_board(season: Season) -> str:
+    _closed_refuse(season)
     boards = board_list(season_id=season.id)
     for board in boards:
         board_rebuild_task.delay(board_id=board.id, reason="admin")
@@ -155,6 +156,7 @@ def rebuild_board(season: Season) -> str:
     ),
 )
 def reconcile_boards(season: Season) -> str:
+    _closed_refuse(season)
     boards = board_list(season_id=season.id)
     for board in boards:
         board_reconcile_task.delay(board_id=board.id)

@@ -22,15 +22,19 @@ from django.utils import timezone
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from leaderboard.rank_events import RankEventsNotDelivered, rank_event_sink
 from leaderboard.services import (
+    CorrectionEventsPending,
     CorrectionSubject,
     RebuildInProgressError,
+    SeasonClosedError,
     board_all_rebuild,
     board_rebuild,
     board_reconcile,
     boards_correct,
     boards_reconcile_live_seasons,
     boards_recover,
+    rank_events_corrections_relay,
     top_snapshots_refresh,
     weekly_boards_build,
 )
@@ -53,10 +57,13 @@ _OUTAGES = (RedisConnectionError, RedisTimeoutError, OperationalError, Interface
 )
 def board_rebuild_task(board_id: int, day: str | None = None, reason: str = "task") -> str:
     """One day's board, or (no day) the season-long board with its daily and weekly boards."""
-    if day:
-        result = board_rebuild(board_id=board_id, day=date.fromisoformat(day), reason=reason)
-        return f"board {board_id} day {day}: {result.members} players"
-    return board_all_rebuild(board_id=board_id, reason=reason).describe()
+    try:
+        if day:
+            result = board_rebuild(board_id=board_id, day=date.fromisoformat(day), reason=reason)
+            return f"board {board_id} day {day}: {result.members} players"
+        return board_all_rebuild(board_id=board_id, reason=reason).describe()
+    except SeasonClosedError as closed:
+        return str(closed)
 
 
 # Staff's reconcile of one board (the admin action): a repair rebuilds the board, which takes
@@ -73,7 +80,10 @@ def board_rebuild_task(board_id: int, day: str | None = None, reason: str = "tas
 )
 def board_reconcile_task(board_id: int) -> str:
     """Compare one board with PostgreSQL, record the run, and rebuild the board on drift."""
-    result = board_reconcile(board_id=board_id)
+    try:
+        result = board_reconcile(board_id=board_id)
+    except SeasonClosedError as closed:
+        return str(closed)
     if result.run_id is None:
         return f"board {board_id}: a rebuild is running; nothing compared"
     if not result.drift_found:
@@ -143,10 +153,32 @@ def boards_correct_task(
     """After a void or a ban: rebuild the season-long, daily and weekly boards it touched
     (``board_ids``: the boards concerned; None: every board of the season), with the rank
     events of the players it moves (``subjects``: CorrectionSubject.as_task_arg)."""
-    result = boards_correct(
-        season_id=season_id,
-        days=[date.fromisoformat(d) for d in days],
-        board_ids=board_ids,
-        subjects=[CorrectionSubject.from_task_arg(s) for s in subjects or ()],
-    )
+    try:
+        result = boards_correct(
+            season_id=season_id,
+            days=[date.fromisoformat(d) for d in days],
+            board_ids=board_ids,
+            subjects=[CorrectionSubject.from_task_arg(s) for s in subjects or ()],
+        )
+    except CorrectionEventsPending as pending:
+        # The rebuilds are done: only the events are retried, not the rebuilds.
+        rank_events_corrections_relay_task.delay(board_ids=list(pending.board_ids))
+        return f"{pending}: their relay is queued"
     return result.describe()
+
+
+# Kafka away: the events wait in the boards' corrections outboxes (the close-out sends them
+# too before it drops a season's keys), retried with backoff for about a day.
+@shared_task(
+    name="leaderboard.tasks.rank_events_corrections_relay_task",
+    autoretry_for=(RankEventsNotDelivered, *_OUTAGES),
+    retry_backoff=15,
+    retry_backoff_max=3600,
+    retry_kwargs={"max_retries": 30},
+    acks_late=True,
+    ignore_result=True,
+)
+def rank_events_corrections_relay_task(board_ids: list[int]) -> str:
+    """Publish what the boards' corrections outboxes hold (rank_changed of corrections)."""
+    sent = rank_events_corrections_relay(board_ids=board_ids, sink=rank_event_sink())
+    return f"{sent} correction event(s) of board(s) {board_ids} published"

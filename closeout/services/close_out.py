@@ -16,9 +16,14 @@ from django.utils import timezone
 from kafka.errors import KafkaError
 
 from leaderboard.models import Board
+from leaderboard.rank_events import RankEventsNotDelivered
 from leaderboard.selectors.boards import BoardRef, board_list
 from leaderboard.selectors.leagues import league_previous_open
-from leaderboard.services import league_boards_open, season_keys_unlink
+from leaderboard.services import (
+    league_boards_open,
+    season_corrections_events_relay,
+    season_keys_unlink,
+)
 from seasons.models import Season, SeasonStatus
 from seasons.services import season_keys_released
 
@@ -219,10 +224,22 @@ def season_close(
             league_boards_open()
     if not already_closed:
         _season_final_events(season_id=season_id)
-    keys_unlinked = season_keys_unlink(season_id=season_id)
-    # Recorded once unlinked: a close-out stopped before this (a worker killed after the
-    # commit) leaves the season to the sweep, which runs it again (seasons_keys_unreleased).
-    season_keys_released(season_id=season_id)
+    keys_unlinked = 0
+    try:
+        # A correction's rank_changed events Kafka did not take are in the keys about to go.
+        season_corrections_events_relay(season_id=season_id)
+    except RankEventsNotDelivered:
+        logger.warning(
+            "season %s: correction events not sent (Kafka unavailable): its Redis keys stay "
+            "until the sweep's next close-out sends them",
+            season_id,
+            exc_info=True,
+        )
+    else:
+        keys_unlinked = season_keys_unlink(season_id=season_id)
+        # Recorded once unlinked: a close-out stopped before this (a worker killed after the
+        # commit) leaves the season to the sweep, which runs it again (seasons_keys_unreleased).
+        season_keys_released(season_id=season_id)
     if already_closed:
         return SeasonCloseResult(
             season_id=season_id, outcome=CloseOutcome.ALREADY_CLOSED, keys_unlinked=keys_unlinked

@@ -37,10 +37,12 @@ from .corrections import (
     BoardRebuilt,
     BoardsCorrected,
     Correction,
+    CorrectionEventsPending,
     board_all_rebuild,
     boards_correct,
     daily_boards_existing,
     match_result_void,
+    match_results_void,
     player_ban,
     player_unban,
 )
@@ -61,6 +63,7 @@ from .events import (
     rank_events_corrections_relay,
     rank_events_outbox_trim,
     rank_events_publish,
+    season_corrections_events_relay,
 )
 from .leagues import league_board_open, league_boards_open
 from .rebuild import (
@@ -77,6 +80,7 @@ from .rebuild import (
     REBUILD_SORTED_RUNS,
     RebuildInProgressError,
     RebuildResult,
+    SeasonClosedError,
     board_rebuild,
     spec_args,
 )
@@ -150,6 +154,7 @@ __all__ = [
     "BoardsCorrected",
     "BoardsDeleted",
     "Correction",
+    "CorrectionEventsPending",
     "CorrectionSubject",
     "CountedGroup",
     "CountedResult",
@@ -162,6 +167,7 @@ __all__ = [
     "ResultColumns",
     "ResultRow",
     "RowStored",
+    "SeasonClosedError",
     "StoredBatch",
     "WeeklyBoardUnavailableError",
     "WeeklyBuildError",
@@ -194,6 +200,7 @@ __all__ = [
     "league_boards_open",
     "match_result_void",
     "match_results_store",
+    "match_results_void",
     "player_ban",
     "player_unban",
     "rank_events_corrections_relay",
@@ -202,6 +209,7 @@ __all__ = [
     "reconcile_days",
     "refusals_mark_dead_lettered",
     "season_boards_fit",
+    "season_corrections_events_relay",
     "season_end_check",
     "season_keys_unlink",
     "season_setup",

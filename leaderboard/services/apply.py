@@ -413,14 +413,13 @@ def board_groups_apply(
 
 def _late_weeks(groups: Sequence[CountedGroup], *, today: date) -> dict[int, set[str]]:
     """Per board, the ISO weeks before today's that these results write daily boards of, as
-    ``2026-W41``: results played in a week whose weekly board the periodic build no longer
-    rebuilds (only the current week, and the previous one on Mondays). Rare: a backlog after an
-    outage, a game server's queue flushed late, a replay."""
-    year, week, weekday = today.isocalendar()
+    ``2026-W41``: results played in a week the periodic build no longer rebuilds for certain.
+    The previous week too on a Monday: that day's builds rebuild it, but a result applied after
+    the last of them (or while the builds are not running) would otherwise never reach it.
+    Rare past a Monday's first minutes: a backlog after an outage, a game server's queue
+    flushed late, a replay."""
+    year, week, _ = today.isocalendar()
     built = {(year, week)}
-    if weekday == 1:
-        previous = (today - timedelta(days=7)).isocalendar()
-        built.add((previous.year, previous.week))
     late: dict[int, set[str]] = {}
     for group in groups:
         for day in set(group.days):

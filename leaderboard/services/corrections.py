@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date
 from functools import cache
@@ -11,10 +11,11 @@ from functools import cache
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from leaderboard import keys
 from leaderboard.models import Board, MatchResult, PlayerBan
-from leaderboard.rank_events import rank_event_sink
+from leaderboard.rank_events import RankEventsNotDelivered, rank_event_sink
 from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.selectors.boards import BoardRef, board_get, board_list
 from leaderboard.selectors.days import board_days_with_results
@@ -28,6 +29,7 @@ from .events import (
     rank_events_corrections_relay,
 )
 from .rebuild import RebuildResult, board_rebuild
+from .reconcile import board_days_in_window
 
 logger = logging.getLogger(__name__)
 
@@ -60,11 +62,12 @@ def boards_correct(
     subjects: Sequence[CorrectionSubject] = (),
 ) -> BoardsCorrected:
     """Rebuild what a correction touched on each board (``board_ids``, default every board of
-    the season): its season-long board, the given days' daily boards that exist, and the weekly
-    boards that exist for those days' weeks.
+    the season): its season-long board, the given days' daily boards that exist or have not
+    expired, and the weekly boards that exist for those days' weeks.
 
     ``subjects``: the players the correction concerns; each whose rank on a board moved gets a
-    rank_changed event (services/events.py), published before this returns.
+    rank_changed event (services/events.py), published before this returns, or
+    CorrectionEventsPending raised when Kafka does not take them.
 
     Raises RebuildInProgressError when one of them is being rebuilt: that rebuild may read a
     snapshot from before the correction, so the caller retries (the task does) rather than
@@ -78,6 +81,11 @@ def boards_correct(
     days = sorted(set(days))
     rebuilt: list[str] = []
     corrected: list[int] = []
+    now = timezone.now()
+
+    def days_due(board: BoardRef) -> set[date]:
+        return set(board_days_in_window(board=board, now=now)) if days else set()
+
     for board in board_list(season_id=season_id):
         if wanted is not None and board.id not in wanted:
             continue
@@ -86,9 +94,11 @@ def boards_correct(
         rebuilt.append(board_rebuild(board_id=board.id, reason="correction").board_key)
         correction_events_end(board=board, subjects=concerned)
         corrected.append(board.id)
-        # A daily board that expired stays expired: nothing reads it any more.
+        # A daily board that expired stays expired: nothing reads it any more. One within its
+        # expiry may be missing too (its only player banned, now unbanned): it comes back.
+        due = days_due(board)
         for day in days:
-            if client.exists(keys.daily_board(board_id=board.id, day=day)):
+            if day in due or client.exists(keys.daily_board(board_id=board.id, day=day)):
                 result = board_rebuild(board_id=board.id, day=day, reason="correction")
                 rebuilt.append(result.board_key)
         weekly = _weekly_boards_rebuild(client, board=board, days=days)
@@ -99,8 +109,21 @@ def boards_correct(
                 client, board=board, days=days, rebuilt=weekly, players=banned
             )
     if subjects:
-        rank_events_corrections_relay(board_ids=corrected, sink=rank_event_sink())
+        try:
+            rank_events_corrections_relay(board_ids=corrected, sink=rank_event_sink())
+        except RankEventsNotDelivered as error:
+            raise CorrectionEventsPending(board_ids=tuple(corrected)) from error
     return BoardsCorrected(season_id, tuple(rebuilt), needs_standings_review=False)
+
+
+class CorrectionEventsPending(Exception):
+    """The boards are corrected, but Kafka did not take their rank_changed events: they wait
+    in the boards' corrections outboxes (``rank_events_corrections_relay`` sends them; the
+    caller retries that, not the rebuilds)."""
+
+    def __init__(self, *, board_ids: tuple[int, ...]) -> None:
+        super().__init__(f"board(s) {list(board_ids)} corrected; their rank events not sent yet")
+        self.board_ids = board_ids
 
 
 def _weekly_boards_rebuild(
@@ -241,10 +264,11 @@ class Correction:
     season_id: int
     days: tuple[date, ...]  # the UTC days whose boards the correction touches
     changed: bool  # False when it was already in effect (voided before, banned before)
-    # The boards it touches: a void, the result's board; a ban, every board (None).
+    # The boards it touches: a void, the results' boards; a ban, every board (None).
     board_ids: tuple[int, ...] | None = None
     # The players it moves, for their rank_changed events (none when nothing changed).
     subjects: tuple[CorrectionSubject, ...] = ()
+    voided: int = 0  # results a void newly voided
 
 
 _LOCK_SEASON_SQL = f"SELECT 1 FROM {Season._meta.db_table} WHERE id = %s FOR SHARE"  # noqa: S608
@@ -252,48 +276,104 @@ _LOCK_SEASON_SQL = f"SELECT 1 FROM {Season._meta.db_table} WHERE id = %s FOR SHA
 
 def _season_corrections_lock(*, season_id: int) -> None:
     """Hold the season FOR SHARE until the correction commits: it waits for a close-out
-    finalizing the season (FOR NO KEY UPDATE, for as long as its standings take), and a
-    close-out finds the season locked (SKIP LOCKED: it tries again) while a correction is
-    being written. So a correction lands either before the close-out's snapshot, and counts in
-    its standings, or after the season is closed, when boards_correct sees "closed" and asks
-    for the standings review: never inside the close-out, counted by neither."""
+    finalizing the season (FOR UPDATE, for as long as its standings take), and a close-out
+    finds the season locked (SKIP LOCKED: it tries again) while a correction is being written.
+    So a correction lands either before the close-out's snapshot, and counts in its standings,
+    or after the season is closed, when boards_correct sees "closed" and asks for the
+    standings review: never inside the close-out, counted by neither."""
     with connection.cursor() as cursor:
         cursor.execute(_LOCK_SEASON_SQL, [season_id])
 
 
+def _standings_before_keep(
+    *,
+    season_id: int,
+    board_ids: Collection[int] | None,
+    subjects: Sequence[CorrectionSubject],
+) -> None:
+    """Keep the standing of each player a correction moves, before it commits. Once it has
+    committed, any rebuild of the board (this correction's task, another correction's, the
+    reconcile) may apply it first; the task's own keep would then find the player already moved
+    and emit nothing. The task keeps them too (the first kept stays), so a Redis that cannot be
+    reached now loses only that guarantee, not the correction."""
+    if not subjects:
+        return
+    try:
+        for board in board_list(season_id=season_id):
+            if board_ids is not None and board.id not in board_ids:
+                continue
+            concerned = [s for s in subjects if s.board_id in (None, board.id)]
+            correction_events_begin(board=board, subjects=concerned)
+    except RedisError:
+        logger.warning(
+            "season %s: the standings before a correction not kept (Redis unavailable); its "
+            "task keeps them when it runs",
+            season_id,
+            exc_info=True,
+        )
+
+
 def match_result_void(*, result_id: int, reason: str) -> Correction:
-    """Void a result: it stays for audit, no longer counts. The boards are corrected by
-    boards_correct (the caller queues it: a season board rebuild is not a request's work)."""
+    """Void a result: it stays for audit, no longer counts. See match_results_void."""
+    (correction,) = match_results_void(result_ids=[result_id], reason=reason)
+    return correction
+
+
+def match_results_void(*, result_ids: Collection[int], reason: str) -> tuple[Correction, ...]:
+    """Void results: they stay for audit, no longer count; one Correction per season, in
+    season order. The boards are corrected by boards_correct (the caller queues it: a season
+    board rebuild is not a request's work).
+
+    A player with several results voided at once is one subject per board (one rank_changed:
+    they moved once), named by their lowest result id voided there. Raises
+    MatchResult.DoesNotExist when an id names no result (nothing is voided then)."""
     reason = reason.strip()
     if not reason:
         raise ValidationError("a void needs a reason")
+    wanted = set(result_ids)
+    corrections: list[Correction] = []
     with transaction.atomic():
-        result = MatchResult.objects.select_for_update().get(pk=result_id)
-        _season_corrections_lock(season_id=result.season_id)
-        changed = result.voided_at is None
-        if changed:
-            result.voided_at = timezone.now()
-            result.void_reason = reason[:500]
-            result.save(update_fields=["voided_at", "void_reason"])
-    subjects: tuple[CorrectionSubject, ...] = ()
-    if changed:
-        assert result.voided_at is not None
-        subjects = (
-            CorrectionSubject(
-                player_id=result.player_id,
-                cause=f"void:{result.pk}",
-                at=result.voided_at,
-                match_id=str(result.match_id),
-                board_id=result.board_id,
-            ),
-        )
-    return Correction(
-        result.season_id,
-        (result.achieved_at.astimezone(UTC).date(),),
-        changed,
-        (result.board_id,),
-        subjects,
-    )
+        results = list(MatchResult.objects.select_for_update().filter(pk__in=wanted).order_by("pk"))
+        missing = wanted - {result.pk for result in results}
+        if missing:
+            raise MatchResult.DoesNotExist(f"no match result with id(s) {sorted(missing)}")
+        now = timezone.now()
+        by_season: dict[int, list[MatchResult]] = {}
+        for result in results:
+            by_season.setdefault(result.season_id, []).append(result)
+        for season_id, season_results in sorted(by_season.items()):
+            _season_corrections_lock(season_id=season_id)
+            fresh = [result for result in season_results if result.voided_at is None]
+            if fresh:
+                MatchResult.objects.filter(pk__in=[result.pk for result in fresh]).update(
+                    voided_at=now, void_reason=reason[:500]
+                )
+            first: dict[tuple[int, int], MatchResult] = {}
+            for result in fresh:  # in id order: the first kept is the lowest id
+                first.setdefault((result.board_id, result.player_id), result)
+            subjects = tuple(
+                CorrectionSubject(
+                    player_id=result.player_id,
+                    cause=f"void:{result.pk}",
+                    at=now,
+                    match_id=str(result.match_id),
+                    board_id=result.board_id,
+                )
+                for result in first.values()
+            )
+            board_ids = tuple(sorted({result.board_id for result in season_results}))
+            _standings_before_keep(season_id=season_id, board_ids=board_ids, subjects=subjects)
+            corrections.append(
+                Correction(
+                    season_id,
+                    tuple(sorted({r.achieved_at.astimezone(UTC).date() for r in season_results})),
+                    bool(fresh),
+                    board_ids,
+                    subjects,
+                    voided=len(fresh),
+                )
+            )
+    return tuple(corrections)
 
 
 def player_ban(
@@ -312,32 +392,34 @@ def player_ban(
             player_id=player_id,
             defaults={"reason": reason[:500], "created_by_id": created_by_id},
         )
-    subjects = (
-        (CorrectionSubject(player_id=player_id, cause=f"ban:{ban.pk}", at=ban.created_at),)
-        if created
-        else ()
-    )
+        subjects = (
+            (CorrectionSubject(player_id=player_id, cause=f"ban:{ban.pk}", at=ban.created_at),)
+            if created
+            else ()
+        )
+        _standings_before_keep(season_id=season_id, board_ids=None, subjects=subjects)
     days = _player_days(season_id=season_id, player_id=player_id)
     return Correction(season_id, days, created, None, subjects)
 
 
 def player_unban(*, season_id: int, player_id: int) -> Correction:
+    now = timezone.now()
     with transaction.atomic():
         _season_corrections_lock(season_id=season_id)
         deleted, _ = PlayerBan.objects.filter(season_id=season_id, player_id=player_id).delete()
-    days = _player_days(season_id=season_id, player_id=player_id)
-    now = timezone.now()
-    subjects = (
-        (
-            CorrectionSubject(
-                player_id=player_id,
-                cause=f"unban:{season_id}:{player_id}:{int(now.timestamp())}",
-                at=now,
-            ),
+        subjects = (
+            (
+                CorrectionSubject(
+                    player_id=player_id,
+                    cause=f"unban:{season_id}:{player_id}:{int(now.timestamp())}",
+                    at=now,
+                ),
+            )
+            if deleted
+            else ()
         )
-        if deleted
-        else ()
-    )
+        _standings_before_keep(season_id=season_id, board_ids=None, subjects=subjects)
+    days = _player_days(season_id=season_id, player_id=player_id)
     return Correction(season_id, days, bool(deleted), None, subjects)
 
 

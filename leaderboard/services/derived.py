@@ -358,6 +358,11 @@ def weekly_board_ensure(*, board: BoardRef, iso_year: int, iso_week: int, today:
     # Built from lost or half-recovered daily boards it would outlive their recovery.
     if not client.exists(keys.board_intact(board_id=board.id)):
         return False
+    # No daily board, no week to build: the week is empty (no result, or its days expired),
+    # and is read as such rather than built (and a 503 for every reader meanwhile) each time.
+    # One EXISTS: a board's keys share its slot.
+    if not client.exists(*[keys.daily_board(board_id=board.id, day=day) for day in days]):
+        return False
     failed = keys.weekly_build_failed(board_key=weekly)
     if client.exists(failed):
         raise WeeklyBoardUnavailableError(
@@ -397,19 +402,24 @@ def weekly_boards_build(*, now: datetime) -> dict[str, int]:
         # A lost board's weekly boards are rebuilt by its recovery, after its daily boards.
         if not client.exists(keys.board_intact(board_id=board.id)):
             continue
+        # The marked weeks first: on a Monday the previous week is usually marked (results of
+        # Sunday applied after midnight), and is then not built a second time below.
+        late = weekly_late_rebuild(board=board, now=now)
+        for iso_year, iso_week in late:
+            built[f"{board.id}:{iso_year}-W{iso_week:02d}"] = int(
+                client.zcard(
+                    keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
+                )
+            )
         for iso_year, iso_week in weeks:
+            if (iso_year, iso_week) in late:
+                continue
             try:
                 built[f"{board.id}:{iso_year}-W{iso_week:02d}"] = weekly_board_build(
                     board=board, iso_year=iso_year, iso_week=iso_week
                 )
             except Exception:
                 logger.exception("weekly board build failed for board %s", board.id)
-        for iso_year, iso_week in weekly_late_rebuild(board=board, now=now):
-            built[f"{board.id}:{iso_year}-W{iso_week:02d}"] = int(
-                client.zcard(
-                    keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
-                )
-            )
     return built
 
 

@@ -22,10 +22,10 @@ from datetime import datetime
 from typing import Any
 
 from leaderboard import keys
-from leaderboard.rank_events import OutboxEntry, RankEventSink, outbox_messages
+from leaderboard.rank_events import OutboxEntry, RankEventSink, outbox_messages, rank_event_sink
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import get_script
-from leaderboard.selectors.boards import BoardRef
+from leaderboard.selectors.boards import BoardRef, board_list
 from leaderboard.selectors.events import rank_events_outbox_read
 
 from .apply import wide_spec_args
@@ -140,6 +140,23 @@ def rank_events_corrections_relay(*, board_ids: Sequence[int], sink: RankEventSi
     entries = rank_events_outbox_read(
         outboxes=[keys.rank_events_corrections_outbox(board_id=b) for b in board_ids]
     )
+    if not entries:
+        return 0
     sent = rank_events_publish(entries=entries, sink=sink)
+    rank_events_outbox_trim(entries=entries)
+    return sent
+
+
+def season_corrections_events_relay(*, season_id: int) -> int:
+    """Publish what the season's corrections outboxes still hold (events Kafka did not take
+    when their correction ran), before a close-out drops the season's keys and them with it.
+    Raises RankEventsNotDelivered when Kafka does not take them (the keys must stay)."""
+    board_ids = [board.id for board in board_list(season_id=season_id)]
+    entries = rank_events_outbox_read(
+        outboxes=[keys.rank_events_corrections_outbox(board_id=b) for b in board_ids]
+    )
+    if not entries:
+        return 0
+    sent = rank_events_publish(entries=entries, sink=rank_event_sink())
     rank_events_outbox_trim(entries=entries)
     return sent

@@ -27,6 +27,7 @@ from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.scripts import get_script
 from leaderboard.selectors.boards import BoardRef, board_get
 from leaderboard.selectors.scores import board_scores_zadd_chunks
+from seasons.models import Season, SeasonStatus
 
 from .apply import daily_board_expire_at, wide_spec_args
 
@@ -61,6 +62,26 @@ PHASE_MERGED = "merged"  # delta merged in chunks, the atomic finish comes next
 
 class RebuildInProgressError(RuntimeError):
     """Another rebuild of the same board holds its marker."""
+
+
+class SeasonClosedError(RuntimeError):
+    """The board's season is closed: the close-out dropped its keys from Redis, and its final
+    standings are the truth. A rebuild would bring the board back with no expiry and nothing
+    left to drop it again."""
+
+    def __init__(self, *, board_id: int, season_id: int) -> None:
+        super().__init__(
+            f"board {board_id} of season {season_id}: the season is closed; its boards are no "
+            "longer served from Redis (its final standings are), so none is rebuilt"
+        )
+        self.board_id = board_id
+        self.season_id = season_id
+
+
+def board_season_open_check(*, board: BoardRef) -> None:
+    """Raise SeasonClosedError when the board's season is closed."""
+    if Season.objects.filter(pk=board.season_id, status=SeasonStatus.CLOSED).exists():
+        raise SeasonClosedError(board_id=board.id, season_id=board.season_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +210,8 @@ def board_rebuild(
 
     ``progress`` is called with the number of members each loaded chunk added; ``on_phase``
     with each PHASE_* as the protocol reaches it (PHASE_ACTIVATED from the reader thread).
-    Raises RebuildInProgressError when the board is already being rebuilt.
+    Raises RebuildInProgressError when the board is already being rebuilt, SeasonClosedError
+    when its season is closed.
 
     A player whose cumulative points overflow the codec is left off the board, never clamped,
     and listed in the result and on the RebuildRun (live ingestion leaves off the result that
@@ -197,6 +219,7 @@ def board_rebuild(
     """
     started = time.monotonic()
     board = board_get(board_id=board_id)
+    board_season_open_check(board=board)
     k = _board_keys(board_id=board_id, day=day)
     client = get_board_redis()
     rule_args = spec_args(board)

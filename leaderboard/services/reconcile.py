@@ -36,7 +36,13 @@ from seasons.selectors import SeasonRef
 
 from .apply import daily_board_expire_at
 from .derived import weekly_boards_rebuild
-from .rebuild import RebuildInProgressError, _board_keys, board_rebuild
+from .rebuild import (
+    RebuildInProgressError,
+    SeasonClosedError,
+    _board_keys,
+    board_rebuild,
+    board_season_open_check,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -262,6 +268,9 @@ def board_reconcile(
     confirmed by a second look at the same players before it counts (a void or a ban landing
     between the two reads).
 
+    Raises SeasonClosedError for a board of a closed season (its keys left Redis with the
+    close-out).
+
     ``held_to="stored"`` (after a Redis restart, with ``repair=False``): Redis is held to every
     stored result, since a restart that lost writes lost the watermark's moves with them; a
     drift found then is the recovery's to repair, raising the watermark together with a rebuild
@@ -271,6 +280,8 @@ def board_reconcile(
     board only by luck.
     """
     board = board_get(board_id=board_id)
+    # A closed season's boards left Redis: everything would look like drift.
+    board_season_open_check(board=board)
     topic = topic or settings.KAFKA_MATCH_RESULTS_TOPIC
     client = get_board_redis()
     k = _board_keys(board_id=board_id, day=day)
@@ -387,24 +398,28 @@ def boards_reconcile_live_seasons(
     for board in board_list_live():
         if not client.exists(keys.board_intact(board_id=board.id)):
             continue
-        results.append(
-            board_reconcile(
-                board_id=board.id,
-                sample_size=sample_size,
-                topic=topic,
-            )
-        )
         repaired: list[date] = []
-        for day in board_days_in_window(board=board, now=now):
-            result = board_reconcile(
-                board_id=board.id,
-                day=day,
-                sample_size=sample_size,
-                topic=topic,
+        try:
+            results.append(
+                board_reconcile(
+                    board_id=board.id,
+                    sample_size=sample_size,
+                    topic=topic,
+                )
             )
-            results.append(result)
-            if result.rebuilt:
-                repaired.append(day)
+            for day in board_days_in_window(board=board, now=now):
+                result = board_reconcile(
+                    board_id=board.id,
+                    day=day,
+                    sample_size=sample_size,
+                    topic=topic,
+                )
+                results.append(result)
+                if result.rebuilt:
+                    repaired.append(day)
+        except SeasonClosedError:
+            # Closed while this ran (a closing season is live): its keys went with the close-out.
+            continue
         # A weekly board is built from the daily boards: rebuild those built from a repaired one.
         weekly_boards_rebuild(
             board=board,

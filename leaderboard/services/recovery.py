@@ -40,7 +40,7 @@ from leaderboard.selectors.offsets import board_stored_offsets
 
 from .corrections import daily_boards_existing
 from .derived import weekly_boards_rebuild
-from .rebuild import RebuildInProgressError, board_rebuild
+from .rebuild import RebuildInProgressError, SeasonClosedError, board_rebuild
 from .reconcile import (
     ReconcileResult,
     board_days_in_window,
@@ -250,6 +250,9 @@ def board_recover(
             return None
     except RebuildInProgressError:
         logger.info("recovery of board %s waits for a rebuild in progress", board.id)
+        return None
+    except SeasonClosedError:
+        # Closed since the boards were listed: its keys went with the close-out, for good.
         return None
     finally:
         _release(lock)

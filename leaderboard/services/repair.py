@@ -6,8 +6,9 @@ replica received the write; the promoted replica then lacks those results, and K
 deliver them again. PostgreSQL still has them (stored before Redis, committed offsets only
 after both), with the partition and offset they came from, so the loss is found exactly: a
 board lost writes iff it has a counted result stored from an offset above its watermark for
-that partition but below the group's committed offset. Those boards (season-long and the days
-of the missing results) are rebuilt from PostgreSQL, which keeps writes made meanwhile, and
+that partition but below the group's committed offset. Those boards (season-long, the days
+of the missing results, and the weekly boards in Redis of those days' weeks) are rebuilt from
+PostgreSQL, which keeps writes made meanwhile, and
 their watermark is raised to the committed offset (docs/ingestion.md, "Guarantees").
 """
 
@@ -18,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 
+from django.utils import timezone
+
 from leaderboard import keys
 from leaderboard.redis import get_board_redis
 from leaderboard.scripts import get_script
@@ -25,7 +28,8 @@ from leaderboard.selectors.boards import board_list_live
 from leaderboard.selectors.offsets import OffsetGap, boards_days_with_results_in_gaps
 
 from .apply import applied_offsets_get
-from .rebuild import board_rebuild
+from .derived import weekly_boards_rebuild
+from .rebuild import SeasonClosedError, board_rebuild
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +62,7 @@ def boards_lost_writes_repair(*, topic: str, committed: Mapping[int, int]) -> li
         if marks[(board.id, p)] < committed[p] - 1
     ]
     missing = boards_days_with_results_in_gaps(gaps=gaps)
+    by_id = {board.id: board for board in boards}
     client = get_board_redis()
     raise_watermark = get_script(client, "watermark_raise")
     repaired: list[BoardRepaired] = []
@@ -70,8 +75,21 @@ def boards_lost_writes_repair(*, topic: str, committed: Mapping[int, int]) -> li
             topic,
             [day.isoformat() for day in ordered],
         )
-        for day in (None, *ordered):
-            board_rebuild(board_id=board_id, day=day, reason="lost writes after a Redis failover")
+        try:
+            for day in (None, *ordered):
+                board_rebuild(
+                    board_id=board_id, day=day, reason="lost writes after a Redis failover"
+                )
+        except SeasonClosedError:
+            continue  # closed meanwhile: its keys went with the close-out, nothing to repair
+        # A weekly board is built from the daily ones: those in Redis for a repaired day's week
+        # follow them (the late-week mark the lost write set may be lost with it).
+        weekly_boards_rebuild(
+            board=by_id[board_id],
+            weeks=[day.isocalendar()[:2] for day in ordered],
+            now=timezone.now(),
+            only_existing=True,
+        )
         # Every result below the committed offsets is in PostgreSQL, hence now on the board.
         args: list[int] = []
         for gap in gaps:

@@ -10,13 +10,16 @@ from typing import Any
 
 import pytest
 
+from leaderboard import keys
 from leaderboard.models import Board, ScoringRule
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.services import (
+    CorrectionEventsPending,
     board_rebuild,
     boards_correct,
     correction_events_begin,
     match_result_void,
+    match_results_void,
     player_ban,
     player_unban,
 )
@@ -132,3 +135,64 @@ def test_a_board_with_events_off_emits_nothing(board_redis, events_topic) -> Non
         subjects=correction.subjects,
     )
     assert _events(events_topic) == []
+
+
+def test_a_correction_another_rebuild_applied_first_still_emits(board_redis, events_topic) -> None:
+    """Each correction kept its players' standings only when its task ran: a rebuild that had
+    applied it already (another correction's, the reconcile) left nothing to compare."""
+    season, _, _ = _board_with_four(board_redis)
+    first = player_ban(season_id=season.id, player_id=2, reason="aimbot")
+    second = player_ban(season_id=season.id, player_id=3, reason="aimbot")
+    # The first ban's task runs first: its rebuild takes both players off.
+    boards_correct(season_id=season.id, days=first.days, subjects=first.subjects)
+    boards_correct(season_id=season.id, days=second.days, subjects=second.subjects)
+    moved = {e["playerId"]: (e["rank"], e["previousRank"]) for e in _events(events_topic)}
+    assert moved == {2: (None, 2), 3: (None, 3)}
+
+
+def test_several_results_of_a_player_voided_at_once_emit_one_event(
+    board_redis, events_topic
+) -> None:
+    season, board, results = _board_with_four(board_redis)
+    again = live.ingest(
+        board_redis, season, player_id=1, points=50, at=results[1].achieved_at + timedelta(hours=1)
+    )
+    (correction,) = match_results_void(result_ids=[again.pk, results[1].pk], reason="desync")
+    assert correction.voided == 2
+    boards_correct(
+        season_id=season.id,
+        days=correction.days,
+        board_ids=correction.board_ids,
+        subjects=correction.subjects,
+    )
+    (event,) = _events(events_topic)
+    assert event["eventId"] == f"void:{results[1].pk}:{board.id}:rank_changed:1"
+    assert (event["rank"], event["previousRank"]) == (None, 1)
+
+
+def test_events_kafka_did_not_take_are_sent_by_the_close_out_before_it_drops_the_keys(
+    board_redis, events_topic, settings, drained_match_results
+) -> None:
+    """A correction whose events Kafka did not take left them in the corrections outbox, where
+    only a later correction of the board would send them: the close-out deleted them."""
+    from closeout.services import season_close
+
+    season, board, results = _board_with_four(board_redis)
+    correction = match_result_void(result_id=results[2].pk, reason="desync")
+    reachable = settings.KAFKA_BOOTSTRAP_SERVERS
+    settings.KAFKA_BOOTSTRAP_SERVERS = ["127.0.0.1:1"]
+    with pytest.raises(CorrectionEventsPending) as pending:
+        boards_correct(
+            season_id=season.id,
+            days=correction.days,
+            board_ids=correction.board_ids,
+            subjects=correction.subjects,
+        )
+    assert pending.value.board_ids == (board.id,)
+    settings.KAFKA_BOOTSTRAP_SERVERS = reachable
+    assert _events(events_topic) == []
+    assert board_redis.xlen(keys.rank_events_corrections_outbox(board_id=board.id)) == 1
+    assert season_close(season_id=season.id, grace_seconds=0).closed
+    (event,) = [e for e in _events(events_topic) if e["type"] == "rank_changed"]
+    assert (event["playerId"], event["rank"], event["previousRank"]) == (2, None, 2)
+    assert list(board_redis.scan_iter(match=keys.board_pattern(board_id=board.id))) == []

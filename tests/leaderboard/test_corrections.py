@@ -19,10 +19,14 @@ from closeout.services import (
 from leaderboard import keys
 from leaderboard.models import MatchResult, PlayerBan, ScoringRule
 from leaderboard.services import (
+    SeasonClosedError,
     board_all_rebuild,
+    board_rebuild,
+    board_reconcile,
     boards_correct,
     match_result_void,
     player_ban,
+    player_unban,
     weekly_board_build,
 )
 from leaderboard_project.celery import app as celery_app
@@ -341,3 +345,40 @@ def test_a_rebuild_keeps_a_week_whose_first_days_expired_unless_it_brings_them_b
     rebuilt = board_all_rebuild(board_id=board.id, all_days=True)
     assert rebuilt.weekly_boards == (weekly,)
     assert set(board_read(board_redis, weekly)) == {1, 2, 3}
+
+
+def test_an_unban_brings_back_the_daily_board_its_ban_emptied(board_redis):
+    """The correction rebuilt only the daily boards in Redis: a day whose only player was
+    banned had none, so their unban left them off that day's board (and its week's)."""
+    season = make_season(status=SeasonStatus.ACTIVE)
+    at = season.starts_at + timedelta(days=1)
+    live.ingest(board_redis, season, player_id=7, points=30, at=at)
+    daily = keys.daily_board(board_id=main_board_id(season.id), day=at.astimezone(UTC).date())
+    assert set(board_read(board_redis, daily)) == {7}
+    ban = player_ban(season_id=season.id, player_id=7, reason="cheat")
+    boards_correct(season_id=season.id, days=ban.days)
+    assert not board_redis.exists(daily)
+    lifted = player_unban(season_id=season.id, player_id=7)
+    outcome = boards_correct(season_id=season.id, days=lifted.days)
+    assert daily in outcome.rebuilt
+    assert set(board_read(board_redis, daily)) == {7}
+
+
+def test_a_closed_season_is_never_rebuilt_into_redis_again(
+    board_redis, drained_match_results, capsys
+):
+    """A rebuild or reconcile of a closed season (staff, or the hourly reconcile meeting a
+    close-out) put its board back in Redis with no expiry, after the close-out dropped it."""
+    from django.core.management import CommandError, call_command
+
+    season = make_season(status=SeasonStatus.ACTIVE)
+    live.ingest(board_redis, season, player_id=1, points=10, at=season.starts_at)
+    assert season_close(season_id=season.id, grace_seconds=0).closed
+    board = main_board_id(season.id)
+    with pytest.raises(SeasonClosedError):
+        board_rebuild(board_id=board, reason="staff")
+    with pytest.raises(SeasonClosedError):
+        board_reconcile(board_id=board)
+    with pytest.raises(CommandError, match="closed"):
+        call_command("rebuild_leaderboard", "--season", str(season.id))
+    assert list(board_redis.scan_iter(match=keys.board_pattern(board_id=board))) == []

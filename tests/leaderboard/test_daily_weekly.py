@@ -243,8 +243,11 @@ def test_only_results_of_weeks_the_build_no_longer_covers_are_marked_late() -> N
 
     monday = date(2026, 11, 30)
     sunday, older = monday - timedelta(days=1), monday - timedelta(days=8)
-    # On a Monday the build still rebuilds last week: only the week before is late.
-    assert _late_weeks([group(7, monday, sunday, older)], today=monday) == {7: {"2026-W47"}}
+    # Last week is late on a Monday too: a result applied after that day's last build would
+    # otherwise never reach it.
+    assert _late_weeks([group(7, monday, sunday, older)], today=monday) == {
+        7: {"2026-W47", "2026-W48"}
+    }
     assert _late_weeks([group(7, sunday)], today=monday + timedelta(days=1)) == {7: {"2026-W48"}}
     assert _late_weeks([group(7, monday)], today=monday + timedelta(days=1)) == {}
 
@@ -256,3 +259,20 @@ def test_the_schema_names_the_weekly_reads_503_code(client) -> None:
     for path in weekly:
         described = schema["paths"][path]["get"]["responses"]["503"]["description"]
         assert "week_unavailable" in described, path
+
+
+def test_a_week_without_daily_boards_reads_empty_and_is_not_built(client, board_redis):
+    """Every read of a week nobody played built it (a build of nothing stores no board), and
+    the readers that met another one's build got a 503 for the whole week."""
+    monday = past_monday(1)
+    season = season_over(monday)
+    mark_intact(season)
+    year, week, _ = monday.isocalendar()
+    weekly = keys.weekly_board(board_id=main_board_id(season.id), iso_year=year, iso_week=week)
+    lock = keys.weekly_build_lock(board_key=weekly)
+    board_redis.set(lock, "other", ex=60)  # another reader's build of it, as it was
+    url = f"/api/seasons/{season.id}/leaderboard/weekly/{week_label(monday)}/top"
+    response = client.get(url)
+    assert response.status_code == 200, response.content
+    assert response.json() == []
+    assert board_redis.get(lock) == b"other"

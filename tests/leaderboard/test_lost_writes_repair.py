@@ -14,14 +14,15 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from ingestion.records import ConsumedRecord, DeadLetter
 from ingestion.services import match_results_ingest
 from leaderboard import keys
 from leaderboard.models import RebuildRun, ScoringRule
-from leaderboard.services import boards_lost_writes_repair
+from leaderboard.services import boards_lost_writes_repair, weekly_board_build
 from seasons.models import SeasonStatus
-from tests.helpers import main_board_id, make_season
+from tests.helpers import as_board, board_read, day_of, main_board_id, make_live_season, make_season
 from tests.ingestion.ingest_helpers import Result, assert_boards_match
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -79,3 +80,37 @@ def test_only_the_board_behind_committed_offsets_is_rebuilt(board_redis):
     assert not RebuildRun.objects.filter(board_id=main_board_id(spared.id)).exists()
     # Repaired once: the raised watermark leaves nothing for the next check.
     assert boards_lost_writes_repair(topic=TOPIC, committed=committed) == []
+
+
+def test_the_repair_rebuilds_the_weekly_boards_of_the_days_it_rebuilt(board_redis):
+    """The repair rebuilt the season-long and daily boards only: a weekly board in Redis kept
+    what the dead master lost (the late-week mark that would rebuild an older week can be lost
+    with the write)."""
+    season = make_live_season(days=10, rule=ScoringRule.BEST)
+    at = timezone.now() - timedelta(days=8)
+    results = [
+        Result(uuid.uuid4(), player, season.id, 10 * player, at + timedelta(minutes=player))
+        for player in range(1, 21)
+    ]
+    records = [ConsumedRecord(0, n, r.key(), r.value()) for n, r in enumerate(results)]
+    letters = _Letters()
+    match_results_ingest(topic=TOPIC, records=records, dead_letters=letters)
+    assert letters.letters == []
+    board = main_board_id(season.id)
+    iso_year, iso_week, _ = at.isocalendar()
+    weekly = keys.weekly_board(board_id=board, iso_year=iso_year, iso_week=iso_week)
+    weekly_board_build(board=as_board(season), iso_year=iso_year, iso_week=iso_week)
+    assert set(board_read(board_redis, weekly)) == set(range(1, 21))
+
+    # The promoted replica lacks the last five results everywhere, the weekly board included.
+    lost = [str(r.player_id) for r in results[15:]]
+    for key in (keys.board(board_id=board), keys.daily_board(board_id=board, day=day_of(at))):
+        board_redis.zrem(key, *lost)
+    board_redis.zrem(weekly, *lost)
+    board_redis.hset(keys.ingest_applied_offsets(board_id=board, topic=TOPIC), "0", 14)
+
+    repaired = boards_lost_writes_repair(topic=TOPIC, committed={0: len(records)})
+
+    assert [r.board_id for r in repaired] == [board]
+    assert_boards_match(board_redis, season, results)
+    assert set(board_read(board_redis, weekly)) == set(range(1, 21))

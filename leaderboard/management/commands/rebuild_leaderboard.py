@@ -16,6 +16,7 @@ from leaderboard.selectors.boards import BoardRef, board_list
 from leaderboard.services import (
     RebuildInProgressError,
     RebuildResult,
+    SeasonClosedError,
     board_all_rebuild,
     board_rebuild,
 )
@@ -74,7 +75,7 @@ class Command(BaseCommand):
                     self._all_days(board)
                 else:
                     self._one(board, day)
-        except RebuildInProgressError as exc:
+        except (RebuildInProgressError, SeasonClosedError) as exc:
             raise CommandError(str(exc)) from exc
 
     def _one(self, board: BoardRef, day: date | None) -> None:
