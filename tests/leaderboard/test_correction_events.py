@@ -14,6 +14,7 @@ from leaderboard import keys
 from leaderboard.models import Board, ScoringRule
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.services import (
+    Correction,
     CorrectionEventsPending,
     board_rebuild,
     boards_correct,
@@ -41,6 +42,16 @@ def _events(topic: str) -> list[dict[str, Any]]:
     return [json.loads(r.value) for r in topic_read(topic)]
 
 
+def _correct(correction: Correction) -> None:
+    """Its task: boards_correct as the admin queues it."""
+    boards_correct(
+        season_id=correction.season_id,
+        days=correction.days,
+        board_ids=correction.board_ids,
+        subjects=correction.subjects,
+    )
+
+
 def _board_with_four(board_redis) -> tuple[Any, Board, dict[int, Any]]:
     """Players 1..4 with 90, 40, 30, 10 points (ranks 1..4), one result each."""
     season = make_season(rule=ScoringRule.BEST, status=SeasonStatus.ACTIVE)
@@ -55,12 +66,7 @@ def _board_with_four(board_redis) -> tuple[Any, Board, dict[int, Any]]:
 def test_a_void_emits_rank_changed_once(board_redis, events_topic) -> None:
     season, board, results = _board_with_four(board_redis)
     correction = match_result_void(result_id=results[2].pk, reason="desync")
-    boards_correct(
-        season_id=season.id,
-        days=correction.days,
-        board_ids=correction.board_ids,
-        subjects=correction.subjects,
-    )
+    _correct(correction)
     voided = results[2]
     voided.refresh_from_db()
     assert _events(events_topic) == [
@@ -80,31 +86,21 @@ def test_a_void_emits_rank_changed_once(board_redis, events_topic) -> None:
         }
     ]
     # The task again (a retry after it finished): the event was emitted, nothing new.
-    boards_correct(
-        season_id=season.id,
-        days=correction.days,
-        board_ids=correction.board_ids,
-        subjects=correction.subjects,
-    )
+    _correct(correction)
     assert len(_events(events_topic)) == 1
 
 
 def test_a_retry_after_a_crash_past_the_rebuild_keeps_the_standing_before(
     board_redis, events_topic
 ) -> None:
-    season, board, results = _board_with_four(board_redis)
+    _season, board, results = _board_with_four(board_redis)
     correction = match_result_void(result_id=results[1].pk, reason="desync")
     # A first try kept the standings, rebuilt the board, and died before emitting.
     ref = BoardRef.from_model(board)
     correction_events_begin(board=ref, subjects=correction.subjects)
     board_rebuild(board_id=board.id, reason="correction")
     # Its retry: the board no longer shows player 1's old rank, the kept standing does.
-    boards_correct(
-        season_id=season.id,
-        days=correction.days,
-        board_ids=correction.board_ids,
-        subjects=correction.subjects,
-    )
+    _correct(correction)
     (event,) = _events(events_topic)
     assert (event["playerId"], event["rank"], event["previousRank"]) == (1, None, 1)
     assert event["previousPoints"] == 90
@@ -125,15 +121,10 @@ def test_a_ban_and_an_unban_each_emit_rank_changed(board_redis, events_topic) ->
 
 
 def test_a_board_with_events_off_emits_nothing(board_redis, events_topic) -> None:
-    season, board, results = _board_with_four(board_redis)
+    _season, board, results = _board_with_four(board_redis)
     Board.objects.filter(pk=board.pk).update(rank_events=False)
     correction = match_result_void(result_id=results[2].pk, reason="desync")
-    boards_correct(
-        season_id=season.id,
-        days=correction.days,
-        board_ids=correction.board_ids,
-        subjects=correction.subjects,
-    )
+    _correct(correction)
     assert _events(events_topic) == []
 
 
@@ -159,12 +150,7 @@ def test_several_results_of_a_player_voided_at_once_emit_one_event(
     )
     (correction,) = match_results_void(result_ids=[again.pk, results[1].pk], reason="desync")
     assert correction.voided == 2
-    boards_correct(
-        season_id=season.id,
-        days=correction.days,
-        board_ids=correction.board_ids,
-        subjects=correction.subjects,
-    )
+    _correct(correction)
     (event,) = _events(events_topic)
     assert event["eventId"] == f"void:{results[1].pk}:{board.id}:rank_changed:1"
     assert (event["rank"], event["previousRank"]) == (None, 1)
@@ -182,12 +168,7 @@ def test_events_kafka_did_not_take_are_sent_by_the_close_out_before_it_drops_the
     reachable = settings.KAFKA_BOOTSTRAP_SERVERS
     settings.KAFKA_BOOTSTRAP_SERVERS = ["127.0.0.1:1"]
     with pytest.raises(CorrectionEventsPending) as pending:
-        boards_correct(
-            season_id=season.id,
-            days=correction.days,
-            board_ids=correction.board_ids,
-            subjects=correction.subjects,
-        )
+        _correct(correction)
     assert pending.value.board_ids == (board.id,)
     settings.KAFKA_BOOTSTRAP_SERVERS = reachable
     assert _events(events_topic) == []
