@@ -22,7 +22,7 @@ from django.utils import timezone
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from leaderboard.rank_events import RankEventsNotDelivered, rank_event_sink
+from leaderboard.rank_events import RankEventsNotDelivered
 from leaderboard.services import (
     CorrectionEventsPending,
     CorrectionSubject,
@@ -180,5 +180,5 @@ def boards_correct_task(
 )
 def rank_events_corrections_relay_task(board_ids: list[int]) -> str:
     """Publish what the boards' corrections outboxes hold (rank_changed of corrections)."""
-    sent = rank_events_corrections_relay(board_ids=board_ids, sink=rank_event_sink())
+    sent = rank_events_corrections_relay(board_ids=board_ids)
     return f"{sent} correction event(s) of board(s) {board_ids} published"

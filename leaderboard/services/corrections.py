@@ -15,7 +15,7 @@ from redis.exceptions import RedisError
 
 from leaderboard import keys
 from leaderboard.models import Board, MatchResult, PlayerBan
-from leaderboard.rank_events import RankEventsNotDelivered, rank_event_sink
+from leaderboard.rank_events import RankEventsNotDelivered
 from leaderboard.redis import BoardRedis, get_board_redis
 from leaderboard.selectors.boards import BoardRef, board_get, board_list
 from leaderboard.selectors.days import board_days_with_results
@@ -82,10 +82,6 @@ def boards_correct(
     rebuilt: list[str] = []
     corrected: list[int] = []
     now = timezone.now()
-
-    def days_due(board: BoardRef) -> set[date]:
-        return set(board_days_in_window(board=board, now=now)) if days else set()
-
     for board in board_list(season_id=season_id):
         if wanted is not None and board.id not in wanted:
             continue
@@ -96,9 +92,10 @@ def boards_correct(
         corrected.append(board.id)
         # A daily board that expired stays expired: nothing reads it any more. One within its
         # expiry may be missing too (its only player banned, now unbanned): it comes back.
-        due = days_due(board)
+        # Which days are within it is asked of PostgreSQL only for a day with no board.
+        due = cache(lambda board=board: set(board_days_in_window(board=board, now=now)))
         for day in days:
-            if day in due or client.exists(keys.daily_board(board_id=board.id, day=day)):
+            if client.exists(keys.daily_board(board_id=board.id, day=day)) or day in due():
                 result = board_rebuild(board_id=board.id, day=day, reason="correction")
                 rebuilt.append(result.board_key)
         weekly = _weekly_boards_rebuild(client, board=board, days=days)
@@ -110,7 +107,7 @@ def boards_correct(
             )
     if subjects:
         try:
-            rank_events_corrections_relay(board_ids=corrected, sink=rank_event_sink())
+            rank_events_corrections_relay(board_ids=corrected)
         except RankEventsNotDelivered as error:
             raise CorrectionEventsPending(board_ids=tuple(corrected)) from error
     return BoardsCorrected(season_id, tuple(rebuilt), needs_standings_review=False)

@@ -134,29 +134,26 @@ def correction_events_end(
     return _correction_call(board=board, mode="end", subjects=subjects)
 
 
-def rank_events_corrections_relay(*, board_ids: Sequence[int], sink: RankEventSink) -> int:
+def rank_events_corrections_relay(
+    *, board_ids: Sequence[int], sink: RankEventSink | None = None
+) -> int:
     """Publish everything the boards' corrections outboxes hold (what this correction wrote,
-    and what a crashed one left), then trim it; the number of events sent."""
+    and what a crashed one left), then trim it; the number of events sent. ``sink``: the
+    process's rank-events producer when None (made only if there is something to send).
+    Raises RankEventsNotDelivered when Kafka does not take them (they stay)."""
     entries = rank_events_outbox_read(
         outboxes=[keys.rank_events_corrections_outbox(board_id=b) for b in board_ids]
     )
     if not entries:
         return 0
-    sent = rank_events_publish(entries=entries, sink=sink)
+    sent = rank_events_publish(entries=entries, sink=sink or rank_event_sink())
     rank_events_outbox_trim(entries=entries)
     return sent
 
 
 def season_corrections_events_relay(*, season_id: int) -> int:
-    """Publish what the season's corrections outboxes still hold (events Kafka did not take
-    when their correction ran), before a close-out drops the season's keys and them with it.
-    Raises RankEventsNotDelivered when Kafka does not take them (the keys must stay)."""
-    board_ids = [board.id for board in board_list(season_id=season_id)]
-    entries = rank_events_outbox_read(
-        outboxes=[keys.rank_events_corrections_outbox(board_id=b) for b in board_ids]
+    """``rank_events_corrections_relay`` of every board of the season: before a close-out drops
+    the season's keys, the events Kafka did not take when their correction ran go out."""
+    return rank_events_corrections_relay(
+        board_ids=[board.id for board in board_list(season_id=season_id)]
     )
-    if not entries:
-        return 0
-    sent = rank_events_publish(entries=entries, sink=rank_event_sink())
-    rank_events_outbox_trim(entries=entries)
-    return sent
