@@ -350,6 +350,14 @@ class PlayerProfilePutApi(APIView):
                 ErrorSerializer,
                 description="the path holds a control character: it names no player",
             ),
+            413: OpenApiResponse(
+                ErrorSerializer,
+                description="the body is larger than INGEST_HTTP_MAX_BODY_BYTES (default 1 MiB); "
+                "nothing was parsed or stored",
+            ),
+            415: OpenApiResponse(
+                ErrorSerializer, description="Content-Type is not application/json"
+            ),
             503: OpenApiResponse(
                 ErrorSerializer,
                 description="PostgreSQL or Redis (the name cache) cannot be reached; PUT the "

@@ -49,7 +49,11 @@ from .models import (
 from .selectors.boards import board_list
 from .selectors.cohorts import board_cohorts_summary
 from .selectors.overview import BoardOverview, board_overview_get
-from .selectors.results import match_results_of_player, rows_of_player_on_every_board
+from .selectors.results import (
+    match_results_of_player,
+    rows_of_player_on_every_board,
+    seasons_with_results,
+)
 from .services import (
     EVENT_FIELDS,
     SCORE_FIELDS,
@@ -93,25 +97,32 @@ def void_match_results(
     request: HttpRequest,
     queryset: QuerySet[MatchResult],
 ) -> TemplateResponse | None:
-    reason = request.POST.get("reason", "").strip()
-    if request.POST.get("confirmed") != "yes" or not reason:
-        if request.POST.get("confirmed") == "yes":
-            modeladmin.message_user(request, "A void needs a reason.", messages.ERROR)
-        context = {
-            **modeladmin.admin_site.each_context(request),
-            "title": "Void match results",
-            "queryset": queryset,
-            "opts": modeladmin.model._meta,
-            "action": "void_match_results",
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-        }
-        return TemplateResponse(request, "admin/leaderboard/void_results.html", context)
-    with transaction.atomic():
-        corrections = match_results_void(
-            result_ids=list(queryset.values_list("id", flat=True)), reason=reason
-        )
-        for correction in corrections:
-            modeladmin.message_user(request, _queue_board_corrections(correction), messages.INFO)
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": "Void match results",
+        "queryset": queryset,
+        "opts": modeladmin.model._meta,
+        "action": "void_match_results",
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+    }
+    form = TemplateResponse(request, "admin/leaderboard/void_results.html", context)
+    if request.POST.get("confirmed") != "yes":
+        return form
+    try:
+        with transaction.atomic():
+            corrections = match_results_void(
+                result_ids=list(queryset.values_list("id", flat=True)),
+                reason=request.POST.get("reason", ""),
+            )
+            for correction in corrections:
+                modeladmin.message_user(
+                    request, _queue_board_corrections(correction), messages.INFO
+                )
+    except ValidationError as exc:
+        # The service's refusal (no reason, or one PostgreSQL cannot store): asked again.
+        refusal = " ".join(exc.messages)
+        modeladmin.message_user(request, refusal[:1].upper() + refusal[1:] + ".", messages.ERROR)
+        return form
     voided = sum(correction.voided for correction in corrections)
     modeladmin.message_user(request, f"{voided} result(s) voided.", messages.SUCCESS)
     return None
@@ -370,6 +381,16 @@ class SeasonBoardsMixin(_SeasonAdmin):
 
     _live_fields: tuple[str, ...] = ("live_boards",)
     form = SeasonForm
+
+    def deletion_refusals(self, *, seasons: list[Season]) -> list[str]:
+        refusals = super().deletion_refusals(seasons=seasons)
+        scored = seasons_with_results(season_ids=[season.pk for season in seasons])
+        refusals += [
+            f"Season {season_id} has match results and cannot be deleted: they are the truth "
+            "its boards, standings and history are made from."
+            for season_id in sorted(scored)
+        ]
+        return refusals
 
     def save_model(self, request: HttpRequest, obj: Season, form: Any, change: bool) -> None:
         if change and "ends_at" in form.changed_data:

@@ -437,7 +437,12 @@ class ErrorSerializer(serializers.Serializer):
         child=serializers.ListField(child=serializers.CharField()), required=False
     )
     code = serializers.ChoiceField(
-        choices=["database_unavailable", "redis_unavailable", "board_recovering"],
+        choices=[
+            "database_unavailable",
+            "redis_unavailable",
+            "board_recovering",
+            "week_unavailable",
+        ],
         required=False,
         help_text="On a 503: why the answer must wait (leaderboard/unavailable.py).",
     )

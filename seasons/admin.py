@@ -190,6 +190,24 @@ class SeasonAdminBase(admin.ModelAdmin):
             fields += (*self._always_read_only, *self._live_fields)
         return fields
 
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, ...]:
+        refusals = self.deletion_refusals(seasons=list(objs))
+        if refusals:
+            # Django's confirmation page lists every related row it would delete or that
+            # protects the season (a season's results and standings: millions), loading them
+            # all; refused first, the page shows these reasons alone and deletes nothing.
+            return [], {}, set(), refusals
+        return super().get_deleted_objects(objs, request)
+
+    def deletion_refusals(self, *, seasons: list[Season]) -> list[str]:
+        """Why these seasons cannot be deleted (a layer above adds its own reasons)."""
+        return [
+            f"Season {season.pk} is closed: its final standings, grants and history are what "
+            "its players were told, and stay."
+            for season in seasons
+            if season.status == SeasonStatus.CLOSED
+        ]
+
     def save_model(self, request: HttpRequest, obj: Season, form: Any, change: bool) -> None:
         if change:
             obj.full_clean()

@@ -13,7 +13,7 @@
   close-out);
 - ``members``: which and how many players a board holds per PostgreSQL (reconcile);
 - ``days``: the UTC days a board has results on;
-- ``results``: stored match results (a player's, each player's latest);
+- ``results``: stored match results (a player's, each player's latest, which seasons have any);
 - ``offsets``: the Kafka offsets of stored results (recovery, the failover gap search);
 - ``events``: what the boards' rank events outboxes still hold.
 """

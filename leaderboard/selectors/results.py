@@ -1,4 +1,5 @@
-"""Stored match results: a player's (staff search), each player's latest (ingestion)."""
+"""Stored match results: a player's (staff search), each player's latest (ingestion), which
+seasons have any (the admin's season delete)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,20 @@ def match_results_of_player(
         return results.none()
     board_ids = list(Board.objects.order_by("id").values_list("id", flat=True))
     return results.filter(board_id__in=board_ids, player_id=player_id)
+
+
+def seasons_with_results(*, season_ids: Iterable[int]) -> set[int]:
+    """Which of ``season_ids`` have stored match results, one index probe per board.
+
+    Through match_result_board_player_idx (``season_id`` has no index of its own): a check
+    costs the number of boards, never the number of results.
+    """
+    scored: set[int] = set()
+    boards = Board.objects.filter(season_id__in=set(season_ids)).order_by("id")
+    for board_id, season_id in boards.values_list("id", "season_id"):
+        if season_id not in scored and MatchResult.objects.filter(board_id=board_id).exists():
+            scored.add(season_id)
+    return scored
 
 
 def rows_of_player_on_every_board(

@@ -323,10 +323,14 @@ def match_results_void(*, result_ids: Collection[int], reason: str) -> tuple[Cor
 
     A player with several results voided at once is one subject per board (one rank_changed:
     they moved once), named by their lowest result id voided there. Raises
-    MatchResult.DoesNotExist when an id names no result (nothing is voided then)."""
+    MatchResult.DoesNotExist when an id names no result, ValidationError for a blank reason or
+    one PostgreSQL cannot store (nothing is voided then)."""
     reason = reason.strip()
     if not reason:
         raise ValidationError("a void needs a reason")
+    if "\x00" in reason:
+        # PostgreSQL text cannot hold it: refused here, not a DataError at the UPDATE.
+        raise ValidationError("a void reason cannot contain a NUL character")
     wanted = set(result_ids)
     corrections: list[Correction] = []
     with transaction.atomic():

@@ -219,6 +219,26 @@ def test_admin_void_asks_a_reason_then_voids_and_rebuilds(board_redis, staff, ea
     _assert_boards(board_redis, season, _reload(results), [])
 
 
+@pytest.mark.parametrize(
+    ("reason", "refusal"),
+    [("  ", b"A void needs a reason."), ("bug\x00", b"A void reason cannot contain a NUL")],
+)
+def test_admin_void_refuses_a_blank_or_unstorable_reason_and_asks_again(
+    board_redis, staff, eager_celery, reason, refusal
+):
+    season = make_season(status=SeasonStatus.ACTIVE)
+    (victim,) = _ingest(board_redis, season, n=1)
+    url = "/admin/leaderboard/matchresult/"
+    form = {"action": "void_match_results", "_selected_action": [victim.pk]}
+    page = staff.post(url, {**form, "confirmed": "yes", "reason": reason})
+    assert page.status_code == 200
+    assert b"Reason (required)" in page.content
+    assert refusal in page.content
+    assert MatchResult.objects.get(pk=victim.pk).voided_at is None
+    with pytest.raises(ValidationError):
+        match_result_void(result_id=victim.pk, reason=reason)
+
+
 def test_admin_ban_rebuilds_and_records_the_staff_user(board_redis, staff, eager_celery):
     season = make_season(status=SeasonStatus.ACTIVE)
     results = _ingest(board_redis, season, n=20)

@@ -97,6 +97,13 @@ def test_schema_is_valid_openapi_3_and_documents_every_read_operation(client):
     assert card_board["properties"]["tier"]["nullable"] is True
     assert card_board["properties"]["cohort"]["nullable"] is True
     assert card_board["properties"]["cohort"]["type"] == "integer"
+    # Every code a 503 carries (leaderboard/unavailable.py), the weekly reads' included.
+    assert set(schema["components"]["schemas"]["ErrorCodeEnum"]["enum"]) == {
+        "database_unavailable",
+        "redis_unavailable",
+        "board_recovering",
+        "week_unavailable",
+    }
 
 
 @pytest.mark.django_db

@@ -122,6 +122,26 @@ def test_put_not_json_is_a_400(raw_token):
     assert response.json()["code"] == "not_json"
 
 
+def test_put_too_large_or_not_json_content_is_413_or_415_as_the_schema_says(
+    raw_token, settings, client
+):
+    settings.INGEST_HTTP_MAX_BODY_BYTES = 200
+    too_big = _put(_client(raw_token), 1, {"displayName": "A", "avatarUrl": "x" * 300})
+    assert too_big.status_code == 413
+    assert "200 bytes" in too_big.json()["detail"]
+    form = _client(raw_token).put(
+        "/api/players/1/profile", "displayName=A", content_type="application/x-www-form-urlencoded"
+    )
+    assert form.status_code == 415
+    assert form.json()["detail"]
+    assert not PlayerProfile.objects.exists()
+
+    schema = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    responses = schema["paths"]["/api/players/{player}/profile"]["put"]["responses"]
+    assert {"413", "415"} <= set(responses)
+    assert all("content" in responses[code] for code in ("413", "415"))
+
+
 def test_put_needs_an_active_game_server_token(raw_token):
     assert _put(_client(None), 1, {"displayName": "A"}).status_code == 401
     assert _put(_client("lbgs_unknown"), 1, {"displayName": "A"}).status_code == 401

@@ -5,12 +5,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from closeout.models import RewardGrant, RewardTier
 from closeout.services import reward_tier_create, season_close
 from leaderboard import keys
-from leaderboard.models import Board
+from leaderboard.models import Board, MatchResult
 from seasons.models import Season, SeasonStatus
 from tests.factories import MatchResultFactory, SeasonFactory
 from tests.helpers import as_board, main_board_id, mark_intact
@@ -370,3 +372,55 @@ def test_a_new_tier_row_offers_only_the_seasons_boards(staff: Client, season: Se
     assert page.status_code == 200
     assert "Select a valid choice" in page.content.decode()
     assert RewardTier.objects.filter(season=season).count() == 1
+
+
+def _result_rows_read(queries: list[dict[str, str]]) -> list[str]:
+    """The queries that read match result rows (an EXISTS probe reads at most one)."""
+    return [
+        q["sql"]
+        for q in queries
+        if 'FROM "ingestion_matchresult"' in q["sql"] and "LIMIT 1" not in q["sql"]
+    ]
+
+
+@pytest.mark.django_db
+def test_a_season_with_results_is_refused_deletion_without_loading_them(
+    staff: Client, season: Season
+) -> None:
+    with CaptureQueriesContext(connection) as page_queries:
+        page = staff.get(f"{SEASONS}{season.id}/delete/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert f"Season {season.id} has match results and cannot be deleted" in text
+    assert _result_rows_read(page_queries.captured_queries) == []
+
+    with CaptureQueriesContext(connection) as post_queries:
+        staff.post(f"{SEASONS}{season.id}/delete/", {"post": "yes"})
+    assert _result_rows_read(post_queries.captured_queries) == []
+    # The list's bulk delete is refused the same way.
+    bulk = staff.post(
+        SEASONS,
+        {"action": "delete_selected", ACTION_CHECKBOX_NAME: [str(season.id)], "post": "yes"},
+    )
+    assert "has match results and cannot be deleted" in bulk.content.decode()
+    assert Season.objects.filter(id=season.id).exists()
+    assert MatchResult.objects.filter(season_id=season.id).count() == 3
+
+
+@pytest.mark.django_db
+def test_a_closed_season_is_refused_deletion_and_an_unplayed_one_is_deleted(
+    staff: Client, board_redis
+) -> None:
+    closed = SeasonFactory.create(
+        starts_at=START, ends_at=START + timedelta(days=1), status=SeasonStatus.CLOSED
+    )
+    page = staff.post(f"{SEASONS}{closed.id}/delete/", {"post": "yes"})
+    assert f"Season {closed.id} is closed" in page.content.decode()
+    assert Season.objects.filter(id=closed.id).exists()
+
+    unplayed = SeasonFactory.create(
+        starts_at=START, ends_at=START + timedelta(days=1), status=SeasonStatus.SCHEDULED
+    )
+    done = staff.post(f"{SEASONS}{unplayed.id}/delete/", {"post": "yes"})
+    assert done.status_code == 302
+    assert not Season.objects.filter(id=unplayed.id).exists()
