@@ -211,7 +211,7 @@ def board_rebuild(
     ``progress`` is called with the number of members each loaded chunk added; ``on_phase``
     with each PHASE_* as the protocol reaches it (PHASE_ACTIVATED from the reader thread).
     Raises RebuildInProgressError when the board is already being rebuilt, SeasonClosedError
-    when its season is closed.
+    when its season is closed (at the start, or by the finish: the board then leaves Redis).
 
     A player whose cumulative points overflow the codec is left off the board, never clamped,
     and listed in the result and on the RebuildRun (live ingestion leaves off the result that
@@ -290,6 +290,14 @@ def board_rebuild(
         )
         size = int(finished[0])
         overflowed += [int(member) for member in finished[1:]]
+        try:
+            board_season_open_check(board=board)
+        except SeasonClosedError:
+            # The close-out committed and unlinked the board's keys after the check at the
+            # start: the finish's rename just put the board back, with no expiry and nothing
+            # left to drop it. Dropped again (before the close-out's unlink this is a no-op).
+            client.unlink(*([k.live, k.live_index] if wide else [k.live]))
+            raise
     except BaseException as exc:
         stop.set()
         if producer.is_alive():

@@ -10,7 +10,14 @@ from django.db import connection
 from django.utils import timezone
 
 from leaderboard import keys
-from leaderboard.models import BoardOrder, MatchResult, ScoringRule, TiebreakColumn
+from leaderboard.models import (
+    BoardOrder,
+    MatchResult,
+    RebuildRun,
+    RunStatus,
+    ScoringRule,
+    TiebreakColumn,
+)
 from leaderboard.selectors.boards import BoardRef
 from leaderboard.services import (
     PHASE_ACTIVATED,
@@ -19,6 +26,7 @@ from leaderboard.services import (
     PHASE_PENDING,
     REBUILD_DONE_TTL_SECONDS,
     RebuildInProgressError,
+    SeasonClosedError,
     board_rebuild,
     daily_board_expire_at,
 )
@@ -28,8 +36,8 @@ from leaderboard.services.rebuild import (
     _merge_delta,
     spec_args,
 )
-from seasons.models import SeasonStatus
-from tests.factories import board_factory
+from seasons.models import Season, SeasonStatus
+from tests.factories import MatchResultFactory, board_factory
 from tests.helpers import as_board, board_read, expected_board, main_board_id, make_season
 from tests.leaderboard import live
 
@@ -304,6 +312,46 @@ def test_a_second_rebuild_of_the_same_board_is_refused(board_redis):
     assert board_read(board_redis, keys.board(board_id=main_board_id(season.id))) == {
         1: as_board(season).codec.encode(points=5, elapsed_ticks=0)
     }
+
+
+@pytest.mark.parametrize("columns", [0, 2], ids=["plain", "tie-break"])
+def test_a_season_closed_during_a_rebuild_leaves_no_board_behind(board_redis, columns):
+    """A rebuild checked the season before the close-out committed and began while the
+    close-out's SCAN walked the board's keys: the scan saw the live board but not the rebuild's
+    marker, made after it passed (SCAN promises only keys present throughout). The finish,
+    finding its marker, would have renamed the board back for good."""
+    season = make_season()
+    board = board_factory(
+        season,
+        slug="cup",
+        tiebreaks=[TiebreakColumn(f"c{i}", BoardOrder.DESC) for i in range(columns)],
+    )
+    MatchResultFactory.create(
+        on_board=board, player_id=1, points=5, tiebreakers=[1] * columns if columns else None
+    )
+    live_key = keys.board(board_id=board.id)
+
+    def on_phase(name):
+        if name == PHASE_MERGED:
+            Season.objects.filter(pk=season.id).update(status=SeasonStatus.CLOSED)
+            seen = [
+                key
+                for key in board_redis.scan_iter(match=keys.board_pattern(board_id=board.id))
+                if not key.decode().startswith(keys.rebuild_temp(board_key=live_key))
+            ]
+            board_redis.unlink(*seen)
+
+    with pytest.raises(SeasonClosedError):
+        board_rebuild(board_id=board.id, on_phase=on_phase)
+    assert not board_redis.exists(live_key, keys.board_index(board_key=live_key))
+    # The rebuild's own keys are gone too, but for its snapshot's, which expires.
+    left = {
+        key.decode() for key in board_redis.scan_iter(match=keys.board_pattern(board_id=board.id))
+    }
+    assert left <= {keys.rebuild_done(board_key=live_key)}
+    assert all(board_redis.ttl(key) > 0 for key in left)
+    run = RebuildRun.objects.get(board_id=board.id)
+    assert run.status == RunStatus.FAILED
 
 
 def test_a_failed_rebuild_leaves_the_live_board_and_no_marker(board_redis):
