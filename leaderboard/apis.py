@@ -545,11 +545,11 @@ class WeeklyTopApi(PublicApi):
         query = parse(TopQuerySerializer, request.query_params)
         ref = board_or_404(path["season"], board)
         iso_year, iso_week = path["week"]
-        weekly_board_ensure(
+        built = weekly_board_ensure(
             board=ref, iso_year=iso_year, iso_week=iso_week, today=timezone.now().date()
         )
         entries = weekly_board_top_get(
-            board=ref, iso_year=iso_year, iso_week=iso_week, limit=query["limit"]
+            board=ref, iso_year=iso_year, iso_week=iso_week, limit=query["limit"], primary=built
         )
         return cacheable_list_response(request, entries=entries)
 

@@ -139,7 +139,7 @@ def _board_page_read(*, board: BoardRef, query: BoardPageQuery) -> BoardPage:
         )
     if query.period == "weekly":
         # As the weekly API: a started week's missing board is built on its first request.
-        weekly_board_ensure(
+        built = weekly_board_ensure(
             board=board,
             iso_year=query.iso_year,
             iso_week=query.iso_week,
@@ -152,6 +152,7 @@ def _board_page_read(*, board: BoardRef, query: BoardPageQuery) -> BoardPage:
             count=PAGE_TOP,
             player_id=query.player_id,
             radius=PAGE_RADIUS,
+            primary=built,
         )
     return board_season_page_get(
         board=board,

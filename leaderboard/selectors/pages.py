@@ -86,9 +86,12 @@ def board_weekly_page_get(
     count: int,
     player_id: int | None,
     radius: int,
+    primary: bool = False,
 ) -> BoardPage:
-    """An ISO week's top ``count`` (a board built beforehand, see weekly_board_ensure), and the
-    player looked up (on the season-long board)."""
-    entries = weekly_board_top_get(board=board, iso_year=iso_year, iso_week=iso_week, limit=count)
+    """An ISO week's top ``count`` (a board built beforehand, see weekly_board_ensure; read on
+    the master when ``primary``), and the player looked up (on the season-long board)."""
+    entries = weekly_board_top_get(
+        board=board, iso_year=iso_year, iso_week=iso_week, limit=count, primary=primary
+    )
     lookup = _page_lookup(board=board, player_id=player_id, radius=radius)
     return BoardPage(entries=entries, top=None, lookup=lookup)

@@ -21,7 +21,7 @@ from redis.cluster import RedisCluster
 
 from .. import keys
 from ..player_names import UNKNOWN, PlayerName, player_names_get, player_names_read
-from ..redis import get_board_read_redis, redis_unavailable
+from ..redis import get_board_read_redis, get_board_redis, redis_unavailable
 from ..scripts import ScriptCall, calls_pipelined, get_script, read_script_call
 from ._guards import guard_keys, master_guard_keys
 from .boards import BoardRef
@@ -238,12 +238,14 @@ class BoardUnavailableError(RuntimeError):
         self.board = board
 
 
-def _board_read(board: BoardRef, script: str, *, key: str, args: Sequence[str | int]) -> Any:
-    """Run the read script on ``key`` of ``board`` (a replica's when reads may use them),
-    guarded by the board's intact key; on a board with tie-break columns its ``wide_`` twin,
-    which also takes the set's index."""
+def _board_read(
+    board: BoardRef, script: str, *, key: str, args: Sequence[str | int], primary: bool = False
+) -> Any:
+    """Run the read script on ``key`` of ``board`` (a replica's when reads may use them, unless
+    ``primary``), guarded by the board's intact key; on a board with tie-break columns its
+    ``wide_`` twin, which also takes the set's index."""
     reply = read_script_call(
-        get_board_read_redis(),
+        get_board_redis() if primary else get_board_read_redis(),
         f"wide_{script}" if board.tiebreaks else script,
         keys=[*_wide_keys(board, key), *guard_keys(board, on_master=False)],
         args=args,
@@ -311,9 +313,12 @@ def board_page_get(
     start: int,
     count: int,
     period: tuple[datetime, datetime] | None = None,
+    primary: bool = False,
 ) -> list[RankingEntry]:
     """``count`` entries of a board from 0-based position ``start`` (one atomic script);
-    ``period`` bounds a daily or weekly board's results (for their metadata)."""
+    ``period`` bounds a daily or weekly board's results (for their metadata). ``primary``
+    reads the master even when reads may use replicas: a key this request just wrote may not
+    have reached them."""
     if count <= 0:
         return []
     wide = board.wide_codec
@@ -322,6 +327,7 @@ def board_page_get(
         "board_page",
         key=board_key,
         args=[start, start + count - 1, *([wide.key_length] if wide else [])],
+        primary=primary,
     )
     since, until = period or (None, None)
     return entries_adorned(
@@ -350,14 +356,17 @@ def daily_board_top_get(*, board: BoardRef, day: date, limit: int) -> list[Ranki
 
 
 def weekly_board_top_get(
-    *, board: BoardRef, iso_year: int, iso_week: int, limit: int
+    *, board: BoardRef, iso_year: int, iso_week: int, limit: int, primary: bool = False
 ) -> list[RankingEntry]:
+    """An ISO week's top ``limit``; ``primary`` right after this request built the week
+    (weekly_board_ensure), which a replica may not hold yet and would read as empty."""
     return board_page_get(
         board=board,
         board_key=keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week),
         start=0,
         count=limit,
         period=week_bounds(iso_year=iso_year, iso_week=iso_week),
+        primary=primary,
     )
 
 

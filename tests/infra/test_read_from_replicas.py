@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from devservices import faults
 from leaderboard import keys
@@ -31,7 +33,7 @@ from tests.infra.clusters import (
     topology,
     wait_for,
 )
-from tests.leaderboard.board_fixtures import KNOWN_BOARD, write_board
+from tests.leaderboard.board_fixtures import KNOWN_BOARD, entry, write_board, write_daily_board
 
 pytestmark = [pytest.mark.clusters, pytest.mark.slow, pytest.mark.django_db]
 
@@ -123,3 +125,31 @@ def test_reads_go_on_from_the_master_while_the_replica_is_dead(settings, caplog)
         faults.redis_cluster_start(replica)
         wait_for("a healthy Redis Cluster layout", lambda: healthy_layout(master), 60)
     get_board_redis().delete(key)
+
+
+@pytest.mark.usefixtures("on_cluster", "redis_cluster_up")
+def test_a_week_the_request_built_is_read_on_the_master(settings, client) -> None:
+    """The week a request builds is on the master only until it replicates: read on a replica
+    right away it answered ``[]`` once. The building request reads the master; the next one the
+    replica again."""
+    today = timezone.now().date()
+    monday = today - timedelta(days=today.weekday() + 7)
+    starts = datetime.combine(monday - timedelta(days=14), datetime.min.time(), tzinfo=UTC)
+    season = make_season(starts_at=starts, ends_at=starts + timedelta(days=90))
+    board_id = main_board_id(season.id)
+    year, week, _ = monday.isocalendar()
+    weekly = keys.weekly_board(board_id=board_id, iso_year=year, iso_week=week)
+    master = int(get_board_redis().get_node_from_key(weekly).port)  # type: ignore[union-attr]
+    master_id = next(n.node_id for n in topology(master) if n.port == master)
+    replica = next(n.port for n in topology(master) if n.master_id == master_id)
+    write_daily_board(get_board_redis(), season, monday, {1: (100, 10), 2: (150, 20)})
+    settings.REDIS_READ_FROM_REPLICAS = True
+    url = f"/api/seasons/{season.id}/leaderboard/weekly/{year}-W{week:02d}/top"
+
+    before = _script_reads(replica)
+    assert client.get(url).json() == [entry(1, 2, 150), entry(2, 1, 100)]
+    assert _script_reads(replica) == before
+    assert client.get(url).status_code == 200
+    assert _script_reads(replica) > before
+    for key in get_board_redis().scan_iter(match=keys.board_pattern(board_id=board_id)):
+        get_board_redis().delete(key)
