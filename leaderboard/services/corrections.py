@@ -21,7 +21,11 @@ from leaderboard.selectors.boards import BoardRef, board_get, board_list
 from leaderboard.selectors.days import board_days_with_results
 from seasons.models import Season, SeasonStatus
 
-from .derived import weekly_board_build_or_leave, weekly_board_rebuild_whole
+from .derived import (
+    weekly_board_build_or_leave,
+    weekly_board_rebuild_whole,
+    weekly_build_on_demand_wait,
+)
 from .events import (
     CorrectionSubject,
     correction_events_begin,
@@ -141,8 +145,12 @@ def _weekly_boards_rebuild(
     for iso_year, iso_week in weeks:
         weekly = keys.weekly_board(board_id=board.id, iso_year=iso_year, iso_week=iso_week)
         # A missing weekly board is built on demand from the (now corrected) daily boards.
+        # But a request may be building it already, from daily boards it copied before this
+        # correction rebuilt them: once it has published, the week is rebuilt here.
         if not client.exists(weekly):
-            continue
+            weekly_build_on_demand_wait(client=client, weekly=weekly)
+            if not client.exists(weekly):
+                continue
         # A week that cannot be built stays as it was; the other weeks and boards go on.
         if (
             weekly_board_build_or_leave(board=board, iso_year=iso_year, iso_week=iso_week)

@@ -35,6 +35,8 @@ WEEKLY_MERGE_CHUNK = 5000
 
 # How long readers of a week whose on-demand build failed are told so before one tries again.
 WEEKLY_BUILD_FAILED_SECONDS = 300
+# An on-demand build's lock expires after this: the longest a build is waited for.
+WEEKLY_BUILD_LOCK_SECONDS = 60
 # Seconds a reader is told to wait while another request builds the week.
 WEEKLY_BUILDING_RETRY_AFTER_SECONDS = 2
 
@@ -369,7 +371,7 @@ def weekly_board_ensure(*, board: BoardRef, iso_year: int, iso_week: int, today:
             board=board, iso_year=iso_year, iso_week=iso_week, building=False
         )
     lock = keys.weekly_build_lock(board_key=weekly)
-    if not client.set(lock, "1", nx=True, ex=60):
+    if not client.set(lock, "1", nx=True, ex=WEEKLY_BUILD_LOCK_SECONDS):
         raise WeeklyBoardUnavailableError(
             board=board, iso_year=iso_year, iso_week=iso_week, building=True
         )
@@ -386,6 +388,17 @@ def weekly_board_ensure(*, board: BoardRef, iso_year: int, iso_week: int, today:
     finally:
         client.delete(lock)
     return True
+
+
+def weekly_build_on_demand_wait(
+    *, client: BoardRedis, weekly: str, poll_seconds: float = 0.05
+) -> None:
+    """Return once no request builds the week ``weekly`` on demand (weekly_board_ensure holds
+    its lock from the daily boards' copy to the publish), or the lock's expiry has passed."""
+    lock = keys.weekly_build_lock(board_key=weekly)
+    deadline = time.monotonic() + WEEKLY_BUILD_LOCK_SECONDS
+    while client.exists(lock) and time.monotonic() < deadline:
+        time.sleep(poll_seconds)
 
 
 def weekly_boards_build(*, now: datetime) -> dict[str, int]:

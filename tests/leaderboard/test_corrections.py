@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import random
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.db import connection
 
 from closeout.models import FinalStanding, GrantStatus, HistoryEntry, RewardGrant
 from closeout.services import (
@@ -17,7 +20,7 @@ from closeout.services import (
     seasons_history_due,
 )
 from leaderboard import keys
-from leaderboard.models import MatchResult, PlayerBan, ScoringRule
+from leaderboard.models import MatchResult, PlayerBan, RebuildRun, RunStatus, ScoringRule
 from leaderboard.services import (
     SeasonClosedError,
     board_all_rebuild,
@@ -113,6 +116,66 @@ def test_a_void_is_followed_by_the_right_rebuilt_boards(board_redis, rule):
     # Not vacuous: the void changed the player's score.
     after = board_read(board_redis, keys.board(board_id=main_board_id(season.id)))
     assert after.get(victim.player_id) != before.get(victim.player_id)
+
+
+def test_a_week_built_on_demand_from_the_days_before_a_correction_is_rebuilt(board_redis):
+    """A request builds a missing week on demand while a correction runs: it copied the daily
+    boards before the correction rebuilt them, and publishes after the correction looked for
+    the week (missing then). The correction waits for the build and rebuilds what it
+    published."""
+    season = make_season(status=SeasonStatus.ACTIVE)
+    results = _ingest(board_redis, season)
+
+    def week_of(result):
+        return tuple(result.achieved_at.astimezone(UTC).isocalendar())[:2]
+
+    # A result whose void changes its week's board.
+    victim = next(
+        r
+        for r in results
+        if _week_expected(season, [o for o in results if o.pk != r.pk], week_of(r))
+        != _week_expected(season, results, week_of(r))
+    )
+    day = victim.achieved_at.astimezone(UTC).date()
+    iso = week_of(victim)
+    board = as_board(SeasonRef.from_model(season))
+    weekly = keys.weekly_board(board_id=board.id, iso_year=iso[0], iso_week=iso[1])
+    # The request's build, from the days as they were, not published yet.
+    weekly_board_build(board=board, iso_year=iso[0], iso_week=iso[1])
+    stale = board_read(board_redis, weekly)
+    assert victim.player_id in stale
+    in_flight = f"{weekly}:test-in-flight"
+    board_redis.rename(weekly, in_flight)
+    lock = keys.weekly_build_lock(board_key=weekly)
+    board_redis.set(lock, "1", ex=60)
+
+    correction = match_result_void(result_id=victim.pk, reason="desync")
+    outcome: list[object] = []
+
+    def correct() -> None:
+        try:
+            outcome.append(boards_correct(season_id=season.id, days=correction.days))
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=correct)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not RebuildRun.objects.filter(
+            board_id=board.id, day=day, status=RunStatus.SUCCEEDED
+        ).exists():
+            assert time.monotonic() < deadline, "the correction never rebuilt the day"
+            time.sleep(0.02)
+        # The request publishes its build and lets the lock go.
+        board_redis.rename(in_flight, weekly)
+        board_redis.delete(lock)
+    finally:
+        worker.join(timeout=90)
+    (done,) = outcome
+    assert weekly in done.rebuilt  # type: ignore[attr-defined]
+    assert board_read(board_redis, weekly) == _week_expected(season, _reload(results), iso)
+    assert board_read(board_redis, weekly) != stale
 
 
 @pytest.mark.parametrize("rule", RULES)
