@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime
 from typing import TypeVar
 
 from django.db import connection
-from django.db.models import Model, QuerySet
+from django.db.models import Exists, Model, OuterRef, QuerySet
 
 from ..codec import BIGINT_MAX
 from ..models import Board, MatchResult
@@ -36,17 +36,14 @@ def match_results_of_player(
 
 
 def seasons_with_results(*, season_ids: Iterable[int]) -> set[int]:
-    """Which of ``season_ids`` have stored match results, one index probe per board.
+    """Which of ``season_ids`` have stored match results: one query, an EXISTS per board.
 
     Through match_result_board_player_idx (``season_id`` has no index of its own): a check
     costs the number of boards, never the number of results.
     """
-    scored: set[int] = set()
-    boards = Board.objects.filter(season_id__in=set(season_ids)).order_by("id")
-    for board_id, season_id in boards.values_list("id", "season_id"):
-        if season_id not in scored and MatchResult.objects.filter(board_id=board_id).exists():
-            scored.add(season_id)
-    return scored
+    results = MatchResult.objects.filter(board_id=OuterRef("pk"))
+    scored = Board.objects.filter(season_id__in=set(season_ids)).filter(Exists(results))
+    return set(scored.order_by().values_list("season_id", flat=True))
 
 
 def rows_of_player_on_every_board(
