@@ -113,10 +113,24 @@ def test_an_event_it_cannot_read_is_a_dead_letter_and_the_rest_go_on(
     with running_deliverer(options) as running:
         wait_for_events(receiver, {good["eventId"]})
         wait_committed(topic, options.group_id)
-    letters = topic_read(dlq, count=3)
-    codes = sorted(dict(letter.headers)["dlq.code"].decode() for letter in letters)
+    letters = topic_read(dlq, until=lambda read: len(_by_source(read)) >= 3)
+    codes = sorted(_by_source(letters).values())
     assert codes == ["invalid_event", "invalid_event", "invalid_json"]
+    # A deliverer that ended as stalled before committing reads the bad events again after its
+    # restart and sets them aside again: dead letters are at least once, as deliveries are.
+    if not running.restarts:
+        assert len(letters) == 3
     assert_received(receiver, [good["eventId"]], running)
+
+
+def _by_source(letters) -> dict[tuple[str, str], str]:
+    """Each dead letter's code by the partition and offset of the event it sets aside."""
+    by_source = {}
+    for letter in letters:
+        headers = dict(letter.headers)
+        source = (headers["dlq.source.partition"].decode(), headers["dlq.source.offset"].decode())
+        by_source[source] = headers["dlq.code"].decode()
+    return by_source
 
 
 def test_a_failing_receiver_is_retried_with_growing_jittered_delays_until_it_accepts(
