@@ -11,7 +11,7 @@ SYSTEM_PYTHON ?= python3
 SERVICES := $(SYSTEM_PYTHON) -m devservices
 
 .DEFAULT_GOAL := help
-.PHONY: help venv browser services services-stop services-status prometheus migrate lint test test-only test-cluster run run-free bench clean
+.PHONY: help venv browser services services-stop services-status prometheus migrate lint test test-only test-cluster test-later run run-free bench clean
 
 help:
 	@echo "make run              install, start services, migrate, demo data, run every process"
@@ -75,26 +75,41 @@ PYTEST_ARGS ?= --durations=15
 
 # The two passes run side by side, each line of output marked with its pass: their tests wait on
 # Kafka, Redis and processes far more than they compute, and they share only PostgreSQL (each
-# with its own test database) and the cache Redis (under each test's own key prefix).
+# with its own test database) and the cache Redis (under each test's own key prefix). The
+# single pass is the longer: its process-kill fault cases (LATER_TESTS) run after the cluster
+# pass instead, on the single-node services beside the rest of the single pass (each case
+# kills only the processes it started, on its own topics and keys), in a database of their own.
 # Each pass's own output is kept in .local/test-logs/, and the tests that failed are repeated
 # last: interleaved passes bury pytest's summary, and CI often shows only a run's last lines.
 TEST_LOGS := .local/test-logs
+LATER_TESTS ?= tests/faults/test_consumer_kills.py tests/faults/test_rank_events_kills.py \
+	tests/faults/test_reconcile_race.py
 test: services browser prometheus lint $(STAMP)
-	@set -o pipefail; mkdir -p $(TEST_LOGS); \
+	@set -o pipefail; mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/later.status; \
 	( $(MAKE) --no-print-directory test-cluster 2>&1 | tee $(TEST_LOGS)/cluster.log \
-		| sed -u 's/^/[cluster] /' ) & cluster=$$!; \
-	$(MAKE) --no-print-directory test-only 2>&1 | tee $(TEST_LOGS)/single.log \
-		| sed -u 's/^/[single]  /'; single=$$?; \
-	wait $$cluster; cluster=$$?; \
-	for pass in single cluster; do \
+		| sed -u 's/^/[cluster] /'; cluster=$$?; \
+	  $(MAKE) --no-print-directory test-later 2>&1 | tee $(TEST_LOGS)/later.log \
+		| sed -u 's/^/[later]   /'; later=$$?; \
+	  echo "$$later" > $(TEST_LOGS)/later.status; exit $$cluster ) & cluster=$$!; \
+	$(MAKE) --no-print-directory test-only PYTEST_IGNORE="$(addprefix --ignore=,$(LATER_TESTS))" \
+		2>&1 | tee $(TEST_LOGS)/single.log | sed -u 's/^/[single]  /'; single=$$?; \
+	wait $$cluster; cluster=$$?; later=$$(cat $(TEST_LOGS)/later.status 2>/dev/null || echo 1); \
+	for pass in single cluster later; do \
 		grep -E '^(FAILED|ERROR) tests/' $(TEST_LOGS)/$$pass.log | cut -c1-400 \
 			| sed "s/^/make test: $$pass pass: /"; \
 	done; \
-	echo "make test: single-node pass exit $$single, cluster pass exit $$cluster"; \
-	test $$single -eq 0 && test $$cluster -eq 0
+	echo "make test: single-node pass exit $$single, cluster pass exit $$cluster, later pass exit $$later"; \
+	test $$single -eq 0 && test $$cluster -eq 0 && test $$later -eq 0
 
+# The single-node suite; `make test` runs LATER_TESTS apart (PYTEST_IGNORE), here they run too.
+PYTEST_IGNORE ?=
 test-only: $(STAMP)
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest $(PYTEST_IGNORE) $(PYTEST_ARGS)
+
+# make test's third pass: LATER_TESTS on the single-node services, after the cluster pass.
+test-later: $(STAMP)
+	DJANGO_TEST_DATABASE_NAME=$${DJANGO_TEST_DATABASE_NAME:-test_leaderboard}_later \
+		$(VENV)/bin/pytest -p no:cacheprovider $(LATER_TESTS) $(PYTEST_ARGS)
 
 # The second pass: every test that touches the boards' Redis or Kafka, again on the
 # local Redis Cluster (3 masters + 3 replicas) and three-broker Kafka, plus their failover tests.

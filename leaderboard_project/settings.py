@@ -341,6 +341,9 @@ WEBHOOK_MAX_POLL_RECORDS = env.int("WEBHOOK_MAX_POLL_RECORDS", default=1000)
 # How often the deliverer reloads the endpoints (a new, changed or deactivated one takes
 # effect within this many seconds) and looks for kept batches resent from the admin.
 WEBHOOK_REFRESH_SECONDS = env.float("WEBHOOK_REFRESH_SECONDS", default=5.0)
+# Seconds of refused offset commits (a member kept out of its group) after which the deliverer
+# exits with status 70 for its supervisor to restart it.
+WEBHOOK_REBALANCE_STALL_SECONDS = env.float("WEBHOOK_REBALANCE_STALL_SECONDS", default=120.0)
 # Seconds between the deliverer's stats in Redis (what /metrics and the dashboard show).
 WEBHOOK_STATS_INTERVAL_SECONDS = env.float("WEBHOOK_STATS_INTERVAL_SECONDS", default=5.0)
 # The demo receiver (POST /webhooks/demo-receiver/<endpoint>, shown at /admin/webhooks/receiver):

@@ -120,6 +120,7 @@ class DelivererOptions:
             retry_first=settings.WEBHOOK_RETRY_FIRST_SECONDS,
             retry_max=settings.WEBHOOK_RETRY_MAX_SECONDS,
             retry_hours=settings.WEBHOOK_RETRY_HOURS,
+            rebalance_stall_seconds=settings.WEBHOOK_REBALANCE_STALL_SECONDS,
             allow_private=settings.WEBHOOK_ALLOW_PRIVATE,
             deliverer_id=f"{socket.gethostname()}-{os.getpid()}",
             group_instance_id=settings.WEBHOOK_GROUP_INSTANCE_ID or None,

@@ -65,8 +65,12 @@ def test_sigkill_mid_batch_then_a_restart_delivers_every_event(
     assert len(set(receiver.event_ids())) < len(ids)
     second = start_deliverer()
     group = second.args[second.args.index("--group") + 1]
-    wait_until(lambda: ids <= set(receiver.event_ids()), timeout=60, context=second.log_tail)
-    wait_committed(topic, group, context=second.log_tail)
+    wait_until(
+        second.supervised(lambda: ids <= set(receiver.event_ids())),
+        timeout=60,
+        context=second.log_tail,
+    )
+    wait_committed(topic, group, context=second.log_tail, process=second)
     assert second.stop() == 0
     assert set(receiver.event_ids()) == ids
 
@@ -90,12 +94,19 @@ def test_batches_kept_before_a_sigkill_are_sent_after_the_restart(
         }
 
     # Kept in PostgreSQL, so committed: the restart does not read them from Kafka again.
-    wait_until(lambda: kept() == ids, timeout=60, context=first.log_tail)
-    wait_committed(topic, group, context=first.log_tail)
+    wait_until(first.supervised(lambda: kept() == ids), timeout=60, context=first.log_tail)
+    wait_committed(topic, group, context=first.log_tail, process=first)
     first.kill()
     state["status"] = 204
     second = start_deliverer()
-    wait_until(lambda: ids <= set(receiver.event_ids()), timeout=60, context=second.log_tail)
-    wait_until(lambda: not kept(), timeout=30, context=second.log_tail)
+    wait_until(
+        second.supervised(lambda: ids <= set(receiver.event_ids())),
+        timeout=60,
+        context=second.log_tail,
+    )
+    wait_until(second.supervised(lambda: not kept()), timeout=30, context=second.log_tail)
     assert second.stop() == 0
-    assert sorted(receiver.event_ids()) == sorted(ids)
+    assert set(receiver.event_ids()) == ids
+    # Each once, unless the restart itself ended as stalled before committing what it sent.
+    if not second.restarts:
+        assert sorted(receiver.event_ids()) == sorted(ids)

@@ -30,6 +30,7 @@ from webhooks.deliverer import (
     DelivererTotals,
     WebhookDeliverer,
 )
+from webhooks.management.commands.deliver_webhooks import STALLED_EXIT_STATUS
 from webhooks.targets import Resolver, system_resolver
 
 SECRET = "test-secret-0123456789abcdef"
@@ -301,11 +302,21 @@ def all_committed(topic: str, group_id: str) -> bool:
     return all(end == 0 or committed.get(p) == end for p, end in ends.items())
 
 
-def wait_committed(topic: str, group_id: str, *, context: Callable[[], str] | None = None) -> None:
+def wait_committed(
+    topic: str,
+    group_id: str,
+    *,
+    context: Callable[[], str] | None = None,
+    process: DelivererProcess | None = None,
+) -> None:
     """Wait until ``all_committed``. A commit is refused while the group rebalances, and a
     fresh group's first rebalances on a loaded machine were seen to take over 30 s (the
-    session timeout is 45 s): the wait allows 60."""
-    wait_until(lambda: all_committed(topic, group_id), timeout=60, every=0.1, context=context)
+    session timeout is 45 s): the wait allows 60. A ``process`` that ends as stalled meanwhile
+    is started again (``DelivererProcess.supervised``)."""
+    condition = lambda: all_committed(topic, group_id)  # noqa: E731
+    if process is not None:
+        condition = process.supervised(condition)
+    wait_until(condition, timeout=60, every=0.1, context=context)
 
 
 class DelivererProcess:
@@ -337,13 +348,30 @@ class DelivererProcess:
             "WEBHOOK_RETRY_MAX_SECONDS": "1",
             "WEBHOOK_REFRESH_SECONDS": "0.3",
             "INGEST_BACKOFF_MAX_SECONDS": "1",
+            # A member kept out of its group (seen for over 60 s on the three brokers) ends the
+            # process sooner, for ``supervised`` to restart it.
+            "WEBHOOK_REBALANCE_STALL_SECONDS": "15",
         }
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
 
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(self.args, env=self.env, stdout=out, stderr=out)
+
+    def supervised(self, condition: Callable[[], bool]) -> Callable[[], bool]:
+        """``condition`` for ``wait_until``, starting the process again first when it ended as
+        stalled (exit status 70), as its supervisor would; same group and static member id."""
+
+        def check() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() == STALLED_EXIT_STATUS:
+                self.restarts += 1
+                self.start()
+            return condition()
+
+        return check
 
     def log_tail(self, lines: int = 40) -> str:
         text = self.log.read_text(errors="replace") if self.log.exists() else ""
