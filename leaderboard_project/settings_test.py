@@ -42,10 +42,9 @@ _local_broker = f"redis://127.0.0.1:{_env.int('LB_REDIS_PORT', default=6379)}"
 if CELERY_BROKER_URL == f"{_local_broker}/2":  # noqa: SIM300 (local_clusters' default)
     CELERY_BROKER_URL = f"{_local_broker}/3"
 
-# The suite's own speed, never its subject. Its tests commit many small transactions and empty
-# every table after each transactional test: waiting for each commit's WAL flush made up much
-# of a run, and no test crashes PostgreSQL (its outages are proxy cuts), so an unflushed commit
-# is never lost. Production and `make run` keep synchronous commits.
+# The suite's own speed, never its subject. Its tests commit many small transactions, each
+# waiting for its WAL flush; no test crashes PostgreSQL (its outages are proxy cuts), so an
+# unflushed commit is never lost. Production and `make run` keep synchronous commits.
 DATABASES["default"]["OPTIONS"]["options"] = " ".join(
     filter(None, [DATABASES["default"]["OPTIONS"].get("options"), "-c synchronous_commit=off"])
 )

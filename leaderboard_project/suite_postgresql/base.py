@@ -1,10 +1,10 @@
 """PostgreSQL as Django's own backend, except how a transactional test empties the tables.
 
 Django empties every table after each transactional test with one TRUNCATE of them all. On
-PostgreSQL a TRUNCATE costs per table (new files, a sweep of shared buffers) whatever the rows:
-with this schema's tables it took 0.36 to 0.47 s, where deleting the few rows a test leaves
-took about 0.01 s, and the suite runs it after hundreds of tests. Only the test settings name
-this backend; production and `make run` use Django's.
+PostgreSQL a TRUNCATE costs per table whatever the rows: with this schema's 41 tables it took
+0.36 to 0.47 s on the local server, where deleting the few rows a test leaves took about
+0.01 s, and the suite runs it after hundreds of tests. Only the test settings name this
+backend; production and `make run` use Django's.
 """
 
 from __future__ import annotations
