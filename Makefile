@@ -84,9 +84,6 @@ PYTEST_ARGS ?= --durations=15
 TEST_LOGS := .local/test-logs
 LATER_TESTS ?= tests/faults/test_consumer_kills.py tests/faults/test_rank_events_kills.py \
 	tests/faults/test_reconcile_race.py
-# The exactly-once model's random interleavings: the single pass runs its first seed, the later
-# pass its second (each took 90 to 130 s in the single pass beside the cluster pass).
-MODEL_TEST := tests/ingestion/test_exactly_once_model.py::test_random_interleavings_of_ingest_and_repairs_lose_and_double_nothing
 test: services browser prometheus lint $(STAMP)
 	@set -o pipefail; mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/later.status; \
 	( $(MAKE) --no-print-directory test-cluster 2>&1 | tee $(TEST_LOGS)/cluster.log \
@@ -94,7 +91,7 @@ test: services browser prometheus lint $(STAMP)
 	  $(MAKE) --no-print-directory test-later 2>&1 | tee $(TEST_LOGS)/later.log \
 		| sed -u 's/^/[later]   /'; later=$$?; \
 	  echo "$$later" > $(TEST_LOGS)/later.status; exit $$cluster ) & cluster=$$!; \
-	LB_MODEL_SEEDS=1 $(MAKE) --no-print-directory test-only PYTEST_IGNORE="$(addprefix --ignore=,$(LATER_TESTS))" \
+	$(MAKE) --no-print-directory test-only PYTEST_IGNORE="$(addprefix --ignore=,$(LATER_TESTS))" \
 		2>&1 | tee $(TEST_LOGS)/single.log | sed -u 's/^/[single]  /'; single=$$?; \
 	wait $$cluster; cluster=$$?; later=$$(cat $(TEST_LOGS)/later.status 2>/dev/null || echo 1); \
 	for pass in single cluster later; do \
@@ -109,12 +106,10 @@ PYTEST_IGNORE ?=
 test-only: $(STAMP)
 	$(VENV)/bin/pytest $(PYTEST_IGNORE) $(PYTEST_ARGS)
 
-# make test's third pass: LATER_TESTS and the model's second seed on the single-node services,
-# after the cluster pass.
+# make test's third pass: LATER_TESTS on the single-node services, after the cluster pass.
 test-later: $(STAMP)
 	DJANGO_TEST_DATABASE_NAME=$${DJANGO_TEST_DATABASE_NAME:-test_leaderboard}_later \
-		LB_MODEL_SEEDS=$${LB_MODEL_SEEDS:-2} \
-		$(VENV)/bin/pytest -p no:cacheprovider $(LATER_TESTS) $(MODEL_TEST) $(PYTEST_ARGS)
+		$(VENV)/bin/pytest -p no:cacheprovider $(LATER_TESTS) $(PYTEST_ARGS)
 
 # The second pass: every test that touches the boards' Redis or Kafka, again on the
 # local Redis Cluster (3 masters + 3 replicas) and three-broker Kafka, plus their failover tests.
