@@ -87,7 +87,9 @@ def test_the_repair_rebuilds_the_weekly_boards_of_the_days_it_rebuilt(board_redi
     what the dead master lost (the late-week mark that would rebuild an older week can be lost
     with the write)."""
     season = make_live_season(days=10, rule=ScoringRule.BEST)
-    at = timezone.now() - timedelta(days=8)
+    # Noon: the twenty results, a minute apart, all fall in one ISO week whatever the hour the
+    # test runs (from 8 days ago at 23:41 on a Sunday the last ones crossed into Monday's week).
+    at = (timezone.now() - timedelta(days=8)).replace(hour=12, minute=0, second=0, microsecond=0)
     results = [
         Result(uuid.uuid4(), player, season.id, 10 * player, at + timedelta(minutes=player))
         for player in range(1, 21)
